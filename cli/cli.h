@@ -1,0 +1,17 @@
+/* Subcommands of the `bert` tool, one file each. Each takes the arguments
+ * after `bert` (argv[0] is the subcommand) and returns the exit status, or
+ * CLI_NOT_A_COMMAND when `name` is not one of its commands. */
+#ifndef CLI_H
+#define CLI_H
+
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAILURE = 1, /* a request failed or the model did not load */
+    CLI_EXIT_USAGE = 2,   /* bad command line */
+    CLI_NOT_A_COMMAND = -1,
+};
+
+/* tokenize, embed, fill-mask, classify (cli/request.c). */
+int cli_request_command(const char *name, int argc, char **argv);
+
+#endif

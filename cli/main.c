@@ -1,0 +1,44 @@
+/* `bert`: the engine offline. Route subcommands read a request as JSON on
+ * stdin (or JSON Lines with --jsonl) and write the response the server
+ * would send. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: bert <command> [options]\n"
+            "\n"
+            "requests (stdin JSON -> stdout JSON, as the HTTP routes):\n"
+            "  tokenize   --model DIR [--jsonl]\n"
+            "  embed      --model DIR [--jsonl]\n"
+            "  fill-mask  --model DIR [--jsonl]\n"
+            "  classify   --model DIR [--jsonl]\n"
+            "\n"
+            "  version    print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("bert %s\n", BERTSERVE_VERSION);
+        return 0;
+    }
+    int rc = cli_request_command(cmd, argc - 1, argv + 1);
+    if (rc != CLI_NOT_A_COMMAND)
+        return rc;
+    fprintf(stderr, "bert: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,121 @@
+/* WordPiece tokenizer, identical to Hugging Face `tokenizers` to the id and
+ * the offset.
+ *
+ * Loads `tokenizer.json` (BertNormalizer, BertPreTokenizer, WordPiece,
+ * TemplateProcessing, added tokens) or, when that file is absent, the older
+ * `vocab.txt` + `tokenizer_config.json` (+ `special_tokens_map.json`) layout,
+ * which Hugging Face converts to the same pipeline.
+ *
+ * Threading: a loaded tokenizer is read-only; any number of threads may call
+ * the encode/decode functions at once, each with its own `bert_encoding`. */
+#ifndef BERT_TOKENIZER_H
+#define BERT_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+struct bert_tokenizer;
+
+enum bert_truncation_side {
+    BERT_TRUNCATE_RIGHT = 0, /* drop tokens from the end (Hugging Face's default) */
+    BERT_TRUNCATE_LEFT,      /* drop tokens from the start */
+};
+
+struct bert_encode_options {
+    bool add_special_tokens; /* apply the post-processor template ([CLS] a [SEP] b [SEP]) */
+    size_t max_length;       /* limit in tokens, specials included; 0: no limit */
+    bool truncate;           /* true: cut to max_length; false: over-long is BERT_E_TOO_LONG */
+    enum bert_truncation_side side;
+};
+
+/* Sensible defaults: specials on, no limit, truncation right. */
+struct bert_encode_options bert_encode_options_default(void);
+
+/* One encoded input (or pair). Arrays have `n` valid entries; the struct owns
+ * them and reuses them across calls (grow-only). Zero-initialise before the
+ * first use; release with bert_encoding_free. */
+struct bert_encoding {
+    int32_t *ids;       /* (n) vocabulary ids */
+    int32_t *type_ids;  /* (n) 0 for the first sequence and its specials, 1 for the pair */
+    uint32_t *start;    /* (n) byte offset of the token's first byte in its input */
+    uint32_t *stop;     /* (n) byte offset one past its last byte */
+    uint8_t *special;   /* (n) 1 for tokens the template added ([CLS], [SEP]) */
+    uint8_t *sequence;  /* (n) 0: from `text`, 1: from `pair`, 255: template special */
+    size_t n;
+    size_t cap;
+    size_t n_untruncated; /* token count before truncation (specials included) */
+    bool truncated;       /* true when tokens were dropped */
+};
+
+void bert_encoding_free(struct bert_encoding *enc);
+
+/* Load from a checkpoint folder: `dir/tokenizer.json` if present, otherwise
+ * `dir/vocab.txt` with `dir/tokenizer_config.json` and
+ * `dir/special_tokens_map.json` when present. On failure returns an error
+ * naming the file and the problem and sets *out to NULL. */
+enum bert_status bert_tokenizer_load(const char *dir, struct bert_tokenizer **out,
+                                     struct bert_error *err);
+
+/* Load one specific tokenizer.json file. */
+enum bert_status bert_tokenizer_load_json(const char *path, struct bert_tokenizer **out,
+                                          struct bert_error *err);
+
+/* Load a vocab.txt with explicit settings (the old layout). */
+enum bert_status bert_tokenizer_load_vocab(const char *vocab_path, bool lowercase,
+                                           struct bert_tokenizer **out,
+                                           struct bert_error *err);
+
+/* NULL is a no-op. */
+void bert_tokenizer_free(struct bert_tokenizer *tok);
+
+/* Encode `text` (and `pair` if non-NULL) of the given byte lengths. Text need
+ * not be NUL-terminated. Invalid UTF-8 is BERT_E_INVALID naming the byte
+ * offset; an input longer than opts->max_length with truncate off is
+ * BERT_E_TOO_LONG naming both numbers. Offsets are byte offsets into the
+ * input the token came from (`text` or `pair`); template specials have
+ * start == stop == 0. */
+enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok,
+                                       const char *text, size_t text_len,
+                                       const char *pair, size_t pair_len,
+                                       const struct bert_encode_options *opts,
+                                       struct bert_encoding *out,
+                                       struct bert_error *err);
+
+/* Vocabulary size (largest id + 1, added tokens included). */
+size_t bert_tokenizer_vocab_size(const struct bert_tokenizer *tok);
+
+/* The token string of `id` ("##ing", "[MASK]"), or NULL when out of range. */
+const char *bert_tokenizer_id_to_token(const struct bert_tokenizer *tok, int32_t id);
+
+/* The id of an exact token string, or -1. */
+int32_t bert_tokenizer_token_to_id(const struct bert_tokenizer *tok, const char *token);
+
+/* Ids of the roles the pipelines need; -1 when the tokenizer has none. */
+int32_t bert_tokenizer_mask_id(const struct bert_tokenizer *tok);
+int32_t bert_tokenizer_pad_id(const struct bert_tokenizer *tok);
+int32_t bert_tokenizer_cls_id(const struct bert_tokenizer *tok);
+int32_t bert_tokenizer_sep_id(const struct bert_tokenizer *tok);
+int32_t bert_tokenizer_unk_id(const struct bert_tokenizer *tok);
+
+/* True when `id` is a special token (added token with "special": true). */
+bool bert_tokenizer_is_special(const struct bert_tokenizer *tok, int32_t id);
+
+/* The mask token's text ("[MASK]"), used in error messages and docs. */
+const char *bert_tokenizer_mask_token(const struct bert_tokenizer *tok);
+
+/* Truncation length written in tokenizer.json ("truncation": {"max_length"}),
+ * or 0 when the file sets none. */
+size_t bert_tokenizer_json_max_length(const struct bert_tokenizer *tok);
+
+/* Decode ids to text as Hugging Face's `tokenizer.decode(ids,
+ * skip_special_tokens=skip_special)` does for this tokenizer: the WordPiece
+ * decoder ("##" joins, cleanup of spaces before punctuation and
+ * contractions). Returns a malloc'd NUL-terminated string (caller frees), or
+ * NULL on allocation failure. */
+char *bert_tokenizer_decode(const struct bert_tokenizer *tok, const int32_t *ids, size_t n,
+                            bool skip_special);
+
+#endif

@@ -1,0 +1,54 @@
+/* Binds the tensors of a safetensors file to the BERT parameter layout,
+ * checking every name, dtype and shape against the config. F32 tensors are
+ * used in place from the mapping; F16/BF16 (and any misaligned F32) tensors
+ * are converted once into one owned arena. */
+#ifndef BERT_WEIGHTS_H
+#define BERT_WEIGHTS_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "safetensors.h"
+
+struct bert_layer_weights {
+    const float *query_w, *query_b;       /* (H, H), (H) */
+    const float *key_w, *key_b;           /* (H, H), (H) */
+    const float *value_w, *value_b;       /* (H, H), (H) */
+    const float *attn_out_w, *attn_out_b; /* (H, H), (H) */
+    const float *attn_ln_g, *attn_ln_b;   /* (H), (H) */
+    const float *ffn_in_w, *ffn_in_b;     /* (I, H), (I) */
+    const float *ffn_out_w, *ffn_out_b;   /* (H, I), (H) */
+    const float *ffn_ln_g, *ffn_ln_b;     /* (H), (H) */
+};
+
+struct bert_weights {
+    const float *word_emb;                /* (V, H) */
+    const float *pos_emb;                 /* (P, H) */
+    const float *type_emb;                /* (type_vocab, H) */
+    const float *emb_ln_g, *emb_ln_b;     /* (H), (H) */
+    struct bert_layer_weights *layers;    /* (L) */
+
+    /* Optional heads: NULL when the checkpoint has none. */
+    const float *pooler_w, *pooler_b;     /* (H, H), (H) */
+    const float *mlm_dense_w, *mlm_dense_b; /* (H, H), (H) */
+    const float *mlm_ln_g, *mlm_ln_b;     /* (H), (H) */
+    const float *mlm_decoder_w;           /* (V, H); word_emb when tied */
+    const float *mlm_decoder_b;           /* (V) */
+    const float *classifier_w;            /* (num_labels, H) */
+    const float *classifier_b;            /* (num_labels) */
+
+    float *arena;                         /* converted tensors, owned */
+    size_t arena_floats;
+    bool prefixed;                        /* names carried the "bert." prefix */
+};
+
+/* Bind `file`'s tensors for `cfg`. Errors name the file, the tensor and the
+ * expected and actual shape or dtype. */
+enum bert_status bert_weights_bind(const struct bert_config *cfg,
+                                   const struct safetensors_file *file,
+                                   struct bert_weights *w, struct bert_error *err);
+
+/* Safe on a zeroed or already freed struct. */
+void bert_weights_free(struct bert_weights *w);
+
+#endif

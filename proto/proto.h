@@ -1,0 +1,179 @@
+/* The wire contract: JSON request bodies -> validated requests -> tokenized
+ * jobs -> JSON response bodies, for every inference route of DESIGN.md.
+ * Shared unchanged by the `bert` CLI and the `bertserve` server.
+ *
+ * Lifecycle of one request:
+ *   proto_request_parse   body -> struct proto_request   (400/413/422)
+ *   proto_job_prepare     request -> tokenized sequences + bert_seq_tasks (413/422)
+ *   bert_run              (the caller, in batches of its choice)
+ *   proto_job_respond     results -> response body
+ *   proto_job_free
+ * Errors at any step are rendered by proto_error_body with the route's
+ * envelope. All functions are thread-safe on distinct objects. */
+#ifndef PROTO_H
+#define PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "heads.h"
+#include "model.h"
+#include "tokenizer.h"
+
+enum proto_route {
+    PROTO_ROUTE_EMBED,           /* POST /embed */
+    PROTO_ROUTE_FILL_MASK,       /* POST /fill-mask */
+    PROTO_ROUTE_CLASSIFY,        /* POST /classify */
+    PROTO_ROUTE_TOKENIZE,        /* POST /tokenize */
+    PROTO_ROUTE_OPENAI_EMBED,    /* POST /v1/embeddings */
+    PROTO_ROUTE_COUNT
+};
+
+/* "/embed" -> PROTO_ROUTE_EMBED; false for unknown paths. */
+bool proto_route_from_path(const char *path, enum proto_route *out);
+const char *proto_route_path(enum proto_route route);
+/* "embed", "fill-mask", ...: the CLI's subcommand names and metric labels. */
+const char *proto_route_name(enum proto_route route);
+
+/* Error kinds; one table maps each to its HTTP status and error_type. */
+enum proto_error_kind {
+    PROTO_ERR_MALFORMED,    /* 400 validation: not JSON, duplicate keys, bad UTF-8 */
+    PROTO_ERR_UNAUTHORIZED, /* 401 unauthorized */
+    PROTO_ERR_NOT_FOUND,    /* 404 not_found */
+    PROTO_ERR_METHOD,       /* 405 method_not_allowed */
+    PROTO_ERR_TOO_LARGE,    /* 413 payload_too_large: body, inputs, or tokens over a limit */
+    PROTO_ERR_INVALID,      /* 422 validation: wrong type, bad value, unknown field, no mask */
+    PROTO_ERR_OVERLOADED,   /* 429 overloaded */
+    PROTO_ERR_INTERNAL,     /* 500 internal */
+    PROTO_ERR_UNAVAILABLE,  /* 503 unavailable: starting or draining */
+    PROTO_ERR_COUNT
+};
+
+struct proto_error {
+    enum proto_error_kind kind;
+    char message[512];      /* one line; user text in it is escaped and cut */
+};
+
+int proto_error_status(enum proto_error_kind kind);
+const char *proto_error_type(enum proto_error_kind kind);
+
+/* printf into err->message (one line, control characters escaped). */
+void proto_error_set(struct proto_error *err, enum proto_error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The error body for `route`: {"error", "error_type"} on our routes,
+ * {"error": {"message", "type", "code"}} on /v1/embeddings. Returns a
+ * malloc'd NUL-terminated string and its length. */
+char *proto_error_body(enum proto_route route, const struct proto_error *err, size_t *len);
+
+/* Limits enforced while parsing and preparing. */
+struct proto_limits {
+    size_t max_client_batch;  /* most inputs in one request (413 beyond) */
+    size_t max_input_tokens;  /* longest sequence, specials included (413 beyond unless truncating) */
+    uint32_t max_top_k;       /* largest accepted top_k */
+};
+
+/* Defaults that come from the checkpoint and the config. */
+struct proto_defaults {
+    enum bert_pooling pooling;
+    bool normalize;
+    bool truncate;
+    const char *model_name;   /* reported by /v1/embeddings */
+};
+
+enum proto_activation {
+    PROTO_ACTIVATION_DEFAULT,  /* choose as Hugging Face does (problem_type, num_labels) */
+    PROTO_ACTIVATION_SOFTMAX,
+    PROTO_ACTIVATION_SIGMOID,
+    PROTO_ACTIVATION_NONE,
+};
+
+struct proto_input {
+    const char *text;         /* points into the request's JSON; not NUL-safe, use len */
+    size_t text_len;
+    const char *pair;         /* NULL unless the input was [a, b] */
+    size_t pair_len;
+};
+
+/* A parsed, validated request. Parameters may appear at the top level or in
+ * the Hugging Face "parameters" object. */
+struct proto_request {
+    enum proto_route route;
+    json_t *root;             /* owns every string below */
+    struct proto_input *inputs; /* (n_inputs) */
+    size_t n_inputs;
+    bool batched;             /* "inputs" was a list: answer with one entry per input */
+
+    /* embed, openai embed, and every route that tokenizes */
+    bool has_pooling;
+    enum bert_pooling pooling;
+    bool has_normalize;
+    bool normalize;
+    bool has_truncate;
+    bool truncate;
+    enum bert_truncation_side truncation_side;
+    bool base64;              /* openai: encoding_format == "base64" */
+    const char *model;        /* openai: echoed "model", or NULL */
+
+    /* fill-mask */
+    uint32_t top_k;           /* default 5 */
+    const char **targets;     /* (n_targets) NUL-terminated, or NULL */
+    size_t n_targets;
+
+    /* classify */
+    bool raw_scores;          /* true: function_to_apply = none */
+    enum proto_activation function_to_apply;
+    uint32_t classify_top_k;  /* 0: every label */
+
+    /* tokenize */
+    bool add_special_tokens;  /* default true */
+};
+
+/* Parse and validate `body` for `route`. On failure fills err and returns
+ * false; `req` then holds nothing to free. */
+bool proto_request_parse(enum proto_route route, const char *body, size_t len,
+                         const struct proto_limits *limits, struct proto_request *req,
+                         struct proto_error *err);
+void proto_request_free(struct proto_request *req);
+
+/* One tokenized sequence and what to compute for it. */
+struct proto_seq {
+    struct bert_encoding enc;
+    struct bert_seq_task task; /* output pointers point into the job's buffers */
+    size_t n_masks;
+};
+
+struct proto_job {
+    struct proto_request req;  /* moved in by proto_job_prepare */
+    struct proto_seq *seqs;    /* (n_seqs): one per input */
+    size_t n_seqs;
+    size_t n_tokens;           /* sum of sequence lengths */
+    size_t n_truncated;        /* inputs that were cut (x-truncated-inputs) */
+    int32_t *target_ids;       /* fill-mask targets as ids */
+    float *outputs;            /* one allocation all tasks write into */
+};
+
+/* Tokenize `req`'s inputs (taking ownership of `req` even on failure) and set
+ * up every sequence's task: 422 when a fill-mask input has no mask token or
+ * the checkpoint lacks the route's head, 413 when an input is over
+ * limits->max_input_tokens without truncation. /tokenize needs no compute:
+ * its job has n_seqs sequences with tasks that callers must not run. */
+bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
+                       const struct proto_limits *limits, const struct proto_defaults *defaults,
+                       struct proto_request *req, struct proto_error *err);
+
+/* True when the route needs the encoder (all but /tokenize). */
+bool proto_job_needs_compute(const struct proto_job *job);
+
+/* Render the response once every sequence's task has run. Returns a malloc'd
+ * NUL-terminated body and its length, or NULL on allocation failure. */
+char *proto_job_respond(const struct proto_job *job, const struct bert_model *model,
+                        size_t *len);
+
+/* Safe on a zeroed or already freed job. */
+void proto_job_free(struct proto_job *job);
+
+#endif
