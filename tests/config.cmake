@@ -1,0 +1,3 @@
+# Server configuration: the TOML reader, the key table and CPU detection.
+bert_add_test(NAME test_toml SOURCES test_toml.c LIBS bertsrv
+              ARGS ${CMAKE_SOURCE_DIR}/config.example.toml TIMEOUT 60 LABELS unit)
