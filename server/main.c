@@ -12,7 +12,7 @@
 #include <uv.h>
 
 #include "batcher.h"
-#include "config.h"
+#include "server_config.h"
 #include "cpu.h"
 #include "http.h"
 #include "log.h"

@@ -26,7 +26,7 @@ struct srv_request {
     atomic_bool failed;                /* a forward pass of this request failed */
     atomic_uint_fast64_t t_compute_start; /* ns, first forward pass that included it */
     uint64_t t_compute_end;            /* ns, written by the finishing worker */
-    char error[256];                   /* written by the first worker that sets failed */
+    char error[600];                   /* written by the first worker that sets failed */
     char *body;                        /* response rendered by the finishing worker */
     size_t body_len;
     struct srv_request *next_done;     /* completion queue link */

@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "check.h"
-#include "config.h"
+#include "server_config.h"
 #include "toml.h"
 
 struct bad_value {
