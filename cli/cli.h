@@ -14,4 +14,7 @@ enum {
 /* tokenize, embed, fill-mask, classify (cli/request.c). */
 int cli_request_command(const char *name, int argc, char **argv);
 
+/* bert init (cli/init.c). */
+int cli_init_command(int argc, char **argv);
+
 #endif

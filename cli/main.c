@@ -17,6 +17,10 @@ static void usage(FILE *out)
             "  fill-mask  --model DIR [--jsonl]\n"
             "  classify   --model DIR [--jsonl]\n"
             "\n"
+            "\n"
+            "models:\n"
+            "  init       --out DIR --tokenizer DIR [geometry]   write an untrained checkpoint\n"
+            "\n"
             "  version    print the version\n");
 }
 
@@ -35,6 +39,8 @@ int main(int argc, char **argv)
         printf("bert %s\n", BERTSERVE_VERSION);
         return 0;
     }
+    if (strcmp(cmd, "init") == 0)
+        return cli_init_command(argc - 1, argv + 1);
     int rc = cli_request_command(cmd, argc - 1, argv + 1);
     if (rc != CLI_NOT_A_COMMAND)
         return rc;

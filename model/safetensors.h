@@ -13,14 +13,27 @@
 
 #include "status.h"
 
+/* Every dtype the format defines: files may carry tensors we never read
+ * (e.g. an I64 position_ids buffer), and their sizes are validated too. */
 enum bert_dtype {
     BERT_DTYPE_F32,
     BERT_DTYPE_F16,
     BERT_DTYPE_BF16,
-    BERT_DTYPE_I64, /* e.g. position_ids buffers some checkpoints carry */
+    BERT_DTYPE_F64,
+    BERT_DTYPE_I64,
+    BERT_DTYPE_I32,
+    BERT_DTYPE_I16,
+    BERT_DTYPE_I8,
+    BERT_DTYPE_U64,
+    BERT_DTYPE_U32,
+    BERT_DTYPE_U16,
+    BERT_DTYPE_U8,
+    BERT_DTYPE_BOOL,
+    BERT_DTYPE_F8_E4M3,
+    BERT_DTYPE_F8_E5M2,
 };
 
-#define SAFETENSORS_MAX_DIMS 4
+#define SAFETENSORS_MAX_DIMS 8
 
 struct safetensors_tensor {
     char *name;
@@ -69,8 +82,10 @@ struct safetensors_out {
     const float *data;
 };
 
-/* Write tensors in the given order (each aligned to 8 bytes, as the Python
- * library does) to `path` via a temporary file and rename. */
+/* Write tensors to `path` (via a temporary file and rename) as the Python
+ * library lays them out: header padded to 8 bytes, data ordered by element
+ * size, largest first (then in the given order), contiguous, so every tensor
+ * is aligned to its element size. */
 enum bert_status safetensors_write(const char *path, const struct safetensors_out *tensors,
                                    size_t n, struct bert_error *err);
 

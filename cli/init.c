@@ -1,0 +1,142 @@
+/* `bert init`: write a randomly initialised (untrained) checkpoint. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "synth.h"
+
+/* "a,b,c" -> id2label; returns the count or 0 on allocation failure. */
+static size_t split_labels(const char *list, char ***out)
+{
+    size_t n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    char **labels = calloc(n, sizeof *labels);
+    if (labels == NULL)
+        return 0;
+    const char *start = list;
+    for (size_t i = 0; i < n; i++) {
+        const char *end = strchr(start, ',');
+        size_t len = end ? (size_t)(end - start) : strlen(start);
+        labels[i] = strndup(start, len);
+        if (labels[i] == NULL) {
+            for (size_t k = 0; k < i; k++)
+                free(labels[k]);
+            free(labels);
+            return 0;
+        }
+        start = end ? end + 1 : start + len;
+    }
+    *out = labels;
+    return n;
+}
+
+int cli_init_command(int argc, char **argv)
+{
+    struct bert_synth_options o = bert_synth_options_default();
+    struct bert_config *c = &o.config;
+    c->num_layers = 2;
+    c->hidden_size = 128;
+    c->num_heads = 2;
+    c->intermediate_size = 512;
+    c->max_position_embeddings = 512;
+    c->type_vocab_size = 2;
+    c->layer_norm_eps = 1e-12f;
+    c->pooling = BERT_POOLING_MEAN;
+    const char *out = NULL, *dtype = "f32", *labels = NULL, *act = "gelu", *pooling = "mean";
+    const char *problem = NULL;
+    double eps = 1e-12;
+    struct cli_opt opts[] = {
+        {"out", CLI_OPT_STRING, &out, "checkpoint folder to write (required)"},
+        {"tokenizer", CLI_OPT_STRING, &o.tokenizer_dir, "folder to copy tokenizer files from (required)"},
+        {"layers", CLI_OPT_SIZE, &c->num_layers, "encoder layers (2)"},
+        {"hidden", CLI_OPT_SIZE, &c->hidden_size, "hidden size (128)"},
+        {"heads", CLI_OPT_SIZE, &c->num_heads, "attention heads (2)"},
+        {"intermediate", CLI_OPT_SIZE, &c->intermediate_size, "feed-forward size (512)"},
+        {"max-position", CLI_OPT_SIZE, &c->max_position_embeddings, "position embeddings (512)"},
+        {"type-vocab", CLI_OPT_SIZE, &c->type_vocab_size, "token types (2)"},
+        {"eps", CLI_OPT_DOUBLE, &eps, "LayerNorm epsilon (1e-12)"},
+        {"act", CLI_OPT_STRING, &act, "hidden_act: gelu, gelu_new, relu, silu (gelu)"},
+        {"seed", CLI_OPT_U64, &o.seed, "generator seed (0)"},
+        {"weight-std", CLI_OPT_DOUBLE, &o.weight_std, "std of weights and embeddings (0.02)"},
+        {"bias-range", CLI_OPT_DOUBLE, &o.bias_range, "biases uniform in [-r, r] (0)"},
+        {"ln-range", CLI_OPT_DOUBLE, &o.ln_range, "LayerNorm gamma 1 +- r, beta +- r (0)"},
+        {"dtype", CLI_OPT_STRING, &dtype, "f32, f16 or bf16 (f32)"},
+        {"prefix", CLI_OPT_FLAG, &o.prefix, "name tensors with the 'bert.' prefix"},
+        {"mlm", CLI_OPT_FLAG, &o.mlm, "add a masked-LM head"},
+        {"untied-decoder", CLI_OPT_FLAG, &o.untied_decoder, "MLM decoder not tied to embeddings"},
+        {"pooler", CLI_OPT_FLAG, &o.pooler, "add the pooler"},
+        {"labels", CLI_OPT_STRING, &labels, "add a classifier with these labels (a,b,c)"},
+        {"problem-type", CLI_OPT_STRING, &problem, "single_label | multi_label | regression"},
+        {"sentence-transformers", CLI_OPT_FLAG, &o.sentence_transformers, "write modules.json and 1_Pooling"},
+        {"pooling", CLI_OPT_STRING, &pooling, "sentence-transformers pooling: cls, mean, max (mean)"},
+        {"normalize", CLI_OPT_FLAG, &o.st_normalize, "sentence-transformers Normalize module"},
+        {"max-seq-length", CLI_OPT_SIZE, &o.st_max_seq_length, "sentence_bert_config max_seq_length"},
+    };
+    const size_t n_opts = sizeof opts / sizeof opts[0];
+    if (!cli_parse("init", argc, argv, opts, n_opts))
+        return CLI_EXIT_USAGE;
+    if (out == NULL || o.tokenizer_dir == NULL) {
+        fprintf(stderr, "usage: bert init --out DIR --tokenizer DIR [options]\n");
+        cli_print_options(opts, n_opts);
+        return CLI_EXIT_USAGE;
+    }
+    c->layer_norm_eps = (float)eps;
+    if (strcmp(dtype, "f32") == 0)
+        o.dtype = BERT_DTYPE_F32;
+    else if (strcmp(dtype, "f16") == 0)
+        o.dtype = BERT_DTYPE_F16;
+    else if (strcmp(dtype, "bf16") == 0)
+        o.dtype = BERT_DTYPE_BF16;
+    else {
+        fprintf(stderr, "bert init: --dtype must be f32, f16 or bf16\n");
+        return CLI_EXIT_USAGE;
+    }
+    static const struct {
+        const char *name;
+        enum bert_activation act;
+    } acts[] = {{"gelu", BERT_ACTIVATION_GELU},
+                {"gelu_new", BERT_ACTIVATION_GELU_TANH},
+                {"relu", BERT_ACTIVATION_RELU},
+                {"silu", BERT_ACTIVATION_SILU}};
+    bool act_ok = false;
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+        if (strcmp(act, acts[i].name) == 0) {
+            c->activation = acts[i].act;
+            act_ok = true;
+        }
+    if (!act_ok || !bert_pooling_parse(pooling, &c->pooling)) {
+        fprintf(stderr, "bert init: unknown --act '%s' or --pooling '%s'\n", act, pooling);
+        return CLI_EXIT_USAGE;
+    }
+    if (problem != NULL) {
+        if (strcmp(problem, "single_label") == 0)
+            c->problem_type = BERT_PROBLEM_SINGLE_LABEL;
+        else if (strcmp(problem, "multi_label") == 0)
+            c->problem_type = BERT_PROBLEM_MULTI_LABEL;
+        else if (strcmp(problem, "regression") == 0)
+            c->problem_type = BERT_PROBLEM_REGRESSION;
+        else {
+            fprintf(stderr, "bert init: unknown --problem-type '%s'\n", problem);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (labels != NULL) {
+        o.classifier = true;
+        c->num_labels = split_labels(labels, &c->id2label);
+        if (c->num_labels == 0) {
+            fprintf(stderr, "bert init: out of memory\n");
+            return CLI_EXIT_FAILURE;
+        }
+    }
+    struct bert_error err = {0};
+    enum bert_status st = bert_synth_write(&o, out, &err);
+    bert_config_free(c);
+    if (st != BERT_OK) {
+        fprintf(stderr, "bert init: %s\n", err.message);
+        return CLI_EXIT_FAILURE;
+    }
+    return CLI_EXIT_OK;
+}

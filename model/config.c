@@ -1,0 +1,422 @@
+#include "config.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fileutil.h"
+
+static const char SUPPORTED_MODEL_TYPES[] = "bert";
+
+static const struct {
+    const char *name;
+    enum bert_activation act;
+} activation_table[] = {
+    {"gelu", BERT_ACTIVATION_GELU},
+    {"gelu_new", BERT_ACTIVATION_GELU_TANH},
+    {"gelu_pytorch_tanh", BERT_ACTIVATION_GELU_TANH},
+    {"gelu_fast", BERT_ACTIVATION_GELU_TANH},
+    {"relu", BERT_ACTIVATION_RELU},
+    {"silu", BERT_ACTIVATION_SILU},
+    {"swish", BERT_ACTIVATION_SILU},
+};
+
+static const char *const pooling_names[] = {
+    [BERT_POOLING_CLS] = "cls",
+    [BERT_POOLING_MEAN] = "mean",
+    [BERT_POOLING_MAX] = "max",
+};
+
+const char *bert_pooling_name(enum bert_pooling pooling)
+{
+    return (size_t)pooling < sizeof pooling_names / sizeof pooling_names[0]
+               ? pooling_names[pooling]
+               : "?";
+}
+
+bool bert_pooling_parse(const char *name, enum bert_pooling *out)
+{
+    for (size_t i = 0; i < sizeof pooling_names / sizeof pooling_names[0]; i++) {
+        if (strcmp(name, pooling_names[i]) == 0) {
+            *out = (enum bert_pooling)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+void bert_config_free(struct bert_config *cfg)
+{
+    if (cfg->id2label != NULL) {
+        for (size_t i = 0; i < cfg->num_labels; i++)
+            free(cfg->id2label[i]);
+        free(cfg->id2label);
+    }
+    cfg->id2label = NULL;
+}
+
+/* Read a positive integer key; `def` 0 means the key is required. */
+static enum bert_status get_size(const char *name, json_t *root, const char *key, size_t def,
+                                 size_t *out, struct bert_error *err)
+{
+    json_t *v = json_object_get(root, key);
+    if (v == NULL || json_is_null(v)) {
+        if (def == 0)
+            return bert_error_set(err, BERT_E_FORMAT, "%s: missing required key \"%s\"", name,
+                                  key);
+        *out = def;
+        return BERT_OK;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+        json_integer_value(v) > (json_int_t)INT32_MAX)
+        return bert_error_set(err, BERT_E_FORMAT, "%s: \"%s\" must be a positive integer", name,
+                              key);
+    *out = (size_t)json_integer_value(v);
+    return BERT_OK;
+}
+
+static enum bert_status parse_labels(const char *name, json_t *root, struct bert_config *cfg,
+                                     struct bert_error *err)
+{
+    json_t *id2label = json_object_get(root, "id2label");
+    json_t *num = json_object_get(root, "num_labels");
+    size_t n = 2; /* transformers' PretrainedConfig default */
+    if (json_is_object(id2label) && json_object_size(id2label) > 0) {
+        n = json_object_size(id2label);
+    } else if (num != NULL && !json_is_null(num)) {
+        if (!json_is_integer(num) || json_integer_value(num) <= 0 ||
+            json_integer_value(num) > 100000)
+            return bert_error_set(err, BERT_E_FORMAT,
+                                  "%s: \"num_labels\" must be a positive integer", name);
+        n = (size_t)json_integer_value(num);
+    } else if (id2label != NULL && !json_is_null(id2label) && !json_is_object(id2label)) {
+        return bert_error_set(err, BERT_E_FORMAT, "%s: \"id2label\" must be an object", name);
+    }
+    cfg->id2label = calloc(n, sizeof *cfg->id2label);
+    if (cfg->id2label == NULL)
+        return bert_error_set(err, BERT_E_NOMEM, "out of memory");
+    cfg->num_labels = n;
+    if (json_is_object(id2label)) {
+        const char *key;
+        json_t *label;
+        json_object_foreach(id2label, key, label) {
+            char *end;
+            long idx = strtol(key, &end, 10);
+            if (*key == '\0' || *end != '\0' || idx < 0 || (size_t)idx >= n ||
+                !json_is_string(label))
+                return bert_error_set(err, BERT_E_FORMAT,
+                                      "%s: id2label must map the ids 0..%zu to strings "
+                                      "(bad entry \"%.32s\")",
+                                      name, n - 1, key);
+            if (cfg->id2label[idx] != NULL)
+                return bert_error_set(err, BERT_E_FORMAT, "%s: id2label repeats id %ld", name,
+                                      idx);
+            cfg->id2label[idx] = strdup(json_string_value(label));
+            if (cfg->id2label[idx] == NULL)
+                return bert_error_set(err, BERT_E_NOMEM, "out of memory");
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (cfg->id2label[i] != NULL)
+            continue;
+        char buf[32];
+        snprintf(buf, sizeof buf, "LABEL_%zu", i);
+        cfg->id2label[i] = strdup(buf);
+        if (cfg->id2label[i] == NULL)
+            return bert_error_set(err, BERT_E_NOMEM, "out of memory");
+    }
+    return BERT_OK;
+}
+
+static enum bert_status parse_root(const char *name, json_t *root, struct bert_config *cfg,
+                                   struct bert_error *err)
+{
+    if (!json_is_object(root))
+        return bert_error_set(err, BERT_E_FORMAT, "%s: not a JSON object", name);
+
+    json_t *archs = json_object_get(root, "architectures");
+    if (json_is_array(archs) && json_is_string(json_array_get(archs, 0)))
+        snprintf(cfg->architecture, sizeof cfg->architecture, "%s",
+                 json_string_value(json_array_get(archs, 0)));
+
+    /* Old configs lack model_type; transformers then goes by the architecture. */
+    json_t *mt = json_object_get(root, "model_type");
+    const char *model_type = json_is_string(mt) ? json_string_value(mt)
+                             : strncmp(cfg->architecture, "Bert", 4) == 0 ? "bert"
+                                                                         : NULL;
+    if (model_type == NULL)
+        return bert_error_set(err, BERT_E_FORMAT,
+                              "%s: no \"model_type\" (supported: %s)", name,
+                              SUPPORTED_MODEL_TYPES);
+    if (strcmp(model_type, "bert") != 0)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: model_type \"%.40s\" is not supported (supported: %s)", name,
+                              model_type, SUPPORTED_MODEL_TYPES);
+    snprintf(cfg->model_type, sizeof cfg->model_type, "%s", model_type);
+
+    json_t *pet = json_object_get(root, "position_embedding_type");
+    if (pet != NULL && !json_is_null(pet) &&
+        (!json_is_string(pet) || strcmp(json_string_value(pet), "absolute") != 0))
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: position_embedding_type \"%.40s\" is not supported "
+                              "(supported: absolute)",
+                              name, json_is_string(pet) ? json_string_value(pet) : "?");
+    if (json_is_true(json_object_get(root, "is_decoder")) ||
+        json_is_true(json_object_get(root, "add_cross_attention")))
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: decoder configurations (is_decoder, add_cross_attention) are "
+                              "not supported; bertserve runs encoders",
+                              name);
+
+    enum bert_status st;
+    if ((st = get_size(name, root, "vocab_size", 0, &cfg->vocab_size, err)) ||
+        (st = get_size(name, root, "hidden_size", 0, &cfg->hidden_size, err)) ||
+        (st = get_size(name, root, "num_hidden_layers", 0, &cfg->num_layers, err)) ||
+        (st = get_size(name, root, "num_attention_heads", 0, &cfg->num_heads, err)) ||
+        (st = get_size(name, root, "intermediate_size", 0, &cfg->intermediate_size, err)) ||
+        (st = get_size(name, root, "max_position_embeddings", 512,
+                       &cfg->max_position_embeddings, err)) ||
+        (st = get_size(name, root, "type_vocab_size", 2, &cfg->type_vocab_size, err)))
+        return st;
+    if (cfg->hidden_size % cfg->num_heads != 0)
+        return bert_error_set(err, BERT_E_FORMAT,
+                              "%s: hidden_size %zu is not a multiple of num_attention_heads %zu",
+                              name, cfg->hidden_size, cfg->num_heads);
+
+    json_t *eps = json_object_get(root, "layer_norm_eps");
+    cfg->layer_norm_eps = 1e-12f;
+    if (eps != NULL && !json_is_null(eps)) {
+        if (!json_is_number(eps) || json_number_value(eps) <= 0 || json_number_value(eps) > 1)
+            return bert_error_set(err, BERT_E_FORMAT,
+                                  "%s: \"layer_norm_eps\" must be a number in (0, 1]", name);
+        cfg->layer_norm_eps = (float)json_number_value(eps);
+    }
+
+    json_t *act = json_object_get(root, "hidden_act");
+    const char *act_name = act == NULL || json_is_null(act) ? "gelu" : json_string_value(act);
+    bool found = false;
+    for (size_t i = 0; act_name && i < sizeof activation_table / sizeof activation_table[0]; i++) {
+        if (strcmp(act_name, activation_table[i].name) == 0) {
+            cfg->activation = activation_table[i].act;
+            found = true;
+        }
+    }
+    if (!found)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: hidden_act \"%.40s\" is not supported (supported: gelu, "
+                              "gelu_new, gelu_pytorch_tanh, gelu_fast, relu, silu, swish)",
+                              name, act_name ? act_name : "(not a string)");
+
+    json_t *pad = json_object_get(root, "pad_token_id");
+    cfg->pad_token_id = json_is_integer(pad) ? (int32_t)json_integer_value(pad) : 0;
+
+    json_t *tie = json_object_get(root, "tie_word_embeddings");
+    cfg->tie_word_embeddings = tie == NULL || json_is_null(tie) || json_is_true(tie);
+
+    json_t *pt = json_object_get(root, "problem_type");
+    cfg->problem_type = BERT_PROBLEM_UNSET;
+    if (json_is_string(pt)) {
+        const char *p = json_string_value(pt);
+        if (strcmp(p, "single_label_classification") == 0)
+            cfg->problem_type = BERT_PROBLEM_SINGLE_LABEL;
+        else if (strcmp(p, "multi_label_classification") == 0)
+            cfg->problem_type = BERT_PROBLEM_MULTI_LABEL;
+        else if (strcmp(p, "regression") == 0)
+            cfg->problem_type = BERT_PROBLEM_REGRESSION;
+        else
+            return bert_error_set(err, BERT_E_FORMAT, "%s: unknown problem_type \"%.40s\"", name,
+                                  p);
+    }
+    return parse_labels(name, root, cfg, err);
+}
+
+enum bert_status bert_config_parse(const char *name, const char *json, size_t len,
+                                   struct bert_config *cfg, struct bert_error *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->pooling = BERT_POOLING_MEAN;
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL)
+        return bert_error_set(err, BERT_E_FORMAT, "%s:%d:%d: invalid JSON: %s", name, jerr.line,
+                              jerr.column, jerr.text);
+    enum bert_status st = parse_root(name, root, cfg, err);
+    json_decref(root);
+    if (st != BERT_OK)
+        bert_config_free(cfg);
+    return st;
+}
+
+/* sentence-transformers Pooling config: exactly one of the modes we run. */
+static enum bert_status read_pooling(const char *path, struct bert_config *cfg,
+                                     struct bert_error *err)
+{
+    json_t *root;
+    enum bert_status st = file_load_json(path, &root, err);
+    if (st != BERT_OK)
+        return st;
+    static const struct {
+        const char *key;
+        enum bert_pooling mode;
+        bool supported;
+    } modes[] = {
+        {"pooling_mode_cls_token", BERT_POOLING_CLS, true},
+        {"pooling_mode_mean_tokens", BERT_POOLING_MEAN, true},
+        {"pooling_mode_max_tokens", BERT_POOLING_MAX, true},
+        {"pooling_mode_mean_sqrt_len_tokens", BERT_POOLING_MEAN, false},
+        {"pooling_mode_weightedmean_tokens", BERT_POOLING_MEAN, false},
+        {"pooling_mode_lasttoken", BERT_POOLING_MEAN, false},
+    };
+    int chosen = -1, n_on = 0;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        if (json_is_true(json_object_get(root, modes[i].key))) {
+            n_on++;
+            chosen = (int)i;
+        }
+    }
+    json_decref(root);
+    if (n_on != 1)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: %d pooling modes are enabled; exactly one of cls, mean or max "
+                              "is supported",
+                              path, n_on);
+    if (!modes[chosen].supported)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: %s is not supported (supported: cls, mean, max)", path,
+                              modes[chosen].key);
+    cfg->pooling = modes[chosen].mode;
+    cfg->pooling_from_model = true;
+    return BERT_OK;
+}
+
+/* modules.json names the pooling folder and whether a Normalize module
+ * follows; without it, a 1_Pooling folder alone still counts. */
+static enum bert_status read_sentence_transformers(const char *dir, struct bert_config *cfg,
+                                                   struct bert_error *err)
+{
+    char path[PATH_MAX];
+    char pooling_dir[256] = "1_Pooling";
+    snprintf(path, sizeof path, "%s/modules.json", dir);
+    if (file_exists(path)) {
+        json_t *modules;
+        enum bert_status st = file_load_json(path, &modules, err);
+        if (st != BERT_OK)
+            return st;
+        if (!json_is_array(modules)) {
+            json_decref(modules);
+            return bert_error_set(err, BERT_E_FORMAT, "%s: not a JSON array", path);
+        }
+        size_t i;
+        json_t *m;
+        json_array_foreach(modules, i, m) {
+            const char *type = json_string_value(json_object_get(m, "type"));
+            const char *mpath = json_string_value(json_object_get(m, "path"));
+            if (type == NULL)
+                continue;
+            if (strstr(type, "Normalize") != NULL)
+                cfg->normalize = true;
+            if (strstr(type, "Pooling") != NULL && mpath != NULL && strchr(mpath, '/') == NULL &&
+                strcmp(mpath, "..") != 0)
+                snprintf(pooling_dir, sizeof pooling_dir, "%s", mpath);
+        }
+        json_decref(modules);
+    }
+    snprintf(path, sizeof path, "%s/%s/config.json", dir, pooling_dir);
+    if (file_exists(path)) {
+        enum bert_status st = read_pooling(path, cfg, err);
+        if (st != BERT_OK)
+            return st;
+    }
+    snprintf(path, sizeof path, "%s/sentence_bert_config.json", dir);
+    if (file_exists(path)) {
+        json_t *sb;
+        enum bert_status st = file_load_json(path, &sb, err);
+        if (st != BERT_OK)
+            return st;
+        json_t *msl = json_object_get(sb, "max_seq_length");
+        if (json_is_integer(msl) && json_integer_value(msl) > 0)
+            cfg->st_max_seq_length = (size_t)json_integer_value(msl);
+        json_decref(sb);
+    }
+    return BERT_OK;
+}
+
+enum bert_status bert_config_load(const char *dir, struct bert_config *cfg,
+                                  struct bert_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *text;
+    size_t len;
+    enum bert_status st = file_read_all(path, &text, &len, err);
+    if (st != BERT_OK)
+        return st;
+    st = bert_config_parse(path, text, len, cfg, err);
+    free(text);
+    if (st != BERT_OK)
+        return st;
+    st = read_sentence_transformers(dir, cfg, err);
+    if (st != BERT_OK)
+        bert_config_free(cfg);
+    return st;
+}
+
+static const char *activation_name(enum bert_activation act)
+{
+    for (size_t i = 0; i < sizeof activation_table / sizeof activation_table[0]; i++)
+        if (activation_table[i].act == act)
+            return activation_table[i].name;
+    return "gelu";
+}
+
+enum bert_status bert_config_write(const struct bert_config *cfg, const char *path,
+                                   struct bert_error *err)
+{
+    json_t *root = json_object();
+    json_t *id2label = json_object();
+    json_t *label2id = json_object();
+    for (size_t i = 0; i < cfg->num_labels; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "%zu", i);
+        json_object_set_new(id2label, key, json_string(cfg->id2label[i]));
+        json_object_set_new(label2id, cfg->id2label[i], json_integer((json_int_t)i));
+    }
+    static const char *const problem_names[] = {
+        [BERT_PROBLEM_SINGLE_LABEL] = "single_label_classification",
+        [BERT_PROBLEM_MULTI_LABEL] = "multi_label_classification",
+        [BERT_PROBLEM_REGRESSION] = "regression",
+    };
+    json_object_set_new(root, "architectures",
+                        json_pack("[s]", cfg->architecture[0] ? cfg->architecture : "BertModel"));
+    json_object_set_new(root, "model_type", json_string("bert"));
+    json_object_set_new(root, "vocab_size", json_integer((json_int_t)cfg->vocab_size));
+    json_object_set_new(root, "hidden_size", json_integer((json_int_t)cfg->hidden_size));
+    json_object_set_new(root, "num_hidden_layers", json_integer((json_int_t)cfg->num_layers));
+    json_object_set_new(root, "num_attention_heads", json_integer((json_int_t)cfg->num_heads));
+    json_object_set_new(root, "intermediate_size",
+                        json_integer((json_int_t)cfg->intermediate_size));
+    json_object_set_new(root, "max_position_embeddings",
+                        json_integer((json_int_t)cfg->max_position_embeddings));
+    json_object_set_new(root, "type_vocab_size", json_integer((json_int_t)cfg->type_vocab_size));
+    json_object_set_new(root, "layer_norm_eps", json_real(cfg->layer_norm_eps));
+    json_object_set_new(root, "hidden_act", json_string(activation_name(cfg->activation)));
+    json_object_set_new(root, "hidden_dropout_prob", json_real(0.1));
+    json_object_set_new(root, "attention_probs_dropout_prob", json_real(0.1));
+    json_object_set_new(root, "initializer_range", json_real(0.02));
+    json_object_set_new(root, "pad_token_id", json_integer(cfg->pad_token_id));
+    json_object_set_new(root, "position_embedding_type", json_string("absolute"));
+    json_object_set_new(root, "tie_word_embeddings", json_boolean(cfg->tie_word_embeddings));
+    json_object_set_new(root, "id2label", id2label);
+    json_object_set_new(root, "label2id", label2id);
+    if (cfg->problem_type != BERT_PROBLEM_UNSET)
+        json_object_set_new(root, "problem_type", json_string(problem_names[cfg->problem_type]));
+    json_object_set_new(root, "torch_dtype", json_string("float32"));
+    enum bert_status st = BERT_OK;
+    if (json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) != 0)
+        st = bert_error_set(err, BERT_E_IO, "%s: cannot write", path);
+    json_decref(root);
+    return st;
+}

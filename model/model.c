@@ -1,0 +1,79 @@
+#include "model.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileutil.h"
+
+/* The checkpoint's own limit: position embeddings, narrowed by
+ * sentence-transformers' max_seq_length when the folder sets one. */
+static size_t model_max_input_tokens(const struct bert_config *c)
+{
+    size_t limit = c->max_position_embeddings;
+    if (c->st_max_seq_length > 0 && c->st_max_seq_length < limit)
+        limit = c->st_max_seq_length;
+    return limit;
+}
+
+static enum bert_status open_weights(const char *dir, struct safetensors_file *file,
+                                     struct bert_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (!file_exists(path)) {
+        char bin[PATH_MAX];
+        snprintf(bin, sizeof bin, "%s/pytorch_model.bin", dir);
+        if (file_exists(bin))
+            return bert_error_set(err, BERT_E_UNSUPPORTED,
+                                  "%s: not found; %s is a pickle, which bertserve does not load "
+                                  "(convert it to safetensors)",
+                                  path, bin);
+    }
+    return safetensors_open(path, file, err);
+}
+
+enum bert_status bert_model_load(const char *dir, struct bert_model **out,
+                                 struct bert_error *err)
+{
+    *out = NULL;
+    struct bert_model *m = calloc(1, sizeof *m);
+    if (m == NULL || (m->dir = strdup(dir)) == NULL) {
+        free(m);
+        return bert_error_set(err, BERT_E_NOMEM, "out of memory");
+    }
+    m->file.fd = -1;
+    enum bert_status st = bert_config_load(dir, &m->config, err);
+    if (st == BERT_OK)
+        st = bert_tokenizer_load(dir, &m->tokenizer, err);
+    if (st == BERT_OK)
+        st = open_weights(dir, &m->file, err);
+    if (st == BERT_OK)
+        st = bert_weights_bind(&m->config, &m->file, &m->weights, err);
+    if (st == BERT_OK && bert_tokenizer_vocab_size(m->tokenizer) > m->config.vocab_size)
+        st = bert_error_set(err, BERT_E_FORMAT,
+                            "%s: the tokenizer has %zu tokens but config.json's vocab_size is %zu",
+                            dir, bert_tokenizer_vocab_size(m->tokenizer), m->config.vocab_size);
+    if (st != BERT_OK) {
+        bert_model_free(m);
+        return st;
+    }
+    m->max_input_tokens = model_max_input_tokens(&m->config);
+    m->can_fill_mask = m->weights.mlm_dense_w != NULL && bert_tokenizer_mask_id(m->tokenizer) >= 0;
+    m->can_classify = m->weights.classifier_w != NULL;
+    *out = m;
+    return BERT_OK;
+}
+
+void bert_model_free(struct bert_model *m)
+{
+    if (m == NULL)
+        return;
+    bert_weights_free(&m->weights);
+    safetensors_close(&m->file);
+    bert_tokenizer_free(m->tokenizer);
+    bert_config_free(&m->config);
+    free(m->dir);
+    free(m);
+}
