@@ -222,6 +222,9 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
             if (top_k > n_targets)
                 top_k = n_targets;
         }
+        /* There are no more predictions than tokens. */
+        if (model->config.vocab_size && top_k > model->config.vocab_size)
+            top_k = (uint32_t)model->config.vocab_size;
         break;
     }
     default:

@@ -375,6 +375,13 @@ static void test_fill_mask_targets_and_errors(void)
         "{\"inputs\":\"the cat sat on the mat the cat sat on the [MASK]\",\"truncate\":true}",
         PROTO_ERR_INVALID, "inputs[0] has no mask token \"[MASK]\" left after truncation");
 
+    /* top_k beyond the vocabulary is capped at its size. */
+    m.config.vocab_size = 3;
+    CHECK(prepare(&m, PROTO_ROUTE_FILL_MASK, "{\"inputs\":\"[MASK]\",\"top_k\":50}", &job, &err));
+    CHECK_INT_EQ(job.seqs[0].task.top_k, 3);
+    proto_job_free(&job);
+    m.config.vocab_size = 24;
+
     m.can_fill_mask = false;
     EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_FILL_MASK, "{\"inputs\":\"[MASK]\"}", PROTO_ERR_INVALID,
                        "this model cannot fill masks: the checkpoint has no masked-LM head");
