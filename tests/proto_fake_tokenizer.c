@@ -5,7 +5,7 @@
 #include <string.h>
 
 struct bert_tokenizer {
-    int unused;
+    bool no_mask;
 };
 
 static struct bert_tokenizer the_fake;
@@ -17,6 +17,8 @@ static const char *const vocab[] = {
 #define VOCAB_SIZE (sizeof vocab / sizeof vocab[0])
 
 struct bert_tokenizer *fake_tokenizer(void) { return &the_fake; }
+
+void fake_tokenizer_set_has_mask(bool has_mask) { the_fake.no_mask = !has_mask; }
 
 int32_t bert_tokenizer_token_to_id(const struct bert_tokenizer *tok, const char *token)
 {
@@ -33,7 +35,10 @@ const char *bert_tokenizer_id_to_token(const struct bert_tokenizer *tok, int32_t
     return id >= 0 && (size_t)id < VOCAB_SIZE ? vocab[id] : NULL;
 }
 
-int32_t bert_tokenizer_mask_id(const struct bert_tokenizer *tok) { (void)tok; return FAKE_MASK; }
+int32_t bert_tokenizer_mask_id(const struct bert_tokenizer *tok)
+{
+    return tok->no_mask ? -1 : FAKE_MASK;
+}
 int32_t bert_tokenizer_pad_id(const struct bert_tokenizer *tok) { (void)tok; return FAKE_PAD; }
 const char *bert_tokenizer_mask_token(const struct bert_tokenizer *tok)
 {

@@ -34,4 +34,7 @@ enum {
 /* The one shared instance (static storage; never freed). */
 struct bert_tokenizer *fake_tokenizer(void);
 
+/* Pretend the vocabulary has no mask token (mask id -1) or has it again. */
+void fake_tokenizer_set_has_mask(bool has_mask);
+
 #endif

@@ -382,6 +382,10 @@ static void test_fill_mask_targets_and_errors(void)
     proto_job_free(&job);
     m.config.vocab_size = 24;
 
+    fake_tokenizer_set_has_mask(false);
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_FILL_MASK, "{\"inputs\":\"[MASK]\"}", PROTO_ERR_INVALID,
+                       "this model cannot fill masks: its tokenizer has no mask token");
+    fake_tokenizer_set_has_mask(true);
     m.can_fill_mask = false;
     EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_FILL_MASK, "{\"inputs\":\"[MASK]\"}", PROTO_ERR_INVALID,
                        "this model cannot fill masks: the checkpoint has no masked-LM head");
