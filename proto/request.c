@@ -108,19 +108,15 @@ static int param_lookup(const char *key)
 
 static bool unknown_field(struct parse *p, const char *key, bool nested)
 {
-    char accepted[320];
+    /* List what is accepted where the unknown key stood. */
+    const char *fixed[3] = {p->inputs_name, "parameters", "options"};
+    size_t n_fixed = nested ? 0 : is_openai(p->route) ? 1 : 3;
+    char accepted[320] = "";
     size_t n = 0;
-    accepted[0] = '\0';
-    const char *fixed[3] = {p->inputs_name, is_openai(p->route) ? NULL : "parameters",
-                            is_openai(p->route) ? NULL : "options"};
-    for (int i = 0; i < 3 + PARAM_COUNT; i++) {
-        const char *name;
-        if (i < 3)
-            name = nested ? NULL : fixed[i];
-        else
-            name = (route_params[p->route] & (1u << (i - 3))) ? param_names[i - 3] : NULL;
-        if (name == NULL)
+    for (size_t k = 0; k < n_fixed + PARAM_COUNT; k++) {
+        if (k >= n_fixed && !(route_params[p->route] & (1u << (k - n_fixed))))
             continue;
+        const char *name = k < n_fixed ? fixed[k] : param_names[k - n_fixed];
         int w = snprintf(accepted + n, sizeof accepted - n, "%s\"%s\"", n ? ", " : "", name);
         if (w > 0 && (size_t)w < sizeof accepted - n)
             n += (size_t)w;
