@@ -1,5 +1,6 @@
 # Tokenizer: parity with Hugging Face `tokenizers` (expected outputs made by
 # tests/tokenizer/gen, see tests/tokenizer/README.md), Unicode tables, errors.
+bert_add_test(NAME test_tokenizer SOURCES test_tokenizer.c LIBS bert TIMEOUT 60)
 bert_add_test(NAME test_tokenizer_unicode SOURCES test_tokenizer_unicode.c LIBS bert TIMEOUT 60)
 
 # Regenerates model/tok_unicode_skew.c (see tests/tokenizer/README.md); not
