@@ -64,6 +64,26 @@ enum bert_status file_load_json(const char *path, json_t **out, struct bert_erro
     return BERT_OK;
 }
 
+enum bert_status file_mkdirs(const char *path, struct bert_error *err)
+{
+    char buf[4096];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof buf)
+        return bert_error_set(err, BERT_E_INVALID, "invalid folder path '%.64s'", path);
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1; ; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return bert_error_set(err, BERT_E_IO, "%s: cannot create: %s", buf, strerror(errno));
+        if (saved == '\0')
+            return BERT_OK;
+        *p = saved;
+    }
+}
+
 enum bert_status file_copy(const char *src, const char *dst, struct bert_error *err)
 {
     char *text;

@@ -21,6 +21,9 @@ enum bert_status file_read_all(const char *path, char **out, size_t *len,
  * name the file, line and column. */
 enum bert_status file_load_json(const char *path, json_t **out, struct bert_error *err);
 
+/* Create `path` and any missing parents, like mkdir -p. */
+enum bert_status file_mkdirs(const char *path, struct bert_error *err);
+
 /* Copy `src` to `dst` (for writing checkpoints). */
 enum bert_status file_copy(const char *src, const char *dst, struct bert_error *err);
 

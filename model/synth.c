@@ -275,7 +275,7 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
                  : o->mlm      ? "BertForMaskedLM"
                                : "BertModel");
 
-    enum bert_status st = make_dir(dir, err);
+    enum bert_status st = file_mkdirs(dir, err);
     if (st != BERT_OK)
         return st;
     char path[PATH_MAX];

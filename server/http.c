@@ -685,6 +685,12 @@ void http_set_engine(struct http *h, const struct http_engine *engine)
 
 /* ---- drain ------------------------------------------------------------------ */
 
+static void drain_done(uv_timer_t *timer)
+{
+    struct http *h = timer->data;
+    h->on_drained(h->on_drained_arg);
+}
+
 static void check_drained(struct http *h)
 {
     if (!h->draining || h->drained)
@@ -693,8 +699,9 @@ static void check_drained(struct http *h)
     if (in_flight > 0 || h->live > 0)
         return;
     h->drained = true;
-    uv_timer_stop(&h->drain_timer);
-    h->on_drained(h->on_drained_arg);
+    /* Never from here directly: this can run inside MHD_run (a request's
+     * completion callback), and on_drained stops the daemon. */
+    uv_timer_start(&h->drain_timer, drain_done, 0, 0);
 }
 
 /* Past shutdown_timeout_ms: give up on what is left. */
@@ -718,8 +725,7 @@ static void drain_tick(uv_timer_t *timer)
     }
     mhd_run(h);
     h->drained = true;
-    uv_timer_stop(&h->drain_timer);
-    h->on_drained(h->on_drained_arg);
+    uv_timer_start(&h->drain_timer, drain_done, 0, 0);
 }
 
 void http_drain(struct http *h)

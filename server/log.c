@@ -127,7 +127,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
 
 void log_request(const struct log_request *r)
 {
-    enum log_level level = r->status >= 500 ? LOG_ERROR : LOG_INFO;
+    /* 503 is how /ready and /health say "not yet"; only 500 is our fault. */
+    enum log_level level = r->status == 500 ? LOG_ERROR : LOG_INFO;
     if (!log_enabled(level))
         return;
     struct line l;

@@ -27,8 +27,10 @@ class Server:
         self.log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                      "bertserve-%d.log" % self.port)
         self.log = open(self.log_path, "w+b")
-        cmd = [os.path.join(bin_dir, "bertserve"), "--model", model,
-               "--host", "127.0.0.1", "--port", str(self.port)] + list(flags)
+        # BERTSERVE_WRAPPER runs the server under a tool (valgrind, gdb ...).
+        wrapper = os.environ.get("BERTSERVE_WRAPPER", "").split()
+        cmd = wrapper + [os.path.join(bin_dir, "bertserve"), "--model", model,
+                         "--host", "127.0.0.1", "--port", str(self.port)] + list(flags)
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
@@ -88,7 +90,8 @@ class Server:
         return out
 
     def output(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")
 

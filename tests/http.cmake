@@ -1,0 +1,20 @@
+# HTTP integration tests: a real bertserve on a free loopback port, driven by
+# stdlib-only Python (tests/http/harness.py).
+find_program(SYSTEM_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH REQUIRED)
+set(HTTP_MODEL ${BERT_TEST_WORK}/http/model)
+
+# A small untrained checkpoint with every head, made by `bert init`.
+add_test(NAME http_model
+         COMMAND bert_cli init --out ${HTTP_MODEL} --tokenizer ${BERT_TEST_DATA}/tokenizer/minilm
+                 --layers 2 --hidden 128 --heads 2 --intermediate 512 --mlm
+                 --labels NEGATIVE,POSITIVE --weight-std 0.05 --bias-range 0.02 --ln-range 0.1
+                 --seed 7)
+set_tests_properties(http_model PROPERTIES FIXTURES_SETUP http_model TIMEOUT 60)
+
+foreach(t routes load)
+  add_test(NAME http_${t}
+           COMMAND ${SYSTEM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/http/test_${t}.py
+                   ${CMAKE_BINARY_DIR}/bin ${HTTP_MODEL})
+  set_tests_properties(http_${t} PROPERTIES FIXTURES_REQUIRED http_model TIMEOUT 300
+                       LABELS http ENVIRONMENT "TMPDIR=${BERT_TEST_WORK}")
+endforeach()

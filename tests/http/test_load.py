@@ -1,0 +1,160 @@
+"""Load behaviour over real HTTP, bounded in time and count, loopback only:
+64 concurrent clients get exactly the answers they get one at a time, the
+metrics add up, a burst past max_concurrent_requests gets 429s while the rest
+complete, and SIGTERM drains: every accepted request completes, /ready turns
+503, new connections are refused, exit status 0.
+
+usage: test_load.py BIN_DIR MODEL_DIR
+"""
+import http.client
+import json
+import signal
+import socket
+import sys
+import threading
+import time
+import unittest
+
+from harness import Server, close_floats
+
+BIN, MODEL = sys.argv[1], sys.argv[2]
+
+WORDS = ("the quick brown fox jumps over a lazy dog while seven wizards quietly "
+         "judge boxing matches in the old town square").split()
+
+
+def text(n, seed):
+    return " ".join(WORDS[(seed * 7 + i * 3) % len(WORDS)] for i in range(n))
+
+
+def mixed_requests(count):
+    """Different routes, lengths and batch sizes."""
+    reqs = []
+    for i in range(count):
+        n = 3 + (i * 37) % 120
+        kind = i % 4
+        if kind == 0:
+            reqs.append(("/embed", {"inputs": [text(n, i), text(n // 2 + 1, i + 1)]}))
+        elif kind == 1:
+            reqs.append(("/classify", {"inputs": text(n, i)}))
+        elif kind == 2:
+            words = text(n, i).split()
+            words[len(words) // 2] = "[MASK]"
+            reqs.append(("/fill-mask", {"inputs": " ".join(words), "top_k": 3}))
+        else:
+            reqs.append(("/embed", {"inputs": text(n, i), "normalize": True}))
+    return reqs
+
+
+def run_parallel(server, reqs, repeat):
+    """Each request on its own thread, `repeat` times; returns [(status, body)] per request."""
+    results = [[] for _ in reqs]
+
+    def client(i):
+        for _ in range(repeat):
+            status, _, body = server.post(reqs[i][0], reqs[i][1])
+            results[i].append((status, body))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(reqs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return results
+
+
+class Concurrency(unittest.TestCase):
+    def test_64_clients_match_sequential_and_metrics_add_up(self):
+        s = Server(BIN, MODEL, ["--max-wait-us", "2000"])
+        try:
+            reqs = mixed_requests(64)
+            expected = []
+            for path, body in reqs:
+                status, _, out = s.post(path, body)
+                self.assertEqual(status, 200, out)
+                expected.append(out)
+            before = s.metrics()
+            results = run_parallel(s, reqs, repeat=3)
+            for i, res in enumerate(results):
+                self.assertEqual(len(res), 3)
+                for status, body in res:
+                    self.assertEqual(status, 200, body)
+                    self.assertTrue(close_floats(body, expected[i], 1e-5),
+                                    "request %d differs under load" % i)
+            after = s.metrics()
+            sent = {"embed": 0, "classify": 0, "fill-mask": 0}
+            for path, _ in reqs:
+                sent[path[1:]] += 3
+            for route, n in sent.items():
+                key = 'bertserve_requests_total{route="%s",status="200"}' % route
+                self.assertEqual(after[key] - before[key], n, route)
+            # Batching happened: fewer forward passes than sequences.
+            passes = after["bertserve_batch_sequences_count"] - before["bertserve_batch_sequences_count"]
+            seqs = after["bertserve_batch_sequences_sum"] - before["bertserve_batch_sequences_sum"]
+            self.assertGreater(seqs, passes)
+            self.assertEqual(after["bertserve_requests_in_flight"], 0)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+
+
+class Overload(unittest.TestCase):
+    def test_burst_past_the_limit_gets_429_and_the_rest_complete(self):
+        s = Server(BIN, MODEL, ["--max-concurrent-requests", "2", "--threads", "1"])
+        try:
+            body = {"inputs": [text(400, i) for i in range(8)]}
+            reqs = [("/embed", body)] * 40
+            results = run_parallel(s, reqs, repeat=1)
+            statuses = [r[0][0] for r in results]
+            self.assertGreater(statuses.count(429), 0, statuses)
+            self.assertGreater(statuses.count(200), 0, statuses)
+            self.assertEqual(set(statuses), {200, 429})
+            for status, out in (r[0] for r in results):
+                if status == 429:
+                    self.assertEqual(out["error_type"], "overloaded")
+            status, _, _ = s.post("/embed", {"inputs": "still serving"})
+            self.assertEqual(status, 200)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+
+
+class Drain(unittest.TestCase):
+    def test_sigterm_finishes_accepted_requests_then_exits_0(self):
+        s = Server(BIN, MODEL, ["--threads", "1", "--max-batch-tokens", "1024"])
+        try:
+            body = {"inputs": [text(500, i) for i in range(6)]}
+            # A keep-alive connection opened before the drain, to ask /ready after it.
+            keep = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+            keep.request("GET", "/ready")
+            self.assertEqual(keep.getresponse().read(), b'{"status":"ready"}')
+            results = []
+            threads = [threading.Thread(target=lambda: results.append(s.post("/embed", body)))
+                       for _ in range(16)]
+            for t in threads:
+                t.start()
+            # Wait until every request is admitted, then drain.
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                m = s.metrics()
+                if m["bertserve_requests_in_flight"] >= 16:
+                    break
+                time.sleep(0.01)
+            self.assertEqual(m["bertserve_requests_in_flight"], 16)
+            s.signal(signal.SIGTERM)
+            time.sleep(0.2)
+            keep.request("GET", "/ready")
+            resp = keep.getresponse()
+            self.assertEqual(resp.status, 503)
+            self.assertEqual(json.loads(resp.read()), {"status": "draining"})
+            with self.assertRaises(OSError):
+                socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
+            for t in threads:
+                t.join(120)
+            self.assertEqual(len(results), 16)
+            self.assertEqual([r[0] for r in results], [200] * 16)
+            self.assertEqual(s.proc.wait(60), 0, s.output())
+        finally:
+            s.stop()
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

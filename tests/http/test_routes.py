@@ -1,0 +1,227 @@
+"""Every route of DESIGN.md over real HTTP: exact JSON shapes, results equal to
+the `bert` CLI's for the same body, and every error path with its status.
+
+usage: test_routes.py BIN_DIR MODEL_DIR
+"""
+import base64
+import json
+import math
+import socket
+import struct
+import sys
+import unittest
+
+from harness import Server, cli, close_floats
+
+BIN, MODEL = sys.argv[1], sys.argv[2]
+HIDDEN = json.load(open(MODEL + "/config.json"))["hidden_size"]
+
+
+class Routes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Server(BIN, MODEL)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0, cls.s.output()
+
+    def same_as_cli(self, route, body, tol=1e-6):
+        status, _, got = self.s.post("/" + route, body)
+        self.assertEqual(status, 200, got)
+        rc, want = cli(BIN, route, MODEL, body)
+        self.assertEqual(rc, 0)
+        self.assertTrue(close_floats(got, want, tol), "%s vs %s" % (got, want))
+        return got
+
+    def test_health_ready_info_metrics(self):
+        self.assertEqual(self.s.get_json("/health"), (200, {"status": "ok"}))
+        self.assertEqual(self.s.get_json("/ready"), (200, {"status": "ready"}))
+        status, info = self.s.get_json("/info")
+        self.assertEqual(status, 200)
+        self.assertEqual(info["model"]["hidden_size"], HIDDEN)
+        self.assertEqual(sorted(info["model"]["capabilities"]),
+                         ["classify", "embed", "fill-mask", "tokenize"])
+        self.assertEqual(info["model"]["labels"], ["NEGATIVE", "POSITIVE"])
+        self.assertEqual(info["version"], info["version"].strip())
+        m = self.s.metrics()
+        self.assertIn('bertserve_requests_total{route="embed",status="200"}', m)
+        self.assertIn("bertserve_queue_tokens", m)
+        self.assertIn("process_resident_memory_bytes", m)
+        status, hdrs, _ = self.s.request("HEAD", "/health")
+        self.assertEqual(status, 200)
+
+    def test_embed(self):
+        one = self.same_as_cli("embed", {"inputs": "The cat sat on the mat."})
+        self.assertEqual(len(one), 1)
+        self.assertEqual(len(one[0]), HIDDEN)
+        many = self.same_as_cli("embed", {"inputs": ["a", "The cat sat on the mat."]})
+        self.assertEqual(len(many), 2)
+        self.assertTrue(close_floats(many[1], one[0], 1e-5))
+        normed = self.same_as_cli("embed", {"inputs": ["hello there"], "normalize": True})
+        self.assertAlmostEqual(math.sqrt(sum(x * x for x in normed[0])), 1.0, places=5)
+        cls_ = self.same_as_cli("embed", {"inputs": "hello there", "pooling": "cls"})
+        mean = self.same_as_cli("embed", {"inputs": "hello there", "pooling": "mean"})
+        self.assertNotEqual(cls_, mean)
+        hf = self.same_as_cli("embed", {"inputs": "hello there",
+                                        "parameters": {"pooling": "cls"}})
+        self.assertEqual(hf, cls_)
+
+    def test_fill_mask(self):
+        single = self.same_as_cli("fill-mask", {"inputs": "Paris is the [MASK] of France."})
+        self.assertEqual(len(single), 5)
+        self.assertEqual(set(single[0]), {"score", "token", "token_str", "sequence"})
+        scores = [p["score"] for p in single]
+        self.assertEqual(scores, sorted(scores, reverse=True))
+        for p in single:
+            self.assertIn(p["token_str"].replace("##", ""), p["sequence"])
+        two = self.same_as_cli("fill-mask", {"inputs": "[MASK] is the [MASK] of France.",
+                                             "top_k": 3})
+        self.assertEqual([len(x) for x in two], [3, 3])
+        self.assertIn("[CLS]", two[0][0]["sequence"])  # HF keeps specials with several masks
+        batch = self.same_as_cli("fill-mask", {"inputs": ["a [MASK] b", "[MASK] [MASK]"]})
+        self.assertEqual(len(batch), 2)
+        self.assertEqual(len(batch[0]), 5)
+        self.assertEqual(len(batch[1]), 2)
+        targeted = self.same_as_cli("fill-mask", {"inputs": "I like [MASK].",
+                                                  "targets": ["cats", "dogs"]})
+        self.assertEqual(sorted(p["token_str"] for p in targeted), ["cats", "dogs"])
+
+    def test_classify(self):
+        one = self.same_as_cli("classify", {"inputs": "I loved this film."})
+        self.assertEqual(sorted(p["label"] for p in one), ["NEGATIVE", "POSITIVE"])
+        self.assertAlmostEqual(sum(p["score"] for p in one), 1.0, places=5)
+        self.assertGreaterEqual(one[0]["score"], one[1]["score"])
+        batch = self.same_as_cli("classify", {"inputs": ["good", "bad"], "top_k": 1})
+        self.assertEqual([len(x) for x in batch], [1, 1])
+        pairs = self.same_as_cli("classify", {"inputs": [["what is it?", "a cat"]]})
+        self.assertEqual(len(pairs), 1)
+        raw = self.same_as_cli("classify", {"inputs": "fine", "raw_scores": True})
+        sig = self.same_as_cli("classify", {"inputs": "fine", "function_to_apply": "sigmoid"})
+        by_label = {p["label"]: p["score"] for p in raw}
+        for p in sig:
+            self.assertAlmostEqual(p["score"], 1 / (1 + math.exp(-by_label[p["label"]])), 5)
+
+    def test_tokenize(self):
+        toks = self.same_as_cli("tokenize", {"inputs": "Héllo wörld"})
+        self.assertEqual(len(toks), 1)
+        first = toks[0]
+        self.assertEqual(first[0], {"id": 101, "text": "[CLS]", "special": True,
+                                    "start": None, "stop": None})
+        self.assertEqual(first[1]["text"], "Héllo")
+        self.assertEqual((first[1]["start"], first[1]["stop"]), (0, 6))  # bytes
+        bare = self.same_as_cli("tokenize", {"inputs": ["a b"], "add_special_tokens": False})
+        self.assertEqual([t["text"] for t in bare[0]], ["a", "b"])
+
+    def test_openai(self):
+        status, _, out = self.s.post("/v1/embeddings", {"input": ["hello", "world"],
+                                                        "model": "m"})
+        self.assertEqual(status, 200)
+        self.assertEqual(out["object"], "list")
+        self.assertEqual(out["model"], "m")
+        self.assertEqual([d["index"] for d in out["data"]], [0, 1])
+        self.assertEqual(out["usage"]["prompt_tokens"], 6)
+        status, _, b64 = self.s.post("/v1/embeddings", {"input": "hello",
+                                                        "encoding_format": "base64"})
+        vec = struct.unpack("<%df" % HIDDEN, base64.b64decode(b64["data"][0]["embedding"]))
+        self.assertTrue(close_floats(list(vec), out["data"][0]["embedding"], 1e-6))
+        status, _, err = self.s.post("/v1/embeddings", {"input": 5})
+        self.assertEqual(status, 422)
+        self.assertEqual(set(err["error"]), {"message", "type", "code"})
+
+    def test_timing_and_truncation_headers(self):
+        long_text = " ".join(["word"] * 600)
+        status, hdrs, body = self.s.post("/embed", {"inputs": [long_text, "x"],
+                                                    "truncate": True})
+        self.assertEqual(status, 200)
+        self.assertEqual(hdrs["x-truncated-inputs"], "1")
+        for h in ("x-queue-time", "x-inference-time", "x-total-time"):
+            self.assertGreaterEqual(float(hdrs[h]), 0.0)
+        status, _, err = self.s.post("/embed", {"inputs": long_text})
+        self.assertEqual(status, 413)
+        self.assertEqual(err["error_type"], "payload_too_large")
+        self.assertIn("512", err["error"])
+
+    def expect(self, method, path, body, status, error_type, contains=None, headers=None):
+        got, hdrs, data = self.s.request(method, path, body, headers)
+        self.assertEqual(got, status, data)
+        err = json.loads(data)
+        self.assertEqual(err["error_type"], error_type, err)
+        if contains:
+            self.assertIn(contains, err["error"])
+        return hdrs
+
+    def raw_request(self, data):
+        """Send raw bytes, return the raw response (the server may answer before
+        reading everything and then close)."""
+        with socket.create_connection(("127.0.0.1", self.s.port), timeout=30) as sock:
+            try:
+                sock.sendall(data)
+            except OSError:
+                pass
+            out = b""
+            while True:
+                try:
+                    part = sock.recv(65536)
+                except OSError:
+                    break
+                if not part:
+                    break
+                out += part
+        self.assertTrue(out.startswith(b"HTTP/1.1 413"), out[:200])
+        return out
+
+    def test_errors(self):
+        self.expect("POST", "/embed", "{not json", 400, "validation")
+        self.expect("POST", "/embed", b'{"inputs": "\xff\xfe"}', 400, "validation")
+        self.expect("POST", "/embed", '{"inputs": "a", "inputs": "b"}', 400, "validation")
+        self.expect("POST", "/embed", {"inputs": 5}, 422, "validation", "inputs")
+        self.expect("POST", "/embed", {"inputs": []}, 422, "validation")
+        self.expect("POST", "/embed", {"inputs": "a", "pooling": "avg"}, 422, "validation")
+        self.expect("POST", "/embed", {"inputs": "a", "foo": 1}, 422, "validation", "foo")
+        self.expect("POST", "/fill-mask", {"inputs": "no mask here"}, 422, "validation",
+                    "[MASK]")
+        self.expect("POST", "/fill-mask", {"inputs": "a [MASK]", "top_k": 0}, 422,
+                    "validation", "top_k")
+        self.expect("POST", "/fill-mask", {"inputs": "a [MASK]", "top_k": "3"}, 422,
+                    "validation", "top_k")
+        self.expect("POST", "/classify", {"inputs": "a", "function_to_apply": "relu"}, 422,
+                    "validation")
+        self.expect("POST", "/embed", {"inputs": ["x"] * 33}, 413, "payload_too_large")
+        self.assertIn(b"payload_too_large", self.raw_request(
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n"))
+        chunk = b"%x\r\n%s\r\n" % (1 << 20, b"x" * (1 << 20))
+        self.assertIn(b"payload_too_large", self.raw_request(
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+            + chunk * 3 + b"0\r\n\r\n"))
+        hdrs = self.expect("GET", "/embed", None, 405, "method_not_allowed")
+        self.assertEqual(hdrs["allow"], "POST")
+        self.expect("POST", "/health", "", 405, "method_not_allowed")
+        self.expect("GET", "/nope", None, 404, "not_found")
+        # The server keeps serving after all of that.
+        self.assertEqual(self.s.get_json("/health")[0], 200)
+
+
+class ApiKey(unittest.TestCase):
+    def test_key_guards_inference_routes(self):
+        s = Server(BIN, MODEL, ["--api-key", "s3cret"])
+        try:
+            status, hdrs, _ = s.request("POST", "/embed", {"inputs": "a"})
+            self.assertEqual(status, 401)
+            self.assertEqual(hdrs["www-authenticate"], "Bearer")
+            status, _, _ = s.request("POST", "/embed", {"inputs": "a"},
+                                     {"Authorization": "Bearer wrong"})
+            self.assertEqual(status, 401)
+            status, _, _ = s.request("POST", "/embed", {"inputs": "a"},
+                                     {"Authorization": "Bearer s3cret"})
+            self.assertEqual(status, 200)
+            self.assertEqual(s.get_json("/health")[0], 200)
+            self.assertEqual(s.get_json("/ready")[0], 200)
+            self.assertEqual(s.request("GET", "/info")[0], 401)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
