@@ -186,7 +186,8 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
     }
 
     if (has(b, "classifier.weight", false)) {
-        if (w->pooler_w == NULL)
+        /* Pointers are only set by materialise(), so ask the file. */
+        if (!has(b, "pooler.dense.weight", true))
             return bert_error_set(b->err, BERT_E_FORMAT,
                                   "%s: has 'classifier.weight' but no '%spooler.dense.weight' "
                                   "(BertForSequenceClassification needs both)",
