@@ -40,6 +40,10 @@ OUT_DIR = os.path.join(ROOT, "tests", "data", "golden")
 TOPK = 5
 TOPK_LOGIT_GAP = 2e-3
 FILE_LIMIT = 2 << 20
+# test_golden.c's bounds for a BF16/F16 checkpoint against the F32 golden:
+# the reference's own BF16/F16-vs-F32 difference must stay well inside them.
+LOOSE = {"bf16": {"hidden": 0.1, "cos": 0.999, "prob": 5e-3},
+         "f16": {"hidden": 0.02, "cos": 0.99999, "prob": 1e-3}}
 
 LONG_TEXT = (
     "It is a truth universally acknowledged, that a single man in possession of a good "
@@ -283,7 +287,7 @@ def bits_equal(bert, o, tok_dir, stored, work):
 
 def compare(a, b):
     """Reference-to-reference differences (e.g. BF16 weights vs F32 weights)."""
-    worst = {"hidden": 0.0, "cos": 1.0, "prob": 0.0}
+    worst = {"hidden": 0.0, "cos": 1.0, "prob": 0.0, "top1": 0}
     for x, y in zip(a, b):
         if "hidden" in x and "hidden" in y:
             worst["hidden"] = max(worst["hidden"], float(
@@ -292,6 +296,7 @@ def compare(a, b):
             u, v = torch.tensor(x[mode], dtype=torch.float64), torch.tensor(y[mode], dtype=torch.float64)
             worst["cos"] = min(worst["cos"], float(u @ v / (u.norm() * v.norm())))
         for m, n in zip(x.get("masks", []), y.get("masks", [])):
+            worst["top1"] += m["top_ids"][0] != n["top_ids"][0]
             worst["prob"] = max(worst["prob"], max(abs(p - q) for p, q in
                                                    zip(m["top_probs"], n["top_probs"])))
         if "probabilities" in x:
@@ -351,6 +356,11 @@ def make(spec, bert, work):
         w = compare(v["outputs"], base)
         print(f"  {v['dtype']} weights vs f32 (reference): hidden max abs {w['hidden']:.3g}, "
               f"pooled cosine min {w['cos']:.6f}, prob max abs {w['prob']:.3g}")
+        bound = LOOSE[v["dtype"]]
+        if (w["hidden"] > bound["hidden"] / 1.5 or 1 - w["cos"] > (1 - bound["cos"]) / 1.5
+                or w["prob"] > bound["prob"] / 1.5 or w["top1"]):
+            raise SystemExit(f"{spec['name']} {v['dtype']}: rounding the weights moves the "
+                             f"outputs too close to test_golden.c's loose bounds {bound}")
     if size > FILE_LIMIT:
         raise SystemExit(f"{path}: {size} bytes, over the {FILE_LIMIT} limit")
     if report["top1"] and min(report["top1"]) < 20.0 / vocab:
@@ -366,6 +376,7 @@ def main():
     ap.add_argument("--only", action="append", help="only this checkpoint (repeatable)")
     args = ap.parse_args()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
+    reference.self_check()
     os.makedirs(OUT_DIR, exist_ok=True)
     if not args.bert:
         print("warning: no --bert; generator not cross-checked against bert init",

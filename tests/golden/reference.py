@@ -17,6 +17,7 @@ import os
 import struct
 
 import torch
+import torch.nn.functional as F
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
           "F64": torch.float64}
@@ -204,3 +205,30 @@ class Bert:
             decoder = self.p("embeddings.word_embeddings.weight")
         bias = self.w.get("cls.predictions.bias", self.w.get("cls.predictions.decoder.bias"))
         return t @ decoder.T + bias
+
+
+def self_check():
+    """The primitives above agree with torch.nn.functional's to float64
+    rounding (a guard on this file, not a dependency of it)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(7, 33, generator=g, dtype=torch.float64) * 3.0
+    gamma = 1.0 + 0.2 * torch.randn(33, generator=g, dtype=torch.float64)
+    beta = 0.2 * torch.randn(33, generator=g, dtype=torch.float64)
+    pairs = {
+        "layer_norm": (layer_norm(x, gamma, beta, 1e-7), F.layer_norm(x, (33,), gamma, beta, 1e-7)),
+        "gelu": (activation("gelu", x), F.gelu(x)),
+        "gelu_new": (activation("gelu_new", x), F.gelu(x, approximate="tanh")),
+        "relu": (activation("relu", x), F.relu(x)),
+        "silu": (activation("silu", x), F.silu(x)),
+        "softmax": (softmax(x), torch.softmax(x, dim=-1)),
+        "normalize": (Bert.l2_normalize(x[0]), F.normalize(x[0], dim=0)),
+    }
+    for name, (ours, theirs) in pairs.items():
+        err = float((ours - theirs).abs().max())
+        if err > 1e-12:
+            raise AssertionError(f"reference {name} differs from torch by {err}")
+
+
+if __name__ == "__main__":
+    self_check()
+    print("reference primitives agree with torch.nn.functional")
