@@ -191,21 +191,14 @@ static bool set_field(const struct init_field *f, size_t n, const char *key, jso
     return false;
 }
 
-/* Defaults as `bert init` (cli/init.c); every key of `init` must be known,
- * so a spec the test does not understand fails instead of being ignored. */
+/* The golden file lists every `bert init` option (make_goldens.py fills in
+ * the defaults); each must be present and known, so a spec the test does
+ * not understand fails instead of being half applied. */
 static bool synth_options_from_json(json_t *init, const char *dtype, const char *tokenizer_dir,
                                     struct bert_synth_options *o)
 {
     *o = bert_synth_options_default();
     struct bert_config *c = &o->config;
-    c->num_layers = 2;
-    c->hidden_size = 128;
-    c->num_heads = 2;
-    c->intermediate_size = 512;
-    c->max_position_embeddings = 512;
-    c->type_vocab_size = 2;
-    c->layer_norm_eps = 1e-12f;
-    c->pooling = BERT_POOLING_MEAN;
     o->tokenizer_dir = tokenizer_dir;
     if (strcmp(dtype, "f32") == 0)
         o->dtype = BERT_DTYPE_F32;
@@ -235,12 +228,21 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
         {"sentence-transformers", NULL, NULL, &o->sentence_transformers},
         {"normalize", NULL, NULL, &o->st_normalize},
     };
+    static const char *const special_keys[] = {"seed", "eps", "act", "pooling", "problem-type",
+                                               "labels"};
+    const size_t n_fields = sizeof fields / sizeof fields[0];
+    const size_t n_keys = n_fields + sizeof special_keys / sizeof special_keys[0];
+    if (json_object_size(init) != n_keys) {
+        fprintf(stderr, "golden init: %zu options, want all %zu\n", json_object_size(init),
+                n_keys);
+        return false;
+    }
     const char *key;
     json_t *v;
     json_object_foreach(init, key, v) {
         const char *s = json_string_value(v);
         bool ok = false;
-        if (set_field(fields, sizeof fields / sizeof fields[0], key, v, &ok)) {
+        if (set_field(fields, n_fields, key, v, &ok)) {
         } else if (strcmp(key, "seed") == 0) {
             ok = json_is_integer(v);
             o->seed = (uint64_t)json_integer_value(v);
@@ -252,11 +254,13 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
         } else if (strcmp(key, "pooling") == 0) {
             ok = s && bert_pooling_parse(s, &c->pooling);
         } else if (strcmp(key, "problem-type") == 0) {
-            ok = s && parse_problem(s, &c->problem_type);
-        } else if (strcmp(key, "labels") == 0 && s != NULL && c->id2label == NULL) {
-            ok = true;
-            o->classifier = true;
-            c->num_labels = split_labels(s, &c->id2label);
+            ok = json_is_null(v) || (s && parse_problem(s, &c->problem_type));
+        } else if (strcmp(key, "labels") == 0) {
+            ok = json_is_null(v) || s != NULL;
+            if (s != NULL) {
+                o->classifier = true;
+                c->num_labels = split_labels(s, &c->id2label);
+            }
         }
         if (!ok) {
             fprintf(stderr, "golden init: key '%s' is unknown or has a bad value\n", key);
