@@ -1,0 +1,68 @@
+/* The dynamic micro-batcher: a FIFO of sequences from admitted requests.
+ * Workers take, oldest first, as many sequences as fit the token and count
+ * budgets, optionally waiting up to max_wait_us for more. Admission is
+ * all-or-nothing per request and never blocks.
+ *
+ * Threading: batcher_submit and batcher_stats run on the loop thread;
+ * batcher_next runs on workers; all take the internal mutex. */
+#ifndef SRV_BATCHER_H
+#define SRV_BATCHER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "request.h"
+
+struct batcher_limits {
+    size_t max_batch_tokens;        /* tokens in one forward pass */
+    size_t max_batch_sequences;     /* sequences in one forward pass */
+    unsigned max_wait_us;           /* wait this long for a fuller batch */
+    size_t max_queue_tokens;        /* tokens waiting, all requests together */
+    size_t max_concurrent_requests; /* admitted and not yet completed */
+};
+
+enum batcher_admit {
+    BATCHER_ADMITTED,
+    BATCHER_TOO_MANY_REQUESTS,  /* 429: max_concurrent_requests */
+    BATCHER_QUEUE_FULL,         /* 429: max_queue_tokens */
+    BATCHER_CLOSED,             /* 503: draining */
+};
+
+/* One sequence of a batch. */
+struct batch_item {
+    struct srv_request *req;
+    size_t seq;
+};
+
+struct batcher;
+
+struct batcher *batcher_new(const struct batcher_limits *limits);
+/* NULL is a no-op. Call after every worker has returned from batcher_next. */
+void batcher_free(struct batcher *b);
+
+/* Queue every sequence of `req` (sets req->remaining) or none. */
+enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req);
+
+/* Block until there is work, then move up to max_batch_sequences sequences
+ * that fit max_batch_tokens into `items`, oldest first. Sequences of
+ * orphaned requests met on the way go to `dropped` (same capacity) instead:
+ * the caller finishes them without computing. Returns false once the
+ * batcher is closed and empty. */
+bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
+                  struct batch_item *dropped, size_t *n_dropped);
+
+/* A request has completed (response rendered or dropped): frees its slot in
+ * max_concurrent_requests. */
+void batcher_release(struct batcher *b);
+
+/* Stop admitting; workers finish what is queued, then batcher_next returns 0. */
+void batcher_close(struct batcher *b);
+
+struct batcher_stats {
+    size_t queued_sequences;
+    size_t queued_tokens;
+    size_t in_flight;
+};
+struct batcher_stats batcher_stats(struct batcher *b);
+
+#endif

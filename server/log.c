@@ -1,0 +1,165 @@
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static enum log_level log_min_level = LOG_INFO;
+static enum log_format log_fmt = LOG_FORMAT_TEXT;
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void log_init(enum log_level level, enum log_format format)
+{
+    log_min_level = level;
+    log_fmt = format;
+}
+
+bool log_enabled(enum log_level level)
+{
+    return level >= log_min_level;
+}
+
+bool log_level_parse(const char *name, enum log_level *out)
+{
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(name, level_names[i]) == 0) {
+            *out = (enum log_level)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool log_format_parse(const char *name, enum log_format *out)
+{
+    if (strcmp(name, "text") == 0)
+        *out = LOG_FORMAT_TEXT;
+    else if (strcmp(name, "json") == 0)
+        *out = LOG_FORMAT_JSON;
+    else
+        return false;
+    return true;
+}
+
+/* A line under construction; appends are bounded and never fail. */
+struct line {
+    char buf[2048];
+    size_t len;
+};
+
+static void line_printf(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line_printf(struct line *l, const char *fmt, ...)
+{
+    if (l->len >= sizeof l->buf - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        l->len += (size_t)n < sizeof l->buf - l->len ? (size_t)n : sizeof l->buf - 1 - l->len;
+}
+
+/* Text values go through here: JSON-escaped in JSON format, and control
+ * characters escaped in both so one event is always one line. */
+static void line_text(struct line *l, const char *s)
+{
+    for (; *s && l->len < sizeof l->buf - 8; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            l->buf[l->len++] = '\\';
+            l->buf[l->len++] = (char)c;
+        } else if (c < 0x20 || c == 0x7f) {
+            line_printf(l, "\\u%04x", c);
+        } else {
+            l->buf[l->len++] = (char)c;
+        }
+    }
+    l->buf[l->len] = '\0';
+}
+
+static void line_begin(struct line *l, enum log_level level)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    l->len = 0;
+    if (log_fmt == LOG_FORMAT_JSON)
+        line_printf(l, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\"", stamp, ts.tv_nsec / 1000000,
+                    level_names[level]);
+    else
+        line_printf(l, "%s.%03ldZ %-5s ", stamp, ts.tv_nsec / 1000000, level_names[level]);
+}
+
+static void line_end(struct line *l)
+{
+    if (log_fmt == LOG_FORMAT_JSON)
+        line_printf(l, "}");
+    if (l->len > sizeof l->buf - 2)
+        l->len = sizeof l->buf - 2;
+    l->buf[l->len++] = '\n';
+    fwrite(l->buf, 1, l->len, stderr);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    if (!log_enabled(level))
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    struct line l;
+    line_begin(&l, level);
+    if (log_fmt == LOG_FORMAT_JSON)
+        line_printf(&l, ",\"msg\":\"");
+    line_text(&l, msg);
+    if (log_fmt == LOG_FORMAT_JSON)
+        line_printf(&l, "\"");
+    line_end(&l);
+}
+
+void log_request(const struct log_request *r)
+{
+    enum log_level level = r->status >= 500 ? LOG_ERROR : LOG_INFO;
+    if (!log_enabled(level))
+        return;
+    struct line l;
+    line_begin(&l, level);
+    if (log_fmt == LOG_FORMAT_JSON) {
+        line_printf(&l, ",\"msg\":\"request\",\"method\":\"");
+        line_text(&l, r->method);
+        line_printf(&l, "\",\"path\":\"");
+        line_text(&l, r->path);
+        line_printf(&l,
+                    "\",\"status\":%d,\"inputs\":%zu,\"tokens\":%zu,\"queue_ms\":%.3f,"
+                    "\"inference_ms\":%.3f,\"total_ms\":%.3f",
+                    r->status, r->inputs, r->tokens, r->queue_ms, r->inference_ms, r->total_ms);
+        if (r->error) {
+            line_printf(&l, ",\"error\":\"");
+            line_text(&l, r->error);
+            line_printf(&l, "\"");
+        }
+    } else {
+        line_printf(&l, "request method=");
+        line_text(&l, r->method);
+        line_printf(&l, " path=");
+        line_text(&l, r->path);
+        line_printf(&l,
+                    " status=%d inputs=%zu tokens=%zu queue_ms=%.3f inference_ms=%.3f "
+                    "total_ms=%.3f",
+                    r->status, r->inputs, r->tokens, r->queue_ms, r->inference_ms, r->total_ms);
+        if (r->error) {
+            line_printf(&l, " error=\"");
+            line_text(&l, r->error);
+            line_printf(&l, "\"");
+        }
+    }
+    line_end(&l);
+}

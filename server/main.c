@@ -1,0 +1,292 @@
+/* bertserve: load a checkpoint, start the workers, serve HTTP until SIGTERM,
+ * then drain and exit 0. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cblas.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "batcher.h"
+#include "server_config.h"
+#include "cpu.h"
+#include "http.h"
+#include "log.h"
+#include "pool.h"
+
+extern char **environ;
+
+struct server {
+    struct server_config cfg;
+    uv_loop_t *loop;
+    struct bert_model *model;
+    struct batcher *batcher;
+    struct completions done;
+    struct pool *pool;
+    struct http *http;
+    struct pool_settings pool_settings;
+    struct http_engine engine;
+    uv_async_t engine_ready;   /* the loader thread finished (pool set or error) */
+    pthread_t loader;
+    bool loader_started;
+    struct bert_error load_err;
+    uv_signal_t sigterm, sigint;
+    int exit_code;
+};
+
+static void on_signal(uv_signal_t *handle, int signum)
+{
+    struct server *s = handle->data;
+    log_msg(LOG_INFO, "%s: draining (up to %d ms)", signum == SIGTERM ? "SIGTERM" : "SIGINT",
+            s->cfg.server.shutdown_timeout_ms);
+    http_drain(s->http);
+}
+
+static void on_drained(void *arg)
+{
+    struct server *s = arg;
+    uv_signal_stop(&s->sigterm);
+    uv_signal_stop(&s->sigint);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    if (s->loader_started)
+        pthread_join(s->loader, NULL); /* before closing the handle it signals */
+    s->loader_started = false;
+    uv_close((uv_handle_t *)&s->engine_ready, NULL);
+    batcher_close(s->batcher);
+    pool_join(s->pool);
+    s->pool = NULL;
+    http_stop(s->http);
+    log_msg(LOG_INFO, "drained; exiting");
+}
+
+/* Off the loop, so /health and /ready answer (503) while workers warm up. */
+static void *load_workers(void *arg)
+{
+    struct server *s = arg;
+    s->pool = pool_start(s->model, s->batcher, &s->done, &s->pool_settings, &s->load_err);
+    uv_async_send(&s->engine_ready);
+    return NULL;
+}
+
+static char *info_json(const struct server *s)
+{
+    const struct bert_model *m = s->model;
+    const struct bert_config *c = &m->config;
+    json_t *labels = json_array();
+    for (size_t i = 0; i < c->num_labels && m->can_classify; i++)
+        json_array_append_new(labels, json_string(c->id2label[i]));
+    json_t *caps = json_array();
+    json_array_append_new(caps, json_string("embed"));
+    json_array_append_new(caps, json_string("tokenize"));
+    if (m->can_classify)
+        json_array_append_new(caps, json_string("classify"));
+    if (m->can_fill_mask)
+        json_array_append_new(caps, json_string("fill-mask"));
+    json_t *root = json_pack(
+        "{s:s, s:{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b, s:s}, "
+        "s:{s:I, s:I, s:I}, s:o}",
+        "version", BERTSERVE_VERSION, "model", "path", m->dir, "model_type", c->model_type,
+        "architecture", c->architecture, "vocab_size", (json_int_t)c->vocab_size,
+        "hidden_size", (json_int_t)c->hidden_size, "num_layers", (json_int_t)c->num_layers,
+        "num_heads", (json_int_t)c->num_heads, "intermediate_size",
+        (json_int_t)c->intermediate_size, "max_position_embeddings",
+        (json_int_t)c->max_position_embeddings, "max_input_tokens",
+        (json_int_t)s->engine.limits.max_input_tokens, "labels", labels, "capabilities", caps,
+        "pooling", bert_pooling_name(s->engine.defaults.pooling), "normalize",
+        s->engine.defaults.normalize, "dtype", "f32", "workers", "threads",
+        (json_int_t)s->pool_settings.threads, "blas_threads",
+        (json_int_t)openblas_get_num_threads(), "scratch_bytes",
+        (json_int_t)(s->pool ? pool_scratch_bytes(s->pool) : 0), "config",
+        server_config_to_json(&s->cfg));
+    char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    return text;
+}
+
+static void on_engine_ready(uv_async_t *async)
+{
+    struct server *s = async->data;
+    if (s->pool == NULL) {
+        log_msg(LOG_ERROR, "cannot start the workers: %s", s->load_err.message);
+        s->exit_code = EXIT_FAILURE;
+        http_drain(s->http);
+        return;
+    }
+    s->engine.info_json = info_json(s);
+    http_set_engine(s->http, &s->engine);
+    log_msg(LOG_INFO, "ready: %zu workers, %d BLAS threads each, %zu MiB scratch",
+            s->pool_settings.threads, openblas_get_num_threads(),
+            pool_scratch_bytes(s->pool) >> 20);
+}
+
+/* Effective limits and defaults from the config and the checkpoint. */
+static void configure_engine(struct server *s)
+{
+    const struct server_config *cfg = &s->cfg;
+    const struct bert_model *m = s->model;
+    size_t max_input = m->max_input_tokens;
+    if (cfg->model.max_input_tokens > 0 && cfg->model.max_input_tokens < max_input)
+        max_input = cfg->model.max_input_tokens;
+    if (max_input > cfg->batching.max_batch_tokens) {
+        log_msg(LOG_WARN,
+                "inputs are limited to max_batch_tokens (%zu) instead of the model's %zu tokens",
+                cfg->batching.max_batch_tokens, max_input);
+        max_input = cfg->batching.max_batch_tokens;
+    }
+    static const enum bert_pooling poolings[] = {
+        [SERVER_CONFIG_POOLING_CLS] = BERT_POOLING_CLS,
+        [SERVER_CONFIG_POOLING_MEAN] = BERT_POOLING_MEAN,
+        [SERVER_CONFIG_POOLING_MAX] = BERT_POOLING_MAX,
+    };
+    s->engine = (struct http_engine){
+        .model = m,
+        .batcher = s->batcher,
+        .limits = {.max_client_batch = (size_t)cfg->server.max_client_batch,
+                   .max_input_tokens = max_input,
+                   .max_top_k = (uint32_t)cfg->server.max_top_k},
+        .defaults = {.pooling = cfg->model.pooling == SERVER_CONFIG_POOLING_MODEL
+                                    ? m->config.pooling
+                                    : poolings[cfg->model.pooling],
+                     .normalize = cfg->model.normalize == SERVER_CONFIG_AUTO
+                                      ? m->config.normalize
+                                      : cfg->model.normalize == SERVER_CONFIG_TRUE,
+                     .truncate = cfg->model.truncate,
+                     .model_name = m->dir},
+        .max_queue_tokens = cfg->batching.max_queue_tokens,
+    };
+    s->pool_settings = (struct pool_settings){
+        .max_batch_tokens = cfg->batching.max_batch_tokens,
+        .max_batch_sequences = (size_t)cfg->batching.max_batch_requests,
+        .max_seq_len = max_input,
+    };
+}
+
+/* Workers x BLAS threads never exceed the CPUs this process may use (its
+ * affinity mask and cgroup quota), so a 2-CPU container is not
+ * oversubscribed. */
+static void choose_threads(struct server *s)
+{
+    unsigned cpus = cpu_available();
+    size_t workers = s->cfg.workers.threads > 0 ? (size_t)s->cfg.workers.threads : 1;
+    int blas = s->cfg.workers.blas_threads > 0 ? s->cfg.workers.blas_threads
+                                               : (int)(cpus / workers > 0 ? cpus / workers : 1);
+    s->pool_settings.threads = workers;
+    openblas_set_num_threads(blas);
+    log_msg(LOG_INFO, "%u CPUs available: %zu workers x %d BLAS threads", cpus, workers, blas);
+}
+
+static int run(struct server *s)
+{
+    const struct server_config *cfg = &s->cfg;
+    uint64_t t0 = srv_now_ns();
+    if (bert_model_load(cfg->model.path, &s->model, &s->load_err) != BERT_OK) {
+        log_msg(LOG_ERROR, "cannot load the model: %s", s->load_err.message);
+        return EXIT_FAILURE;
+    }
+    const struct bert_config *c = &s->model->config;
+    log_msg(LOG_INFO,
+            "loaded %s in %.0f ms: %s, %zu layers, hidden %zu, %zu heads, vocab %zu, "
+            "max %zu tokens, heads:%s%s",
+            cfg->model.path, (double)(srv_now_ns() - t0) / 1e6,
+            c->architecture[0] ? c->architecture : "BertModel", c->num_layers, c->hidden_size,
+            c->num_heads, c->vocab_size, s->model->max_input_tokens,
+            s->model->can_classify ? " classify" : "", s->model->can_fill_mask ? " fill-mask" : "");
+    if (cfg->model.dtype == SERVER_CONFIG_DTYPE_BF16)
+        log_msg(LOG_WARN, "dtype bf16 is not available in this build; running f32");
+    configure_engine(s);
+    choose_threads(s);
+
+    struct batcher_limits bl = {
+        .max_batch_tokens = cfg->batching.max_batch_tokens,
+        .max_batch_sequences = (size_t)cfg->batching.max_batch_requests,
+        .max_wait_us = (unsigned)cfg->batching.max_wait_us,
+        .max_queue_tokens = cfg->batching.max_queue_tokens,
+        .max_concurrent_requests = (size_t)cfg->server.max_concurrent_requests,
+    };
+    s->batcher = batcher_new(&bl);
+    if (s->batcher == NULL) {
+        log_msg(LOG_ERROR, "out of memory creating the batcher");
+        return EXIT_FAILURE;
+    }
+    s->engine.batcher = s->batcher;
+    s->loop = uv_default_loop();
+    completions_init(&s->done);
+    struct http_settings hs = {
+        .host = cfg->server.host,
+        .port = (uint16_t)cfg->server.port,
+        .max_body_bytes = cfg->server.max_body_bytes,
+        .max_connections = (size_t)cfg->server.max_connections,
+        .request_timeout_ms = (unsigned)cfg->server.request_timeout_ms,
+        .shutdown_timeout_ms = (unsigned)cfg->server.shutdown_timeout_ms,
+        .api_key = cfg->server.api_key,
+    };
+    char err[256];
+    s->http = http_start(s->loop, &hs, &s->done, on_drained, s, err, sizeof err);
+    if (s->http == NULL) {
+        log_msg(LOG_ERROR, "%s", err);
+        return EXIT_FAILURE;
+    }
+    log_msg(LOG_INFO, "listening on %s:%d (max_batch_tokens %zu, max_concurrent_requests %d, "
+                      "max_body_bytes %zu, auth %s)",
+            cfg->server.host, cfg->server.port, cfg->batching.max_batch_tokens,
+            cfg->server.max_concurrent_requests, cfg->server.max_body_bytes,
+            cfg->server.api_key[0] ? "on" : "off");
+
+    uv_signal_init(s->loop, &s->sigterm);
+    uv_signal_init(s->loop, &s->sigint);
+    s->sigterm.data = s->sigint.data = s;
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+    uv_async_init(s->loop, &s->engine_ready, on_engine_ready);
+    s->engine_ready.data = s;
+    s->loader_started = pthread_create(&s->loader, NULL, load_workers, s) == 0;
+    if (!s->loader_started) {
+        snprintf(s->load_err.message, sizeof s->load_err.message, "cannot start a thread");
+        uv_async_send(&s->engine_ready);
+    }
+
+    uv_run(s->loop, UV_RUN_DEFAULT);
+    return s->exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    /* A client that hangs up must not kill the process. */
+    signal(SIGPIPE, SIG_IGN);
+    struct server s = {0};
+    char err[512];
+    switch (server_config_load(&s.cfg, argc, argv, environ, err, sizeof err)) {
+    case SERVER_CONFIG_OK:
+        break;
+    case SERVER_CONFIG_HELP:
+        server_config_usage(stdout);
+        server_config_free(&s.cfg);
+        return EXIT_SUCCESS;
+    case SERVER_CONFIG_VERSION:
+        printf("bertserve %s\n", BERTSERVE_VERSION);
+        server_config_free(&s.cfg);
+        return EXIT_SUCCESS;
+    case SERVER_CONFIG_ERROR:
+        fprintf(stderr, "bertserve: %s\n", err);
+        server_config_free(&s.cfg);
+        return 2;
+    }
+    log_init((enum log_level)s.cfg.log.level, (enum log_format)s.cfg.log.format);
+    log_msg(LOG_INFO, "bertserve %s starting (config: %s)", BERTSERVE_VERSION,
+            s.cfg.config_file ? s.cfg.config_file : "defaults, environment and flags");
+    int rc = run(&s);
+    if (s.loop != NULL)
+        uv_loop_close(s.loop);
+    http_free(s.http);
+    pool_join(s.pool);
+    batcher_free(s.batcher);
+    completions_destroy(&s.done);
+    bert_model_free(s.model);
+    server_config_free(&s.cfg);
+    return rc;
+}

@@ -1,0 +1,52 @@
+/* The worker pool: a fixed set of threads, each with its own scratch sized
+ * once for max_batch_tokens, taking batches from the batcher and running
+ * them on the shared read-only model. Finished requests go to a completion
+ * queue that wakes the loop through uv_async (sends coalesce, so the loop
+ * drains the whole queue each time). */
+#ifndef SRV_POOL_H
+#define SRV_POOL_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "batcher.h"
+#include "model.h"
+
+/* Completed requests, pushed by workers, taken by the loop. */
+struct completions {
+    pthread_mutex_t lock;
+    struct srv_request *head, *tail;
+    uv_async_t async; /* initialised by the loop's owner with its callback */
+};
+
+void completions_init(struct completions *c);
+void completions_destroy(struct completions *c);
+/* Any thread. */
+void completions_push(struct completions *c, struct srv_request *req);
+/* Loop thread: take the whole queue (a list through next_done). */
+struct srv_request *completions_take(struct completions *c);
+
+struct pool_settings {
+    size_t threads;
+    size_t max_batch_tokens;
+    size_t max_batch_sequences;
+    size_t max_seq_len;
+};
+
+struct pool;
+
+/* Allocate every worker's scratch, warm each up with one forward pass and
+ * start the threads. Errors (e.g. scratch allocation) are returned in err. */
+struct pool *pool_start(const struct bert_model *model, struct batcher *batcher,
+                        struct completions *done, const struct pool_settings *s,
+                        struct bert_error *err);
+
+/* Join the workers (the batcher must be closed first) and free. NULL ok. */
+void pool_join(struct pool *p);
+
+/* Bytes of scratch memory all workers hold. */
+size_t pool_scratch_bytes(const struct pool *p);
+
+#endif

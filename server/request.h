@@ -1,0 +1,38 @@
+/* One admitted inference request, shared by the loop thread (which owns it
+ * and its connection) and the workers (which compute its sequences).
+ *
+ * Ownership: the loop allocates and frees it (it is embedded in the HTTP
+ * layer's per-request state). Workers hold a pointer only while some of its
+ * sequences are queued or computing; the worker that finishes (or drops) the
+ * last one renders the response and pushes the request onto the completion
+ * queue, after which no worker touches it again. */
+#ifndef SRV_REQUEST_H
+#define SRV_REQUEST_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct srv_request {
+    struct proto_job job;
+    enum proto_route route;
+
+    /* Shared with workers. */
+    atomic_bool orphaned;              /* the client went away: drop, do not compute */
+    atomic_size_t remaining;           /* sequences not yet computed or dropped */
+    atomic_bool failed;                /* a forward pass of this request failed */
+    atomic_uint_fast64_t t_compute_start; /* ns, first forward pass that included it */
+    uint64_t t_compute_end;            /* ns, written by the finishing worker */
+    char error[600];                   /* written by the first worker that sets failed */
+    char *body;                        /* response rendered by the finishing worker */
+    size_t body_len;
+    struct srv_request *next_done;     /* completion queue link */
+};
+
+/* Monotonic clock in nanoseconds. */
+uint64_t srv_now_ns(void);
+
+#endif
