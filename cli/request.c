@@ -71,7 +71,7 @@ static bool answer(struct runner *r, enum proto_route route, const char *body, s
         text = proto_job_respond(&job, r->model, &text_len);
         if (text == NULL) {
             ok = false;
-            proto_error_set(&perr, PROTO_ERR_INTERNAL, "out of memory rendering the response");
+            proto_error_set(&perr, PROTO_ERR_INTERNAL, "could not render the response (out of memory or a non-finite result)");
         }
     }
     if (!ok)

@@ -55,7 +55,11 @@ void bert_encoding_free(struct bert_encoding *enc);
 /* Load from a checkpoint folder: `dir/tokenizer.json` if present, otherwise
  * `dir/vocab.txt` with `dir/tokenizer_config.json` and
  * `dir/special_tokens_map.json` when present. On failure returns an error
- * naming the file and the problem and sets *out to NULL. */
+ * naming the file and the problem and sets *out to NULL.
+ *
+ * As transformers does, tokenizer_config.json may override a tokenizer.json
+ * BertNormalizer (do_lower_case, strip_accents, tokenize_chinese_chars: only
+ * keys it sets) and names the role tokens ([MASK], [PAD], ...). */
 enum bert_status bert_tokenizer_load(const char *dir, struct bert_tokenizer **out,
                                      struct bert_error *err);
 
@@ -76,7 +80,13 @@ void bert_tokenizer_free(struct bert_tokenizer *tok);
  * offset; an input longer than opts->max_length with truncate off is
  * BERT_E_TOO_LONG naming both numbers. Offsets are byte offsets into the
  * input the token came from (`text` or `pair`); template specials have
- * start == stop == 0. */
+ * start == stop == 0. opts NULL means bert_encode_options_default().
+ *
+ * Truncation is `tokenizers`' LongestFirst, pairs included, exactly as the
+ * reference cuts them; a max_length smaller than the specials the template
+ * adds cannot be met and is BERT_E_INVALID. On any error `out` holds no
+ * tokens (n == 0). Uses no heap memory for short inputs and O(log n)
+ * allocations for long ones; `out` grows only. */
 enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok,
                                        const char *text, size_t text_len,
                                        const char *pair, size_t pair_len,
@@ -113,8 +123,13 @@ size_t bert_tokenizer_json_max_length(const struct bert_tokenizer *tok);
 /* Decode ids to text as Hugging Face's `tokenizer.decode(ids,
  * skip_special_tokens=skip_special)` does for this tokenizer: the WordPiece
  * decoder ("##" joins, cleanup of spaces before punctuation and
- * contractions). Returns a malloc'd NUL-terminated string (caller frees), or
- * NULL on allocation failure. */
+ * contractions). Ids without a token are skipped. A tokenizer from
+ * bert_tokenizer_load or bert_tokenizer_load_vocab then applies transformers'
+ * clean_up_tokenization when tokenizer_config.json's
+ * clean_up_tokenization_spaces says so (default true, BertTokenizer's
+ * default); one from bert_tokenizer_load_json decodes exactly as
+ * `tokenizers`' Tokenizer.decode. Returns a malloc'd NUL-terminated string
+ * (caller frees), or NULL on allocation failure. */
 char *bert_tokenizer_decode(const struct bert_tokenizer *tok, const int32_t *ids, size_t n,
                             bool skip_special);
 

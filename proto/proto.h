@@ -71,9 +71,10 @@ char *proto_error_body(enum proto_route route, const struct proto_error *err, si
 
 /* Limits enforced while parsing and preparing. */
 struct proto_limits {
-    size_t max_client_batch;  /* most inputs in one request (413 beyond) */
-    size_t max_input_tokens;  /* longest sequence, specials included (413 beyond unless truncating) */
-    uint32_t max_top_k;       /* largest accepted top_k */
+    size_t max_client_batch;  /* most inputs in one request (413 beyond); 0: no limit */
+    size_t max_input_tokens;  /* longest sequence, specials included (413 beyond unless
+                                 truncating); the model's own limit applies too; 0: none */
+    uint32_t max_top_k;       /* largest accepted fill-mask top_k; 0: no limit */
 };
 
 /* Defaults that come from the checkpoint and the config. */
@@ -81,7 +82,8 @@ struct proto_defaults {
     enum bert_pooling pooling;
     bool normalize;
     bool truncate;
-    const char *model_name;   /* reported by /v1/embeddings */
+    const char *model_name;   /* reported by /v1/embeddings when the request names none;
+                                 copied, so it need only live through proto_job_prepare */
 };
 
 enum proto_activation {
@@ -117,6 +119,8 @@ struct proto_request {
     enum bert_truncation_side truncation_side;
     bool base64;              /* openai: encoding_format == "base64" */
     const char *model;        /* openai: echoed "model", or NULL */
+    uint32_t dimensions;      /* openai: requested width, 0 when not given (checked by
+                                 proto_job_prepare: it must equal the model's) */
 
     /* fill-mask */
     uint32_t top_k;           /* default 5 */
@@ -152,8 +156,9 @@ struct proto_job {
     size_t n_seqs;
     size_t n_tokens;           /* sum of sequence lengths */
     size_t n_truncated;        /* inputs that were cut (x-truncated-inputs) */
-    int32_t *target_ids;       /* fill-mask targets as ids */
+    int32_t *target_ids;       /* fill-mask targets as ids, without duplicates */
     float *outputs;            /* one allocation all tasks write into */
+    char *model_name;          /* /v1/embeddings: the "model" to echo */
 };
 
 /* Tokenize `req`'s inputs (taking ownership of `req` even on failure) and set
@@ -169,7 +174,11 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
 bool proto_job_needs_compute(const struct proto_job *job);
 
 /* Render the response once every sequence's task has run. Returns a malloc'd
- * NUL-terminated body and its length, or NULL on allocation failure. */
+ * NUL-terminated body and its length, or NULL when it cannot: out of memory,
+ * or a result that is NaN or infinite (JSON cannot carry it and a 200 with
+ * garbage would be worse). On NULL answer 500 PROTO_ERR_INTERNAL.
+ * fill-mask expects each task's top_ids to hold vocabulary ids (the target
+ * ids themselves when targets were given), best first. */
 char *proto_job_respond(const struct proto_job *job, const struct bert_model *model,
                         size_t *len);
 

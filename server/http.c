@@ -373,7 +373,7 @@ static void handle_inference(struct http_request *hr)
         if (body)
             respond(hr, 200, "application/json", body, len, NULL);
         else
-            respond_errorf(hr, PROTO_ERR_INTERNAL, "out of memory rendering the response");
+            respond_errorf(hr, PROTO_ERR_INTERNAL, "could not render the response (out of memory or a non-finite result)");
         return;
     }
     if (hr->srv.job.n_tokens > e->max_queue_tokens) {

@@ -79,7 +79,7 @@ static void finish_sequence(struct worker *w, struct srv_request *req)
     if (!atomic_load(&req->orphaned) && !atomic_load(&req->failed)) {
         req->body = proto_job_respond(&req->job, w->pool->model, &req->body_len);
         if (req->body == NULL && !atomic_exchange(&req->failed, true))
-            snprintf(req->error, sizeof req->error, "out of memory rendering the response");
+            snprintf(req->error, sizeof req->error, "could not render the response (out of memory or a non-finite result)");
     }
     completions_push(w->pool->done, req);
 }

@@ -1,0 +1,535 @@
+/* Request bodies -> struct proto_request, with one exact message per way a
+ * body can be wrong. The messages are part of the API (openapi.yaml lists
+ * them); change them only together with that table and the tests. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "proto.h"
+#include "proto_internal.h"
+
+enum param {
+    PARAM_POOLING,
+    PARAM_NORMALIZE,
+    PARAM_TRUNCATE,
+    PARAM_TRUNCATION_DIRECTION,
+    PARAM_TOP_K,
+    PARAM_TARGETS,
+    PARAM_RAW_SCORES,
+    PARAM_FUNCTION_TO_APPLY,
+    PARAM_ADD_SPECIAL_TOKENS,
+    PARAM_MODEL,
+    PARAM_ENCODING_FORMAT,
+    PARAM_DIMENSIONS,
+    PARAM_USER,
+    PARAM_COUNT
+};
+
+static const char *const param_names[PARAM_COUNT] = {
+    [PARAM_POOLING] = "pooling",
+    [PARAM_NORMALIZE] = "normalize",
+    [PARAM_TRUNCATE] = "truncate",
+    [PARAM_TRUNCATION_DIRECTION] = "truncation_direction",
+    [PARAM_TOP_K] = "top_k",
+    [PARAM_TARGETS] = "targets",
+    [PARAM_RAW_SCORES] = "raw_scores",
+    [PARAM_FUNCTION_TO_APPLY] = "function_to_apply",
+    [PARAM_ADD_SPECIAL_TOKENS] = "add_special_tokens",
+    [PARAM_MODEL] = "model",
+    [PARAM_ENCODING_FORMAT] = "encoding_format",
+    [PARAM_DIMENSIONS] = "dimensions",
+    [PARAM_USER] = "user",
+};
+
+#define P(name) (1u << PARAM_##name)
+#define TRUNCATION (P(TRUNCATE) | P(TRUNCATION_DIRECTION))
+
+/* The parameters each route accepts. */
+static const unsigned route_params[PROTO_ROUTE_COUNT] = {
+    [PROTO_ROUTE_EMBED] = P(POOLING) | P(NORMALIZE) | TRUNCATION,
+    [PROTO_ROUTE_FILL_MASK] = P(TOP_K) | P(TARGETS) | TRUNCATION,
+    [PROTO_ROUTE_CLASSIFY] = P(RAW_SCORES) | P(FUNCTION_TO_APPLY) | P(TOP_K) | TRUNCATION,
+    [PROTO_ROUTE_TOKENIZE] = P(ADD_SPECIAL_TOKENS) | TRUNCATION,
+    [PROTO_ROUTE_OPENAI_EMBED] = P(MODEL) | P(ENCODING_FORMAT) | P(DIMENSIONS) | P(USER),
+};
+
+struct parse {
+    enum proto_route route;
+    const struct proto_limits *limits;
+    struct proto_request *req;
+    struct proto_error *err;
+    const char *inputs_name;        /* "inputs", or "input" on /v1/embeddings */
+    json_t *inputs;                 /* borrowed from req->root */
+    json_t *params[PARAM_COUNT];    /* borrowed; NULL when absent */
+};
+
+static bool is_openai(enum proto_route route)
+{
+    return route == PROTO_ROUTE_OPENAI_EMBED;
+}
+
+/* "a string", "an integer", ...: the `got ...` half of type errors. */
+static const char *type_phrase(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "a list";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a float";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "an unknown type";
+}
+
+static bool wrong_type(struct parse *p, const char *field, const char *expected, const json_t *v)
+{
+    proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must be %s, got %s", field, expected,
+                    type_phrase(v));
+    return false;
+}
+
+static bool out_of_memory(struct parse *p)
+{
+    proto_error_set(p->err, PROTO_ERR_INTERNAL, "out of memory while parsing the request");
+    return false;
+}
+
+static int param_lookup(const char *key)
+{
+    for (int i = 0; i < PARAM_COUNT; i++)
+        if (strcmp(key, param_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static bool unknown_field(struct parse *p, const char *key, bool nested)
+{
+    /* List what is accepted where the unknown key stood. */
+    const char *fixed[3] = {p->inputs_name, "parameters", "options"};
+    size_t n_fixed = nested ? 0 : is_openai(p->route) ? 1 : 3;
+    char accepted[320] = "";
+    size_t n = 0;
+    for (size_t k = 0; k < n_fixed + PARAM_COUNT; k++) {
+        if (k >= n_fixed && !(route_params[p->route] & (1u << (k - n_fixed))))
+            continue;
+        const char *name = k < n_fixed ? fixed[k] : param_names[k - n_fixed];
+        int w = snprintf(accepted + n, sizeof accepted - n, "%s\"%s\"", n ? ", " : "", name);
+        if (w > 0 && (size_t)w < sizeof accepted - n)
+            n += (size_t)w;
+    }
+    char q[PROTO_QUOTE_SIZE];
+    proto_error_set(p->err, PROTO_ERR_INVALID, "unknown field %s%s; accepted: %s",
+                    proto_quote(q, key, strlen(key)), nested ? " in \"parameters\"" : "",
+                    accepted);
+    return false;
+}
+
+/* Record a parameter found at the top level or in "parameters". */
+static bool take_param(struct parse *p, const char *key, json_t *value, bool nested)
+{
+    int i = param_lookup(key);
+    if (i < 0 || !(route_params[p->route] & (1u << i)))
+        return unknown_field(p, key, nested);
+    if (p->params[i] != NULL) {
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"%s\" is given both at the top level and in \"parameters\"", key);
+        return false;
+    }
+    p->params[i] = value;
+    return true;
+}
+
+static bool collect_fields(struct parse *p, json_t *root)
+{
+    const char *key;
+    json_t *value;
+    json_t *parameters = NULL;
+    json_object_foreach(root, key, value) {
+        if (strcmp(key, p->inputs_name) == 0) {
+            p->inputs = value;
+        } else if (!is_openai(p->route) && strcmp(key, "parameters") == 0) {
+            if (json_is_object(value))
+                parameters = value;
+            else if (!json_is_null(value))
+                return wrong_type(p, "parameters", "an object", value);
+        } else if (!is_openai(p->route) && strcmp(key, "options") == 0) {
+            /* The Inference API's options (use_cache, wait_for_model) mean
+             * nothing here; accept and ignore them. */
+            if (!json_is_object(value) && !json_is_null(value))
+                return wrong_type(p, "options", "an object", value);
+        } else if (!take_param(p, key, value, false)) {
+            return false;
+        }
+    }
+    if (parameters) {
+        json_object_foreach(parameters, key, value) {
+            if (!take_param(p, key, value, true))
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool pairs_allowed(enum proto_route route)
+{
+    return route == PROTO_ROUTE_CLASSIFY || route == PROTO_ROUTE_TOKENIZE;
+}
+
+static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input *in)
+{
+    if (json_is_string(v)) {
+        in->text = json_string_value(v);
+        in->text_len = json_string_length(v);
+        return true;
+    }
+    char field[48];
+    snprintf(field, sizeof field, "%s[%zu]", p->inputs_name, i);
+    if (!pairs_allowed(p->route))
+        return wrong_type(p, field, "a string", v);
+    if (!json_is_array(v))
+        return wrong_type(p, field, "a string or a pair [text, text_pair]", v);
+    if (json_array_size(v) != 2) {
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"%s\" must be a pair [text, text_pair], got a list of %zu", field,
+                        json_array_size(v));
+        return false;
+    }
+    for (size_t k = 0; k < 2; k++) {
+        json_t *part = json_array_get(v, k);
+        if (!json_is_string(part)) {
+            char sub[64];
+            snprintf(sub, sizeof sub, "%s[%zu]", field, k);
+            return wrong_type(p, sub, "a string", part);
+        }
+    }
+    in->text = json_string_value(json_array_get(v, 0));
+    in->text_len = json_string_length(json_array_get(v, 0));
+    in->pair = json_string_value(json_array_get(v, 1));
+    in->pair_len = json_string_length(json_array_get(v, 1));
+    return true;
+}
+
+static bool parse_inputs(struct parse *p)
+{
+    struct proto_request *req = p->req;
+    json_t *v = p->inputs;
+    const char *expected = pairs_allowed(p->route)
+                               ? "a string, a list of strings or a list of pairs [text, text_pair]"
+                               : "a string or a list of strings";
+    if (v == NULL) {
+        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", p->inputs_name);
+        return false;
+    }
+    size_t n;
+    if (json_is_string(v)) {
+        n = 1;
+    } else if (json_is_array(v)) {
+        n = json_array_size(v);
+        if (n == 0) {
+            proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not be an empty list",
+                            p->inputs_name);
+            return false;
+        }
+        req->batched = true;
+    } else {
+        return wrong_type(p, p->inputs_name, expected, v);
+    }
+    size_t limit = p->limits->max_client_batch;
+    if (limit && n > limit) {
+        proto_error_set(p->err, PROTO_ERR_TOO_LARGE,
+                        "too many inputs: %zu given, at most %zu are allowed per request", n,
+                        limit);
+        return false;
+    }
+    req->inputs = calloc(n, sizeof *req->inputs);
+    if (req->inputs == NULL)
+        return out_of_memory(p);
+    req->n_inputs = n;
+    if (!req->batched)
+        return parse_input(p, 0, v, &req->inputs[0]);
+    for (size_t i = 0; i < n; i++)
+        if (!parse_input(p, i, json_array_get(v, i), &req->inputs[i]))
+            return false;
+    return true;
+}
+
+static bool get_bool(struct parse *p, enum param i, bool *out)
+{
+    json_t *v = p->params[i];
+    if (!json_is_boolean(v))
+        return wrong_type(p, param_names[i], "a boolean", v);
+    *out = json_is_true(v);
+    return true;
+}
+
+static bool get_string(struct parse *p, enum param i, const char **out)
+{
+    json_t *v = p->params[i];
+    if (!json_is_string(v))
+        return wrong_type(p, param_names[i], "a string", v);
+    *out = json_string_value(v);
+    return true;
+}
+
+static bool bad_choice(struct parse *p, enum param i, const char *choices, const char *got)
+{
+    char q[PROTO_QUOTE_SIZE];
+    proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must be %s, got %s", param_names[i],
+                    choices, proto_quote(q, got, strlen(got)));
+    return false;
+}
+
+/* An integer parameter at least `min` and, when max > 0, at most `max`. */
+static bool get_integer(struct parse *p, enum param i, json_int_t min, json_int_t max,
+                        json_int_t *out)
+{
+    json_t *v = p->params[i];
+    if (!json_is_integer(v))
+        return wrong_type(p, param_names[i], "an integer", v);
+    json_int_t x = json_integer_value(v);
+    if (x < min || (max > 0 && x > max)) {
+        if (max > 0)
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "\"%s\" must be between %lld and %lld, got %lld", param_names[i],
+                            (long long)min, (long long)max, (long long)x);
+        else
+            proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must be at least %lld, got %lld",
+                            param_names[i], (long long)min, (long long)x);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+static bool parse_targets(struct parse *p)
+{
+    struct proto_request *req = p->req;
+    json_t *v = p->params[PARAM_TARGETS];
+    size_t n = json_is_string(v) ? 1 : json_is_array(v) ? json_array_size(v) : 0;
+    if (!json_is_string(v) && !json_is_array(v))
+        return wrong_type(p, "targets", "a string or a list of strings", v);
+    if (n == 0) {
+        proto_error_set(p->err, PROTO_ERR_INVALID, "\"targets\" must not be an empty list");
+        return false;
+    }
+    req->targets = calloc(n, sizeof *req->targets);
+    if (req->targets == NULL)
+        return out_of_memory(p);
+    req->n_targets = n;
+    for (size_t k = 0; k < n; k++) {
+        json_t *t = json_is_string(v) ? v : json_array_get(v, k);
+        char field[32];
+        if (json_is_string(v))
+            snprintf(field, sizeof field, "targets");
+        else
+            snprintf(field, sizeof field, "targets[%zu]", k);
+        if (!json_is_string(t))
+            return wrong_type(p, field, "a non-empty string", t);
+        if (json_string_length(t) == 0) {
+            proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must be a non-empty string",
+                            field);
+            return false;
+        }
+        req->targets[k] = json_string_value(t);
+    }
+    return true;
+}
+
+static bool parse_pooling(struct parse *p)
+{
+    static const struct {
+        const char *name;
+        enum bert_pooling pooling;
+    } choices[] = {
+        {"cls", BERT_POOLING_CLS}, {"mean", BERT_POOLING_MEAN}, {"max", BERT_POOLING_MAX}};
+    const char *s;
+    if (!get_string(p, PARAM_POOLING, &s))
+        return false;
+    for (size_t k = 0; k < sizeof choices / sizeof choices[0]; k++) {
+        if (strcmp(s, choices[k].name) == 0) {
+            p->req->has_pooling = true;
+            p->req->pooling = choices[k].pooling;
+            return true;
+        }
+    }
+    return bad_choice(p, PARAM_POOLING, "one of \"cls\", \"mean\", \"max\"", s);
+}
+
+static bool parse_function_to_apply(struct parse *p, bool *given)
+{
+    static const struct {
+        const char *name;
+        enum proto_activation activation;
+    } choices[] = {{"softmax", PROTO_ACTIVATION_SOFTMAX},
+                   {"sigmoid", PROTO_ACTIVATION_SIGMOID},
+                   {"none", PROTO_ACTIVATION_NONE}};
+    const char *s;
+    if (!get_string(p, PARAM_FUNCTION_TO_APPLY, &s))
+        return false;
+    /* transformers upper-cases the name before the enum lookup, so any case
+     * is accepted there; do the same. */
+    for (size_t k = 0; k < sizeof choices / sizeof choices[0]; k++) {
+        if (strcasecmp(s, choices[k].name) == 0) {
+            p->req->function_to_apply = choices[k].activation;
+            *given = true;
+            return true;
+        }
+    }
+    return bad_choice(p, PARAM_FUNCTION_TO_APPLY, "one of \"softmax\", \"sigmoid\", \"none\"", s);
+}
+
+static bool parse_params(struct parse *p)
+{
+    struct proto_request *req = p->req;
+    bool function_given = false;
+    for (int i = 0; i < PARAM_COUNT; i++) {
+        /* null means "not given", as Option fields do in TEI and None in
+         * the transformers pipelines. */
+        if (p->params[i] == NULL || json_is_null(p->params[i]))
+            continue;
+        bool ok = true;
+        const char *s = NULL;
+        json_int_t x = 0;
+        switch ((enum param)i) {
+        case PARAM_POOLING:
+            ok = parse_pooling(p);
+            break;
+        case PARAM_NORMALIZE:
+            ok = get_bool(p, PARAM_NORMALIZE, &req->normalize);
+            req->has_normalize = true;
+            break;
+        case PARAM_TRUNCATE:
+            ok = get_bool(p, PARAM_TRUNCATE, &req->truncate);
+            req->has_truncate = true;
+            break;
+        case PARAM_TRUNCATION_DIRECTION:
+            /* text-embeddings-inference spells them "Right" / "Left". */
+            ok = get_string(p, PARAM_TRUNCATION_DIRECTION, &s);
+            if (!ok)
+                break;
+            if (strcmp(s, "right") == 0 || strcmp(s, "Right") == 0)
+                req->truncation_side = BERT_TRUNCATE_RIGHT;
+            else if (strcmp(s, "left") == 0 || strcmp(s, "Left") == 0)
+                req->truncation_side = BERT_TRUNCATE_LEFT;
+            else
+                ok = bad_choice(p, PARAM_TRUNCATION_DIRECTION, "\"right\" or \"left\"", s);
+            break;
+        case PARAM_TOP_K:
+            if (p->route == PROTO_ROUTE_FILL_MASK) {
+                ok = get_integer(p, PARAM_TOP_K, 1, (json_int_t)p->limits->max_top_k, &x);
+                req->top_k = (uint32_t)x;
+            } else {
+                ok = get_integer(p, PARAM_TOP_K, 1, 0, &x);
+                req->classify_top_k = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+            }
+            break;
+        case PARAM_TARGETS:
+            ok = parse_targets(p);
+            break;
+        case PARAM_RAW_SCORES:
+            ok = get_bool(p, PARAM_RAW_SCORES, &req->raw_scores);
+            break;
+        case PARAM_FUNCTION_TO_APPLY:
+            ok = parse_function_to_apply(p, &function_given);
+            break;
+        case PARAM_ADD_SPECIAL_TOKENS:
+            ok = get_bool(p, PARAM_ADD_SPECIAL_TOKENS, &req->add_special_tokens);
+            break;
+        case PARAM_MODEL:
+            ok = get_string(p, PARAM_MODEL, &req->model);
+            break;
+        case PARAM_ENCODING_FORMAT:
+            ok = get_string(p, PARAM_ENCODING_FORMAT, &s);
+            if (!ok)
+                break;
+            if (strcmp(s, "base64") == 0)
+                req->base64 = true;
+            else if (strcmp(s, "float") != 0)
+                ok = bad_choice(p, PARAM_ENCODING_FORMAT, "\"float\" or \"base64\"", s);
+            break;
+        case PARAM_DIMENSIONS:
+            ok = get_integer(p, PARAM_DIMENSIONS, 1, 0, &x);
+            req->dimensions = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+            break;
+        case PARAM_USER:
+            ok = get_string(p, PARAM_USER, &s);
+            break;
+        case PARAM_COUNT:
+            break;
+        }
+        if (!ok)
+            return false;
+    }
+    if (req->raw_scores) {
+        /* raw_scores is text-embeddings-inference's spelling of "none". */
+        if (function_given && req->function_to_apply != PROTO_ACTIVATION_NONE) {
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "\"raw_scores\": true conflicts with \"function_to_apply\": \"%s\"",
+                            json_string_value(p->params[PARAM_FUNCTION_TO_APPLY]));
+            return false;
+        }
+        req->function_to_apply = PROTO_ACTIVATION_NONE;
+    }
+    return true;
+}
+
+/* jansson's sentence, minus its API vocabulary. */
+static const char *json_error_text(const json_error_t *jerr)
+{
+    if (json_error_code(jerr) == json_error_null_character)
+        return "\\u0000 is not allowed in strings";
+    return jerr->text;
+}
+
+bool proto_request_parse(enum proto_route route, const char *body, size_t len,
+                         const struct proto_limits *limits, struct proto_request *req,
+                         struct proto_error *err)
+{
+    memset(req, 0, sizeof *req);
+    req->route = route;
+    req->top_k = 5;
+    req->add_special_tokens = true;
+    req->truncation_side = BERT_TRUNCATE_RIGHT;
+    req->function_to_apply = PROTO_ACTIVATION_DEFAULT;
+    if (route >= PROTO_ROUTE_COUNT) {
+        proto_error_set(err, PROTO_ERR_NOT_FOUND, "no such route");
+        return false;
+    }
+
+    json_error_t jerr;
+    req->root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    if (req->root == NULL) {
+        proto_error_set(err, PROTO_ERR_MALFORMED, "malformed JSON at line %d, column %d: %s",
+                        jerr.line, jerr.column, json_error_text(&jerr));
+        return false;
+    }
+    struct parse p = {
+        .route = route,
+        .limits = limits,
+        .req = req,
+        .err = err,
+        .inputs_name = is_openai(route) ? "input" : "inputs",
+    };
+    bool ok;
+    if (!json_is_object(req->root))
+        ok = wrong_type(&p, "request body", "a JSON object", req->root);
+    else
+        ok = collect_fields(&p, req->root) && parse_inputs(&p) && parse_params(&p);
+    if (!ok)
+        proto_request_free(req);
+    return ok;
+}
+
+void proto_request_free(struct proto_request *req)
+{
+    if (req == NULL)
+        return;
+    json_decref(req->root);
+    free(req->inputs);
+    free(req->targets);
+    memset(req, 0, sizeof *req);
+}

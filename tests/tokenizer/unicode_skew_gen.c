@@ -1,0 +1,178 @@
+/* Writes model/tok_unicode_skew.c: the code points where the reference
+ * (`tokenizers`, probed by gen/unicode_probe.js) disagrees with libutf8proc.
+ *
+ *   unicode_skew_gen unicode_ref.tsv > model/tok_unicode_skew.c
+ *
+ * Each override is derived from the raw utf8proc view. Whether the result
+ * reproduces the reference for every code point is checked by
+ * tests/test_tokenizer_unicode.c against the probe's block hashes. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "tok_unicode.h"
+
+#define N_CP 0x110000
+#define MAXV 8
+
+struct ref {
+    uint8_t clean, pre, chinese;
+    uint8_t n_strip, n_lower;
+    uint32_t strip[MAXV], lower[MAXV];
+};
+
+static struct ref *refs;
+static uint8_t *kinds[7]; /* per skew kind, per code point: listed? */
+static uint32_t *lowers;  /* override or 0 */
+
+static size_t parse_list(const char *s, uint32_t *out)
+{
+    size_t n = 0;
+    while (*s) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s || n == MAXV)
+            break;
+        out[n++] = (uint32_t)v;
+        s = end;
+        while (*s == ' ')
+            s++;
+    }
+    return n;
+}
+
+static bool raw_is_cf(uint32_t c) { return utf8proc_category((int32_t)c) == UTF8PROC_CATEGORY_CF; }
+static bool raw_is_mn(uint32_t c) { return utf8proc_category((int32_t)c) == UTF8PROC_CATEGORY_MN; }
+static bool raw_is_p(uint32_t c)
+{
+    utf8proc_category_t cat = utf8proc_category((int32_t)c);
+    return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
+}
+
+static size_t raw_nfd(uint32_t c, uint32_t *out)
+{
+    int32_t buf[MAXV];
+    int bc = 0;
+    utf8proc_ssize_t n = utf8proc_decompose_char((int32_t)c, buf, MAXV, UTF8PROC_DECOMPOSE, &bc);
+    if (n <= 0 || n > MAXV) {
+        out[0] = c;
+        return 1;
+    }
+    for (utf8proc_ssize_t i = 0; i < n; i++)
+        out[i] = (uint32_t)buf[i];
+    return (size_t)n;
+}
+
+static void print_kind(int kind, const char *name)
+{
+    for (uint32_t c = 0x80; c < N_CP;) {
+        if (!kinds[kind][c]) {
+            c++;
+            continue;
+        }
+        uint32_t first = c;
+        while (c < N_CP && kinds[kind][c])
+            c++;
+        printf("    {0x%X, 0x%X, %s},\n", first, c - 1, name);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s unicode_ref.tsv\n", argv[0]);
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "r");
+    if (!f) {
+        perror(argv[1]);
+        return 1;
+    }
+    refs = calloc(N_CP, sizeof *refs);
+    lowers = calloc(N_CP, sizeof *lowers);
+    for (int k = 0; k < 7; k++)
+        kinds[k] = calloc(N_CP, 1);
+    for (uint32_t c = 0; c < N_CP; c++) {
+        refs[c].n_strip = refs[c].n_lower = 1;
+        refs[c].strip[0] = refs[c].lower[0] = c;
+    }
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *field[6];
+        char *p = line;
+        for (int i = 0; i < 6; i++) {
+            field[i] = p;
+            p = strchr(p, '\t');
+            if (!p && i < 5) {
+                fprintf(stderr, "bad line: %s\n", line);
+                return 1;
+            }
+            if (p)
+                *p++ = 0;
+        }
+        uint32_t c = (uint32_t)strtoul(field[0], NULL, 10);
+        struct ref *r = &refs[c];
+        r->clean = (uint8_t)atoi(field[1]);
+        r->pre = (uint8_t)atoi(field[2]);
+        r->chinese = (uint8_t)atoi(field[3]);
+        r->n_strip = (uint8_t)parse_list(field[4], r->strip);
+        r->n_lower = (uint8_t)parse_list(field[5], r->lower);
+    }
+    fclose(f);
+
+    /* Derive the overrides from the raw utf8proc view. */
+    for (uint32_t c = 0x80; c < N_CP; c++) {
+        if (c >= 0xD800 && c <= 0xDFFF)
+            continue;
+        const struct ref *r = &refs[c];
+        if (raw_is_cf(c) && r->clean != 1)
+            kinds[TOK_SKEW_NOT_CONTROL][c] = 1;
+        if (raw_is_p(c) && r->pre != 2 && r->pre != 1)
+            kinds[TOK_SKEW_NOT_PUNCT][c] = 1;
+        if (!raw_is_p(c) && r->pre == 2)
+            kinds[TOK_SKEW_PUNCT][c] = 1;
+        uint32_t d[MAXV];
+        size_t nd = raw_nfd(c, d);
+        if (nd == 1 && d[0] == c) {
+            bool ref_mark = r->n_strip == 0;
+            if (ref_mark && !raw_is_mn(c))
+                kinds[TOK_SKEW_MARK][c] = 1;
+            if (!ref_mark && raw_is_mn(c))
+                kinds[TOK_SKEW_NOT_MARK][c] = 1;
+        } else if (r->n_strip == 1 && r->strip[0] == c) {
+            kinds[TOK_SKEW_NO_DECOMPOSE][c] = 1;
+        }
+        uint32_t lo = c == 0x130 ? 'i' : (uint32_t)utf8proc_tolower((int32_t)c);
+        if (c != 0x130 && (r->n_lower != 1 || r->lower[0] != lo)) {
+            if (r->n_lower != 1) {
+                fprintf(stderr, "U+%04X: multi-character lowercase not expressible\n", c);
+                return 1;
+            }
+            lowers[c] = r->lower[0];
+        }
+    }
+
+    printf("/* Generated by tests/tokenizer/unicode_skew_gen.c from the reference's\n"
+           " * answers (tests/tokenizer/gen/unicode_probe.js) against libutf8proc %s\n"
+           " * (Unicode %s). Do not edit; see tests/tokenizer/README.md. */\n"
+           "#include \"tok_unicode.h\"\n\n"
+           "const struct tok_skew_range tok_skew_ranges[] = {\n",
+           utf8proc_version(), utf8proc_unicode_version());
+    print_kind(TOK_SKEW_NOT_CONTROL, "TOK_SKEW_NOT_CONTROL");
+    print_kind(TOK_SKEW_PUNCT, "TOK_SKEW_PUNCT");
+    print_kind(TOK_SKEW_NOT_PUNCT, "TOK_SKEW_NOT_PUNCT");
+    print_kind(TOK_SKEW_MARK, "TOK_SKEW_MARK");
+    print_kind(TOK_SKEW_NOT_MARK, "TOK_SKEW_NOT_MARK");
+    print_kind(TOK_SKEW_NO_DECOMPOSE, "TOK_SKEW_NO_DECOMPOSE");
+    printf("};\nconst size_t tok_skew_ranges_len = sizeof tok_skew_ranges / sizeof tok_skew_ranges[0];\n\n"
+           "const struct tok_skew_lower tok_skew_lowers[] = {\n");
+    for (uint32_t c = 0; c < N_CP; c++)
+        if (lowers[c])
+            printf("    {0x%X, 0x%X},\n", c, lowers[c]);
+    printf("};\nconst size_t tok_skew_lowers_len = sizeof tok_skew_lowers / sizeof tok_skew_lowers[0];\n");
+    return 0;
+}
