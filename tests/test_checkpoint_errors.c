@@ -26,7 +26,11 @@ static char work[PATH_MAX - 128];
 
 static void path_in(char *out, size_t size, const char *dir, const char *file)
 {
-    snprintf(out, size, "%s/%s", dir, file);
+    int n = snprintf(out, size, "%s/%s", dir, file);
+    if (n < 0 || (size_t)n >= size) {
+        fprintf(stderr, "%s/%s: path too long\n", dir, file);
+        exit(EXIT_FAILURE);
+    }
 }
 
 static uint8_t *read_file(const char *path, size_t *len)
@@ -512,6 +516,7 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     snprintf(work, sizeof work, "%s", argv[1]);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep the report in step with stderr */
     if (mkdir(work, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "%s: %s\n", work, strerror(errno));
         return EXIT_FAILURE;

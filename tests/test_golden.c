@@ -877,6 +877,7 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     const char *golden_dir = argv[1], *work_dir = argv[2];
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep the report in step with stderr */
     if (mkdir(work_dir, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "%s: %s\n", work_dir, strerror(errno));
         return EXIT_FAILURE;
