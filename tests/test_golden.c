@@ -31,7 +31,7 @@
 
 /* Bounds for one comparison; see tests/golden/README.md for why. */
 struct tolerance {
-    double hidden_abs; /* hidden states and pooler output: max |C - expected| */
+    double hidden_abs; /* hidden states, pooler output, pooled vectors: max |C - expected| */
     double cosine_min; /* pooled embeddings */
     double prob_abs;   /* MLM top-k and classifier probabilities, max |C - expected| */
     bool all_top_ids;  /* all top-k ids identical; false: only the top-1 */
@@ -50,7 +50,7 @@ static const struct {
 
 /* Worst errors seen in one comparison. */
 struct errors {
-    double hidden, pooler, cosine, prob, logits;
+    double hidden, pooler, pooled, cosine, prob, logits;
     size_t top_id_mismatches;
     size_t n_hidden, n_pooled, n_masks, n_classified;
 };
@@ -582,14 +582,15 @@ static void compare_golden(const struct run *r, const struct result *x, json_t *
                                                        json_array_get(hidden, t)));
         e->n_hidden++;
     }
-    for (int k = 0; k < N_POOLINGS; k++) {
-        double c = cosine_json(x->pooled[k], H, json_object_get(want, pooling_keys[k]));
+    /* Cosine is the contract; max abs also catches a wrong norm. */
+    for (int k = 0; k <= N_POOLINGS; k++) {
+        json_t *v = json_object_get(want, k < N_POOLINGS ? pooling_keys[k] : "embedding");
+        const float *got = k < N_POOLINGS ? x->pooled[k] : x->embedding;
+        if (v == NULL)
+            continue;
+        double c = cosine_json(got, H, v);
         e->cosine = c < e->cosine || isnan(c) ? c : e->cosine;
-    }
-    json_t *emb = json_object_get(want, "embedding");
-    if (emb != NULL) {
-        double c = cosine_json(x->embedding, H, emb);
-        e->cosine = c < e->cosine || isnan(c) ? c : e->cosine;
+        e->pooled = max_of(e->pooled, max_abs_json(got, H, v));
     }
     e->n_pooled++;
     json_t *pooler = json_object_get(want, "pooler");
@@ -649,11 +650,11 @@ static double compare_results(const struct run *r, const struct result *a,
 
 static void print_errors(const char *label, const char *what, const struct errors *e)
 {
-    printf("%-24s %-14s hidden %.3g (%zu inputs), pooler %.3g, pooled 1-cosine %.3g "
+    printf("%-24s %-14s hidden %.3g (%zu inputs), pooler %.3g, pooled %.3g and 1-cosine %.3g "
            "(%zu), probabilities %.3g (%zu masks, %zu classified, %zu top-k id mismatches), "
            "logits %.3g\n",
-           label, what, e->hidden, e->n_hidden, e->pooler, 1.0 - e->cosine, e->n_pooled, e->prob,
-           e->n_masks, e->n_classified, e->top_id_mismatches, e->logits);
+           label, what, e->hidden, e->n_hidden, e->pooler, e->pooled, 1.0 - e->cosine,
+           e->n_pooled, e->prob, e->n_masks, e->n_classified, e->top_id_mismatches, e->logits);
 }
 
 static void check_errors(const char *label, const char *what, const struct errors *e,
@@ -661,13 +662,14 @@ static void check_errors(const char *label, const char *what, const struct error
 {
     print_errors(label, what, e);
     if (!(e->hidden <= tol->hidden_abs && e->pooler <= tol->hidden_abs &&
-          e->cosine >= tol->cosine_min && e->prob <= tol->prob_abs &&
+          e->pooled <= tol->hidden_abs && e->cosine >= tol->cosine_min && e->prob <= tol->prob_abs &&
           e->top_id_mismatches == 0))
         fprintf(stderr, "%s %s: outside tolerance (hidden %g, cosine %g, probabilities %g, %s)\n",
                 label, what, tol->hidden_abs, tol->cosine_min, tol->prob_abs,
                 tol->all_top_ids ? "all top-k ids" : "top-1 id");
     CHECK(e->hidden <= tol->hidden_abs);
     CHECK(e->pooler <= tol->hidden_abs);
+    CHECK(e->pooled <= tol->hidden_abs);
     CHECK(e->cosine >= tol->cosine_min);
     CHECK(e->prob <= tol->prob_abs);
     CHECK_INT_EQ(e->top_id_mismatches, 0);
