@@ -295,6 +295,7 @@ def compare(a, b):
         for mode in ("cls", "mean", "max"):
             u, v = torch.tensor(x[mode], dtype=torch.float64), torch.tensor(y[mode], dtype=torch.float64)
             worst["cos"] = min(worst["cos"], float(u @ v / (u.norm() * v.norm())))
+            worst["hidden"] = max(worst["hidden"], float((u - v).abs().max()))  # C: same bound
         for m, n in zip(x.get("masks", []), y.get("masks", [])):
             worst["top1"] += m["top_ids"][0] != n["top_ids"][0]
             worst["prob"] = max(worst["prob"], max(abs(p - q) for p, q in
