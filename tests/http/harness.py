@@ -1,0 +1,129 @@
+"""Start a real bertserve on a free loopback port and talk HTTP to it.
+
+Standard library only, so the HTTP tests need nothing beyond python3.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A bertserve process; `flags` are extra command-line flags."""
+
+    def __init__(self, bin_dir, model, flags=(), env=None, ready=True, timeout=60):
+        self.port = free_port()
+        self.log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                     "bertserve-%d.log" % self.port)
+        self.log = open(self.log_path, "w+b")
+        cmd = [os.path.join(bin_dir, "bertserve"), "--model", model,
+               "--host", "127.0.0.1", "--port", str(self.port)] + list(flags)
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=full_env)
+        if ready:
+            self.wait_ready(timeout)
+
+    def wait_ready(self, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("bertserve exited with %d:\n%s" % (self.proc.returncode,
+                                                                       self.output()))
+            try:
+                status, _, _ = self.request("GET", "/ready", timeout=2)
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("bertserve not ready after %ss:\n%s" % (timeout, self.output()))
+
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        """One request on a fresh connection: (status, headers dict, body bytes)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            if body is not None and not isinstance(body, (bytes, str)):
+                body = json.dumps(body)
+            if isinstance(body, str):
+                body = body.encode()
+            hdrs = {"Content-Type": "application/json"} if body is not None else {}
+            hdrs.update(headers or {})
+            conn.request(method, path, body=body, headers=hdrs)
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+        finally:
+            conn.close()
+
+    def post(self, path, body, headers=None):
+        status, hdrs, data = self.request("POST", path, body, headers)
+        return status, hdrs, json.loads(data) if data else None
+
+    def get_json(self, path):
+        status, hdrs, data = self.request("GET", path)
+        return status, json.loads(data)
+
+    def metrics(self):
+        """{(name, labels-string): value} from /metrics."""
+        _, _, data = self.request("GET", "/metrics")
+        out = {}
+        for line in data.decode().splitlines():
+            if not line or line.startswith("#"):
+                continue
+            key, value = line.rsplit(" ", 1)
+            out[key] = float(value)
+        return out
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=30):
+        """SIGTERM and wait; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+def cli(bin_dir, command, model, body, *flags):
+    """Run `bert <command>` with a JSON body on stdin: (exit code, parsed stdout)."""
+    proc = subprocess.run([os.path.join(bin_dir, "bert"), command, "--model", model] + list(flags),
+                          input=json.dumps(body).encode(), capture_output=True, timeout=120)
+    out = proc.stdout.decode()
+    return proc.returncode, json.loads(out) if out.strip() else None
+
+
+def close_floats(a, b, tol):
+    """Structural equality with floats within tol."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= tol
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(
+            close_floats(x, y, tol) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(
+            close_floats(a[k], b[k], tol) for k in a)
+    return a == b
