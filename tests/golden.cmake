@@ -1,0 +1,24 @@
+# Golden numerics against the PyTorch reference (tests/golden/README.md) and
+# the checkpoint error paths.
+
+bert_add_test(NAME test_golden SOURCES test_golden.c LIBS bert
+              ARGS ${BERT_TEST_DATA}/golden ${BERT_TEST_WORK}/golden LABELS golden)
+
+bert_add_test(NAME test_checkpoint_errors SOURCES test_checkpoint_errors.c LIBS bert
+              ARGS ${BERT_TEST_WORK}/checkpoint-errors TIMEOUT 60)
+# Its corrupted folders feed the CLI test below.
+set_tests_properties(test_checkpoint_errors PROPERTIES FIXTURES_SETUP bad_checkpoints)
+
+# The CLI turns a checkpoint that does not load into exit status 1 and a
+# message naming the file: sh -c SCRIPT BERT MODEL_DIR EXPECTED_SUBSTRING.
+set(BERT_EXPECT_LOAD_FAILURE
+    "out=$(\"$0\" embed --model \"$1\" </dev/null 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 1 ] && case \"$out\" in *\"$2\"*) ;; *) exit 1 ;; esac")
+add_test(NAME cli_missing_model
+         COMMAND sh -c "${BERT_EXPECT_LOAD_FAILURE}" $<TARGET_FILE:bert_cli>
+                 ${BERT_TEST_WORK}/no-such-model ${BERT_TEST_WORK}/no-such-model/config.json)
+add_test(NAME cli_truncated_model
+         COMMAND sh -c "${BERT_EXPECT_LOAD_FAILURE}" $<TARGET_FILE:bert_cli>
+                 ${BERT_TEST_WORK}/checkpoint-errors/truncated
+                 ${BERT_TEST_WORK}/checkpoint-errors/truncated/model.safetensors)
+set_tests_properties(cli_missing_model cli_truncated_model PROPERTIES TIMEOUT 30)
+set_tests_properties(cli_truncated_model PROPERTIES FIXTURES_REQUIRED bad_checkpoints)

@@ -1,0 +1,394 @@
+#!/usr/bin/python3
+"""Regenerate tests/data/golden/*.json: reference outputs for synthetic checkpoints.
+
+For every checkpoint spec below: build its weights with synth.py (the numpy
+twin of model/synth.c), write the folder, get token ids from the official
+Rust tokenizer (npm `tokenizers`, tests/golden/node), run the float64 PyTorch
+reference (reference.py) and write the expected outputs with per-tensor
+checksums. With --bert, first check that `bert init` writes bit-identical
+tensors.
+
+Run from the repository root with Debian's python (it has torch and numpy):
+    (cd tests/golden/node && npm ci)
+    /usr/bin/python3 tests/golden/make_goldens.py --bert build/bin/bert
+See tests/golden/README.md.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import reference  # noqa: E402
+import synth  # noqa: E402
+
+TOKENIZERS = os.path.join(ROOT, "tests", "data", "tokenizers")
+OUT_DIR = os.path.join(ROOT, "tests", "data", "golden")
+
+# The C tests' tolerances (tests/golden/README.md explains them). Near-ties
+# closer than TOPK_LOGIT_GAP in the reference could flip under float32 noise,
+# so a spec whose top-5 has one is rejected.
+TOPK = 5
+TOPK_LOGIT_GAP = 2e-3
+FILE_LIMIT = 2 << 20
+# test_golden.c's bounds for a BF16/F16 checkpoint against the F32 golden:
+# the reference's own BF16/F16-vs-F32 difference must stay well inside them.
+LOOSE = {"bf16": {"hidden": 0.1, "cos": 0.999, "prob": 5e-3},
+         "f16": {"hidden": 0.02, "cos": 0.99999, "prob": 1e-3}}
+
+LONG_TEXT = (
+    "It is a truth universally acknowledged, that a single man in possession of a good "
+    "fortune must be in want of a wife. However little known the feelings or views of such "
+    "a man may be on his first entering a neighbourhood, this truth is so well fixed in the "
+    "minds of the surrounding families, that he is considered as the rightful property of "
+    "some one or other of their daughters. \u201cMy dear Mr. Bennet,\u201d said his lady to "
+    "him one day, \u201chave you heard that Netherfield Park is let at last?\u201d Mr. Bennet "
+    "replied that he had not. \u201cBut it is,\u201d returned she; \u201cfor Mrs. Long has "
+    "just been here, and she told me all about it.\u201d Mr. Bennet made no answer. \u201cDo "
+    "not you want to know who has taken it?\u201d cried his wife, impatiently. \u201cYou want "
+    "to tell me, and I have no objection to hearing it.\u201d This was invitation enough. "
+    "\u201cWhy, my dear, you must know, Mrs. Long says that Netherfield is taken by a young "
+    "man of large fortune from the north of England; that he came down on Monday in a chaise "
+    "and four to see the place, and was so much delighted with it that he agreed with "
+    "Mr. Morris immediately.\u201d"
+)  # Jane Austen, Pride and Prejudice, ch. 1 (public domain)
+LONG_MASKED = LONG_TEXT.replace("agreed with", "[MASK] with").replace("a young man", "a [MASK] man")
+
+COMMON = [
+    "Hello world!",
+    "Cr\u00e8me br\u00fbl\u00e9e \u00e0 la fran\u00e7aise, na\u00efve caf\u00e9 \u2014 "
+    "\u00c6r\u00f8sk\u00f8bing, S\u00e3o Paulo, Z\u00fcrich.",
+    "\u6771\u4eac\u306f\u65e5\u672c\u306e\u9996\u90fd\u3067\u3059\u3002"
+    "\u5317\u4eac\u662f\u4e2d\u56fd\u7684\u9996\u90fd\u3002",
+    "Don't stop: it's 3.14159, e=mc^2 (roughly) & 100% #1 \U0001F600!",
+]
+MASKED = [
+    "The capital of France is [MASK].",
+    "I [MASK] to the [MASK] yesterday.",
+    "[MASK] quick brown [MASK] jumps over the lazy [MASK].",
+    "Paris is [MASK] beautiful city \u2014 caf\u00e9s, mus\u00e9es [MASK] \u6771\u4eac!",
+]
+SENTENCES = [
+    "The movie was absolutely wonderful, I loved every minute.",
+    "This is the worst service I have ever had.",
+    "The package arrived on Tuesday.",
+]
+PAIRS = [
+    ("How old are you?", "I am six years old."),
+    ("Where is the Eiffel Tower?", "The Eiffel Tower is in Paris, France."),
+    ("Where is the Eiffel Tower?", "Bananas are rich in potassium."),
+    ("Qu'est-ce que c'est?", "C'est une cr\u00e8me br\u00fbl\u00e9e."),
+    ("\u6771\u4eac\u306f\u3069\u3053\uff1f", "\u65e5\u672c\u3067\u3059\u3002"),
+    ("A short question", LONG_TEXT),
+]
+
+# Shared by the spread-out checkpoints: weights wide enough that attention,
+# MLM and classifier outputs are far from uniform, LayerNorms and biases
+# perturbed so a missed gamma, beta or bias changes the numbers.
+SPREAD = {"weight-std": 0.15, "bias-range": 0.1, "ln-range": 0.2}
+# MLM heads need wider embeddings: logits ~ sqrt(H) * weight-std.
+MLM_STD = {"weight-std": 0.2}
+L2H128 = {"layers": 2, "hidden": 128, "heads": 2, "intermediate": 512}
+
+SPECS = [
+    {
+        "name": "tiny-mlm",
+        "about": "L=2 H=128 A=2, bert. prefix, tied MLM head, pooler; F32, BF16 and F16 copies",
+        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "init": {**L2H128, **SPREAD, **MLM_STD, "seed": 11, "prefix": True, "mlm": True,
+                 "pooler": True},
+        "dtypes": ["f32", "bf16", "f16"],
+        "inputs": [(t, None) for t in COMMON + MASKED + [LONG_MASKED]],
+        "hidden": {"f32": "all", "bf16": [0, 4, 8], "f16": [0, 4, 8]},
+    },
+    {
+        "name": "minilm",
+        "about": "L=6 H=384 A=12 I=1536 like all-MiniLM-L6-v2: BertModel names, pooler, "
+                 "sentence-transformers mean pooling + Normalize; F32 and BF16",
+        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "init": {"layers": 6, "hidden": 384, "heads": 12, "intermediate": 1536,
+                 "weight-std": 0.08, "bias-range": 0.1, "ln-range": 0.2, "seed": 2,
+                 "pooler": True, "sentence-transformers": True, "pooling": "mean",
+                 "normalize": True, "max-seq-length": 384},
+        "dtypes": ["f32", "bf16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES + MASKED[:2] + [LONG_TEXT]],
+        "hidden": {"f32": [0, 2, 9], "bf16": [0, 2]},
+    },
+    {
+        "name": "classify3",
+        "about": "L=2 H=128 A=4 classifier, 3 labels single_label (softmax), hidden_act relu",
+        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "init": {**L2H128, **SPREAD, "heads": 4, "seed": 3, "prefix": True, "act": "relu",
+                 "labels": "negative,neutral,positive", "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES + COMMON] + PAIRS[:3],
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "classify4-multi",
+        "about": "L=2 H=128 A=2 classifier, 4 labels multi_label (sigmoid), hidden_act silu",
+        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "init": {**L2H128, **SPREAD, "seed": 4, "prefix": True, "act": "silu",
+                 "labels": "toxic,obscene,insult,threat", "problem-type": "multi_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES + COMMON + [LONG_TEXT]],
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "cross-encoder",
+        "about": "L=2 H=128 A=2 cross-encoder: 1 label (sigmoid) over sentence pairs",
+        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "init": {**L2H128, **SPREAD, "seed": 5, "prefix": True, "labels": "LABEL_0"},
+        "dtypes": ["f32"],
+        "inputs": PAIRS + [(SENTENCES[0], SENTENCES[1]), (COMMON[1], COMMON[2]),
+                           (COMMON[0], None)],
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "untied-gelu-new",
+        "about": "L=2 H=128 A=4, untied MLM decoder, hidden_act gelu_new, layer_norm_eps 1e-7",
+        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "init": {**L2H128, **SPREAD, **MLM_STD, "heads": 4, "seed": 6, "prefix": True, "mlm": True,
+                 "untied-decoder": True, "act": "gelu_new", "eps": 1e-7},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON[:3] + MASKED + [LONG_MASKED]],
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "cased-mlm",
+        "about": "L=3 H=96 A=3 I=256 with the bert-base-cased vocab.txt layout (28996 "
+                 "tokens, no tokenizer.json), tied MLM head",
+        "tokenizer": "bert-base-cased",
+        "init": {"layers": 3, "hidden": 96, "heads": 3, "intermediate": 256,
+                 "weight-std": 0.25, "bias-range": 0.1, "ln-range": 0.2, "seed": 9,
+                 "prefix": True, "mlm": True},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON + MASKED + ["The City of LONDON is in England.",
+                                                        LONG_MASKED]],
+        "hidden": {"f32": "all"},
+    },
+]
+
+
+def tokenize(tokenizer_dir, inputs):
+    """Ids from the official tokenizer: tokenizer.json as is, or the
+    vocab.txt layout converted as transformers does."""
+    tj = os.path.join(tokenizer_dir, "tokenizer.json")
+    if os.path.exists(tj):
+        tok = {"file": tj}
+    else:
+        with open(os.path.join(tokenizer_dir, "tokenizer_config.json")) as f:
+            lowercase = json.load(f).get("do_lower_case", True)
+        tok = {"vocab": os.path.join(tokenizer_dir, "vocab.txt"), "lowercase": lowercase}
+    req = json.dumps({"tokenizer": tok, "inputs": [list(p) for p in inputs]})
+    res = subprocess.run(["node", os.path.join(HERE, "node", "tokenize.js")], input=req.encode(),
+                         capture_output=True, check=True)
+    return json.loads(res.stdout)
+
+
+def checksums(stored, dtype):
+    """Per tensor: float64 sum and sum of squares of the stored values, and an
+    exact position-weighted sum of their bit patterns (mod 2^64)."""
+    out = {}
+    np_dtype = {"f32": "<f4", "f16": "<f2", "bf16": "<u2"}[dtype]
+    bits_dtype = {"f32": "<u4", "f16": "<u2", "bf16": "<u2"}[dtype]
+    for name, _, raw in stored:
+        if dtype == "bf16":
+            bits = np.frombuffer(raw, dtype="<u2")
+            values = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        else:
+            values = np.frombuffer(raw, dtype=np_dtype).astype(np.float64)
+            bits = np.frombuffer(raw, dtype=bits_dtype)
+        weights = np.arange(len(bits), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        with np.errstate(over="ignore"):
+            mixed = int(np.sum(bits.astype(np.uint64) * weights, dtype=np.uint64))
+        out[name] = {"count": int(len(bits)), "sum": float(np.sum(values)),
+                     "sum_sq": float(np.sum(values * values)), "bits": f"{mixed:016x}"}
+    return out
+
+
+def rounded(t, digits=8):
+    """A tensor as nested lists of floats with `digits` significant digits."""
+    if t.dim() == 0:
+        return float(f"{t.item():.{digits}g}")
+    return [rounded(x, digits) for x in t]
+
+
+def top_k(logits, k):
+    """Indices and probabilities of the k best entries, plus the logit gaps
+    between consecutive ranks 1..k+1 (to reject near-ties)."""
+    probs = reference.softmax(logits)
+    order = torch.argsort(logits, descending=True, stable=True)[:k + 1]
+    gaps = (logits[order[:-1]] - logits[order[1:]]).tolist()
+    return order[:k].tolist(), probs[order[:k]], min(gaps)
+
+
+def run_reference(model, spec, dtype, tokens, mask_id, report):
+    hidden_for = spec["hidden"][dtype]
+    outputs = []
+    for i, tk in enumerate(tokens):
+        h = model.encode(tk["ids"], tk["type_ids"])
+        out = {}
+        if hidden_for == "all" or i in hidden_for:
+            out["hidden"] = rounded(h)
+        for mode in ("cls", "mean", "max"):
+            out[mode] = rounded(model.pool(h, mode))
+        if model.pooling is not None:
+            e = model.pool(h, model.pooling)
+            out["embedding"] = rounded(model.l2_normalize(e) if model.normalize else e)
+        if model.has(model.prefix + "pooler.dense.weight"):
+            out["pooler"] = rounded(model.pooler(h))
+        if model.has("classifier.weight"):
+            logits = model.classifier_logits(h)
+            probs = model.class_probabilities(logits)
+            out["logits"] = rounded(logits)
+            out["probabilities"] = rounded(probs)
+            report["class_spread"].append(float((probs - probs.mean()).abs().max())
+                                          if probs.numel() > 1 else abs(float(probs) - 0.5))
+        if model.has("cls.predictions.transform.dense.weight"):
+            positions = [t for t, x in enumerate(tk["ids"]) if x == mask_id]
+            masks = []
+            if positions:
+                logits = model.mlm_logits(h[positions])
+                for t, row in zip(positions, logits):
+                    ids, probs, gap = top_k(row, TOPK)
+                    if gap < TOPK_LOGIT_GAP:
+                        raise SystemExit(f"{spec['name']} {dtype}: input {i} mask at {t}: top-{TOPK} "
+                                         f"logits only {gap:.2e} apart; change the seed or text")
+                    report["top1"].append(float(probs[0]))
+                    report["min_gap"] = min(report["min_gap"], gap)
+                    masks.append({"position": t, "top_ids": ids, "top_probs": rounded(probs)})
+            out["masks"] = masks
+        outputs.append(out)
+    return outputs
+
+
+def bits_equal(bert, o, tok_dir, stored, work):
+    """`bert init` must write the same bytes for every tensor."""
+    out = os.path.join(work, "c-" + o["dtype"])
+    subprocess.run(synth.init_command(o, tok_dir, out, bert), check=True)
+    c = reference.read_safetensors(os.path.join(out, "model.safetensors"))
+    names = {name for name, _, _ in stored}
+    if set(c) != names:
+        raise SystemExit(f"bert init wrote tensors {sorted(set(c) ^ names)} differently")
+    for name, shape, raw in stored:
+        if c[name][1] != list(shape) or c[name][2] != raw:
+            raise SystemExit(f"generator drift: tensor {name} differs from bert init's")
+
+
+def compare(a, b):
+    """Reference-to-reference differences (e.g. BF16 weights vs F32 weights)."""
+    worst = {"hidden": 0.0, "cos": 1.0, "prob": 0.0, "top1": 0}
+    for x, y in zip(a, b):
+        if "hidden" in x and "hidden" in y:
+            worst["hidden"] = max(worst["hidden"], float(
+                (torch.tensor(x["hidden"]) - torch.tensor(y["hidden"])).abs().max()))
+        for mode in ("cls", "mean", "max"):
+            u, v = torch.tensor(x[mode], dtype=torch.float64), torch.tensor(y[mode], dtype=torch.float64)
+            worst["cos"] = min(worst["cos"], float(u @ v / (u.norm() * v.norm())))
+            worst["hidden"] = max(worst["hidden"], float((u - v).abs().max()))  # C: same bound
+        for m, n in zip(x.get("masks", []), y.get("masks", [])):
+            worst["top1"] += m["top_ids"][0] != n["top_ids"][0]
+            worst["prob"] = max(worst["prob"], max(abs(p - q) for p, q in
+                                                   zip(m["top_probs"], n["top_probs"])))
+        if "probabilities" in x:
+            worst["prob"] = max(worst["prob"], max(abs(p - q) for p, q in
+                                                   zip(x["probabilities"], y["probabilities"])))
+    return worst
+
+
+def make(spec, bert, work):
+    tok_dir = os.path.join(TOKENIZERS, spec["tokenizer"])
+    tokens = tokenize(tok_dir, spec["inputs"])
+    vocab = synth.vocab_size(tok_dir)
+    with open(os.path.join(tok_dir, "vocab.txt"), encoding="utf-8") as f:
+        mask_id = [line.rstrip("\n") for line in f].index("[MASK]")
+    golden = {
+        "format": 1,
+        "name": spec["name"],
+        "about": spec["about"],
+        "tokenizer": spec["tokenizer"],
+        "vocab_size": vocab,
+        # Every `bert init` option, defaults included, so the C test needs none.
+        "init": {k: v for k, v in synth.options(spec["init"]).items() if k != "dtype"},
+        "command": " ".join(synth.init_command(synth.options(spec["init"]),
+                                                f"tests/data/tokenizers/{spec['tokenizer']}",
+                                                "DIR", "build/bin/bert")),
+        "inputs": [{"text": t, "pair": p, "ids": k["ids"], "type_ids": k["type_ids"],
+                    "tokens": k["tokens"]} for (t, p), k in zip(spec["inputs"], tokens)],
+        "variants": [],
+    }
+    longest = max(len(k["ids"]) for k in tokens)
+    report = {"top1": [], "class_spread": [], "min_gap": float("inf")}
+    for dtype in spec["dtypes"]:
+        o = synth.options({**spec["init"], "dtype": dtype})
+        folder = os.path.join(work, dtype)
+        stored = synth.write_checkpoint(o, tok_dir, folder)
+        if bert:
+            bits_equal(bert, o, tok_dir, stored, work)
+        model = reference.Bert(folder)
+        outputs = run_reference(model, spec, dtype, tokens, mask_id, report)
+        golden["variants"].append({"dtype": dtype, "checksums": checksums(stored, dtype),
+                                   "outputs": outputs})
+        del model
+    text = json.dumps(golden, ensure_ascii=False, separators=(",", ":"))
+    path = os.path.join(OUT_DIR, spec["name"] + ".json")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    size = os.path.getsize(path)
+    msg = f"{spec['name']}: {len(tokens)} inputs, longest {longest} tokens, {size / 1e6:.2f} MB"
+    if report["top1"]:
+        msg += (f"; MLM top-1 p in [{min(report['top1']):.3f}, {max(report['top1']):.3f}], "
+                f"min top-{TOPK} logit gap {report['min_gap']:.3g}")
+    if report["class_spread"]:
+        msg += (f"; class probabilities' largest distance from uniform "
+                f"{min(report['class_spread']):.3f}..{max(report['class_spread']):.3f}")
+    print(msg)
+    base = golden["variants"][0]["outputs"]
+    for v in golden["variants"][1:]:
+        w = compare(v["outputs"], base)
+        print(f"  {v['dtype']} weights vs f32 (reference): hidden max abs {w['hidden']:.3g}, "
+              f"pooled cosine min {w['cos']:.6f}, prob max abs {w['prob']:.3g}")
+        bound = LOOSE[v["dtype"]]
+        if (w["hidden"] > bound["hidden"] / 1.5 or 1 - w["cos"] > (1 - bound["cos"]) / 1.5
+                or w["prob"] > bound["prob"] / 1.5 or w["top1"]):
+            raise SystemExit(f"{spec['name']} {v['dtype']}: rounding the weights moves the "
+                             f"outputs too close to test_golden.c's loose bounds {bound}")
+    if size > FILE_LIMIT:
+        raise SystemExit(f"{path}: {size} bytes, over the {FILE_LIMIT} limit")
+    if report["top1"] and min(report["top1"]) < 20.0 / vocab:
+        raise SystemExit(f"{spec['name']}: MLM probabilities are too flat; widen weight-std")
+    spread = report["class_spread"]
+    if spread and (max(spread) < 0.1 or sum(spread) / len(spread) < 0.05):
+        raise SystemExit(f"{spec['name']}: classifier probabilities too uniform")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bert", help="build/bin/bert: check `bert init` writes the same tensors")
+    ap.add_argument("--only", action="append", help="only this checkpoint (repeatable)")
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    reference.self_check()
+    os.makedirs(OUT_DIR, exist_ok=True)
+    if not args.bert:
+        print("warning: no --bert; generator not cross-checked against bert init",
+              file=sys.stderr)
+    for spec in SPECS:
+        if args.only and spec["name"] not in args.only:
+            continue
+        with tempfile.TemporaryDirectory() as work:
+            make(spec, args.bert and os.path.abspath(args.bert), work)
+
+
+if __name__ == "__main__":
+    main()

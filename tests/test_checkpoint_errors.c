@@ -1,0 +1,568 @@
+/* Bad checkpoints: every corruption must make bert_model_load fail with the
+ * right status and a message naming the file and the tensor or key, never
+ * crash, leak or accept the folder (STYLE.md habit 4).
+ *
+ * usage: test_checkpoint_errors WORK_DIR
+ * Builds a valid tiny checkpoint with bert_synth_write, then one corrupted
+ * copy per case. */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "check.h"
+#include "model.h"
+#include "synth.h"
+
+#define H 32 /* hidden size of the valid checkpoint */
+
+static const char *const valid_files[] = {"config.json", "model.safetensors", "vocab.txt",
+                                          "tokenizer_config.json"};
+
+static char work[PATH_MAX - 128];
+
+static void path_in(char *out, size_t size, const char *dir, const char *file)
+{
+    int n = snprintf(out, size, "%s/%s", dir, file);
+    if (n < 0 || (size_t)n >= size) {
+        fprintf(stderr, "%s/%s: path too long\n", dir, file);
+        exit(EXIT_FAILURE);
+    }
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf != NULL && fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(fp);
+    *len = (size_t)n;
+    return buf;
+}
+
+static bool write_file(const char *path, const void *data, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+    if (fp == NULL)
+        return false;
+    bool ok = fwrite(data, 1, len, fp) == len;
+    return fclose(fp) == 0 && ok;
+}
+
+/* ---- safetensors surgery ---- */
+
+/* A file split into its header (parsed) and data. */
+struct image {
+    json_t *header;
+    uint8_t *data;
+    size_t data_len;
+};
+
+static bool image_load(const char *dir, struct image *im)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, dir, "model.safetensors");
+    size_t len;
+    uint8_t *buf = read_file(path, &len);
+    if (buf == NULL || len < 8) {
+        free(buf);
+        return false;
+    }
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--)
+        n = n << 8 | buf[i];
+    im->header = json_loadb((const char *)buf + 8, (size_t)n, 0, NULL);
+    im->data_len = len - 8 - (size_t)n;
+    im->data = malloc(im->data_len + 64);
+    if (im->data != NULL)
+        memcpy(im->data, buf + 8 + n, im->data_len);
+    free(buf);
+    return im->header != NULL && im->data != NULL;
+}
+
+/* Write the image back: header padded with spaces to 8 bytes, as the format
+ * asks, then the data as it is. */
+static bool image_save(const char *dir, struct image *im)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, dir, "model.safetensors");
+    char *text = json_dumps(im->header, JSON_COMPACT | JSON_SORT_KEYS);
+    size_t n = strlen(text), padded = (n + 7) & ~(size_t)7;
+    uint8_t *buf = malloc(8 + padded + im->data_len);
+    for (int i = 0; i < 8; i++)
+        buf[i] = (uint8_t)((uint64_t)padded >> (8 * i));
+    memcpy(buf + 8, text, n);
+    memset(buf + 8 + n, ' ', padded - n);
+    memcpy(buf + 8 + padded, im->data, im->data_len);
+    bool ok = write_file(path, buf, 8 + padded + im->data_len);
+    free(buf);
+    free(text);
+    json_decref(im->header);
+    free(im->data);
+    return ok;
+}
+
+static json_t *entry(struct image *im, const char *name)
+{
+    return json_object_get(im->header, name);
+}
+
+static size_t offset_of(struct image *im, const char *name, int which)
+{
+    return (size_t)json_integer_value(
+        json_array_get(json_object_get(entry(im, name), "data_offsets"), (size_t)which));
+}
+
+static void set_offsets(struct image *im, const char *name, size_t begin, size_t end)
+{
+    json_object_set_new(entry(im, name), "data_offsets",
+                        json_pack("[II]", (json_int_t)begin, (json_int_t)end));
+}
+
+/* The tensor whose data comes last in the file. */
+static const char *last_tensor(struct image *im)
+{
+    const char *key, *last = NULL;
+    json_t *v;
+    size_t best = 0;
+    json_object_foreach(im->header, key, v) {
+        if (strcmp(key, "__metadata__") != 0 && (last == NULL || offset_of(im, key, 0) > best)) {
+            best = offset_of(im, key, 0);
+            last = key;
+        }
+    }
+    return last;
+}
+
+/* Rebuild the data contiguously, dropping `drop` and storing `retype` as
+ * `dtype` (F64 or I8; its F32 values converted) with its shape unchanged. */
+static void repack(struct image *im, const char *drop, const char *retype, const char *dtype)
+{
+    size_t cap = im->data_len * 2 + 64, used = 0;
+    uint8_t *out = malloc(cap);
+    json_t *header = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach(im->header, key, v) {
+        if (strcmp(key, "__metadata__") == 0 || (drop && strcmp(key, drop) == 0))
+            continue;
+        size_t begin = offset_of(im, key, 0), end = offset_of(im, key, 1);
+        json_t *e = json_deep_copy(v);
+        if (retype && strcmp(key, retype) == 0) {
+            size_t count = (end - begin) / 4;
+            for (size_t i = 0; i < count; i++) {
+                float f;
+                memcpy(&f, im->data + begin + 4 * i, 4);
+                if (strcmp(dtype, "F64") == 0) {
+                    double d = f;
+                    memcpy(out + used + 8 * i, &d, 8);
+                } else {
+                    out[used + i] = (uint8_t)(int8_t)(f * 100.0f);
+                }
+            }
+            size_t esize = strcmp(dtype, "F64") == 0 ? 8 : 1;
+            json_object_set_new(e, "dtype", json_string(dtype));
+            json_object_set_new(e, "data_offsets",
+                                json_pack("[II]", (json_int_t)used,
+                                          (json_int_t)(used + count * esize)));
+            used += count * esize;
+        } else {
+            memcpy(out + used, im->data + begin, end - begin);
+            json_object_set_new(e, "data_offsets",
+                                json_pack("[II]", (json_int_t)used,
+                                          (json_int_t)(used + end - begin)));
+            used += end - begin;
+        }
+        json_object_set_new(header, key, e);
+    }
+    json_decref(im->header);
+    free(im->data);
+    im->header = header;
+    im->data = out;
+    im->data_len = used;
+}
+
+/* ---- config.json surgery ---- */
+
+static json_t *config_load(const char *dir)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, dir, "config.json");
+    return json_load_file(path, 0, NULL);
+}
+
+static void config_save(const char *dir, json_t *cfg)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, dir, "config.json");
+    CHECK(json_dump_file(cfg, path, JSON_INDENT(2)) == 0);
+    json_decref(cfg);
+}
+
+static void config_set(const char *dir, const char *key, json_t *value)
+{
+    json_t *cfg = config_load(dir);
+    if (value != NULL)
+        json_object_set_new(cfg, key, value);
+    else
+        json_object_del(cfg, key);
+    config_save(dir, cfg);
+}
+
+static void remove_in(const char *dir, const char *file)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, dir, file);
+    CHECK(unlink(path) == 0);
+}
+
+/* ---- the cases ---- */
+
+#define WEIGHT "bert.encoder.layer.0.attention.self.key.weight"
+#define BIAS "bert.encoder.layer.0.attention.self.key.bias"
+#define SECOND "bert.embeddings.position_embeddings.weight" /* second in the file */
+
+static void no_config(const char *d) { remove_in(d, "config.json"); }
+static void no_weights(const char *d) { remove_in(d, "model.safetensors"); }
+
+static void no_tokenizer(const char *d)
+{
+    remove_in(d, "vocab.txt");
+    remove_in(d, "tokenizer_config.json");
+}
+
+static void pickle_only(const char *d)
+{
+    char path[PATH_MAX];
+    remove_in(d, "model.safetensors");
+    path_in(path, sizeof path, d, "pytorch_model.bin");
+    CHECK(write_file(path, "PK\3\4 not really a pickle", 24));
+}
+
+static void truncate_weights(const char *d, size_t keep)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, d, "model.safetensors");
+    size_t len;
+    uint8_t *buf = read_file(path, &len);
+    CHECK(buf != NULL && write_file(path, buf, keep < len ? keep : len / 2));
+    free(buf);
+}
+
+static void truncated_half(const char *d) { truncate_weights(d, SIZE_MAX); }
+static void truncated_tiny(const char *d) { truncate_weights(d, 5); }
+
+static void set_header_length(const char *d, uint64_t n, bool from_size)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, d, "model.safetensors");
+    size_t len;
+    uint8_t *buf = read_file(path, &len);
+    if (from_size)
+        n = len; /* 8 + n > len */
+    for (int i = 0; i < 8; i++)
+        buf[i] = (uint8_t)(n >> (8 * i));
+    CHECK(write_file(path, buf, len));
+    free(buf);
+}
+
+static void header_past_eof(const char *d) { set_header_length(d, 0, true); }
+static void header_huge(const char *d) { set_header_length(d, UINT64_MAX, false); }
+
+static void header_garbage(const char *d)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, d, "model.safetensors");
+    size_t len;
+    uint8_t *buf = read_file(path, &len);
+    memcpy(buf + 8, "{\"bert.x\": nope", 15);
+    CHECK(write_file(path, buf, len));
+    free(buf);
+}
+
+static void header_array(const char *d)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    json_decref(im.header);
+    im.header = json_pack("[i]", 1);
+    CHECK(image_save(d, &im));
+}
+
+static void offsets_past_end(const char *d)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    size_t b = offset_of(&im, BIAS, 0), e = offset_of(&im, BIAS, 1);
+    set_offsets(&im, BIAS, b + im.data_len, e + im.data_len);
+    CHECK(image_save(d, &im));
+}
+
+static void offsets_overlap(const char *d)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    set_offsets(&im, SECOND, offset_of(&im, SECOND, 0) - 4, offset_of(&im, SECOND, 1) - 4);
+    CHECK(image_save(d, &im));
+}
+
+static void offsets_gap(const char *d)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    const char *last = last_tensor(&im);
+    set_offsets(&im, last, offset_of(&im, last, 0) + 4, offset_of(&im, last, 1) + 4);
+    memset(im.data + im.data_len, 0, 4);
+    im.data_len += 4;
+    CHECK(image_save(d, &im));
+}
+
+static void trailing_bytes(const char *d)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    memset(im.data + im.data_len, 0, 16);
+    im.data_len += 16;
+    CHECK(image_save(d, &im));
+}
+
+static void size_vs_shape(const char *d)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    json_object_set_new(entry(&im, BIAS), "shape", json_pack("[i]", H + 1));
+    CHECK(image_save(d, &im));
+}
+
+static void unknown_dtype(const char *d)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    json_object_set_new(entry(&im, BIAS), "dtype", json_string("Q4"));
+    CHECK(image_save(d, &im));
+}
+
+static void retyped(const char *d, const char *dtype)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    repack(&im, NULL, WEIGHT, dtype);
+    CHECK(image_save(d, &im));
+}
+
+static void weight_f64(const char *d) { retyped(d, "F64"); }
+static void weight_i8(const char *d) { retyped(d, "I8"); }
+
+static void missing_tensor(const char *d)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    repack(&im, BIAS, NULL, NULL);
+    CHECK(image_save(d, &im));
+}
+
+static void shape_vs_config(const char *d) { config_set(d, "intermediate_size", json_integer(96)); }
+static void fewer_layers(const char *d) { config_set(d, "num_hidden_layers", json_integer(1)); }
+static void gpt2(const char *d) { config_set(d, "model_type", json_string("gpt2")); }
+static void no_layers_key(const char *d) { config_set(d, "num_hidden_layers", NULL); }
+static void heads_3(const char *d) { config_set(d, "num_attention_heads", json_integer(3)); }
+static void act_foo(const char *d) { config_set(d, "hidden_act", json_string("foo")); }
+
+static void relative_key(const char *d)
+{
+    config_set(d, "position_embedding_type", json_string("relative_key"));
+}
+
+static void config_not_json(const char *d)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, d, "config.json");
+    const char *text = "{\"model_type\": \"bert\",, \"hidden_size\": 32}";
+    CHECK(write_file(path, text, strlen(text)));
+}
+
+struct bad_case {
+    const char *name;
+    void (*corrupt)(const char *dir);
+    enum bert_status status;
+    const char *file;       /* the message names this file of the case folder */
+    const char *needles[2]; /* and contains these */
+};
+
+static const struct bad_case cases[] = {
+    {"no-config", no_config, BERT_E_IO, "config.json", {NULL, NULL}},
+    {"no-weights", no_weights, BERT_E_IO, "model.safetensors", {NULL, NULL}},
+    {"no-tokenizer", no_tokenizer, BERT_E_IO, NULL, {"vocab.txt", NULL}},
+    {"pickle-only", pickle_only, BERT_E_UNSUPPORTED, "model.safetensors",
+     {"pytorch_model.bin", "safetensors"}},
+    {"truncated", truncated_half, BERT_E_FORMAT, "model.safetensors", {"truncated", NULL}},
+    {"truncated-tiny", truncated_tiny, BERT_E_FORMAT, "model.safetensors", {"too short", NULL}},
+    {"header-past-eof", header_past_eof, BERT_E_FORMAT, "model.safetensors",
+     {"header length", "does not fit"}},
+    {"header-huge", header_huge, BERT_E_FORMAT, "model.safetensors",
+     {"header length 18446744073709551615", NULL}},
+    {"header-not-json", header_garbage, BERT_E_FORMAT, "model.safetensors",
+     {"not valid JSON", NULL}},
+    {"header-array", header_array, BERT_E_FORMAT, "model.safetensors",
+     {"not a JSON object", NULL}},
+    {"offsets-past-end", offsets_past_end, BERT_E_FORMAT, "model.safetensors",
+     {"'" BIAS "'", "past the end"}},
+    {"offsets-overlap", offsets_overlap, BERT_E_FORMAT, "model.safetensors",
+     {"'" SECOND "'", "overlapping"}},
+    {"offsets-gap", offsets_gap, BERT_E_FORMAT, "model.safetensors", {"non-contiguous", NULL}},
+    {"trailing-bytes", trailing_bytes, BERT_E_FORMAT, "model.safetensors",
+     {"tensors cover", NULL}},
+    {"size-vs-shape", size_vs_shape, BERT_E_FORMAT, "model.safetensors",
+     {"'" BIAS "'", "dtype F32 and shape need"}},
+    {"unknown-dtype", unknown_dtype, BERT_E_FORMAT, "model.safetensors",
+     {"'" BIAS "'", "unknown dtype 'Q4'"}},
+    {"weight-f64", weight_f64, BERT_E_UNSUPPORTED, "model.safetensors",
+     {"'" WEIGHT "'", "dtype F64"}},
+    {"weight-i8", weight_i8, BERT_E_UNSUPPORTED, "model.safetensors",
+     {"'" WEIGHT "'", "dtype I8"}},
+    {"missing-tensor", missing_tensor, BERT_E_FORMAT, "model.safetensors",
+     {"missing tensor '" BIAS "'", NULL}},
+    {"shape-vs-config", shape_vs_config, BERT_E_FORMAT, "model.safetensors",
+     {"'bert.encoder.layer.0.intermediate.dense.weight' has shape [64, 32]",
+      "config.json implies [96, 32]"}},
+    {"extra-layers", fewer_layers, BERT_E_FORMAT, "model.safetensors",
+     {"more than the 1 layers", "bert.encoder.layer.1."}},
+    {"model-type-gpt2", gpt2, BERT_E_UNSUPPORTED, "config.json",
+     {"model_type \"gpt2\"", "supported: bert"}},
+    {"relative-key", relative_key, BERT_E_UNSUPPORTED, "config.json",
+     {"position_embedding_type \"relative_key\"", NULL}},
+    {"hidden-act-foo", act_foo, BERT_E_UNSUPPORTED, "config.json", {"hidden_act \"foo\"", NULL}},
+    {"heads-not-divisor", heads_3, BERT_E_FORMAT, "config.json",
+     {"hidden_size 32", "num_attention_heads 3"}},
+    {"missing-key", no_layers_key, BERT_E_FORMAT, "config.json",
+     {"missing required key \"num_hidden_layers\"", NULL}},
+    {"config-not-json", config_not_json, BERT_E_FORMAT, "config.json", {"invalid JSON", NULL}},
+};
+
+static bool copy_valid(const char *from, const char *to)
+{
+    if (mkdir(to, 0755) != 0 && errno != EEXIST)
+        return false;
+    for (size_t i = 0; i < sizeof valid_files / sizeof valid_files[0]; i++) {
+        char src[PATH_MAX], dst[PATH_MAX];
+        path_in(src, sizeof src, from, valid_files[i]);
+        path_in(dst, sizeof dst, to, valid_files[i]);
+        size_t len;
+        uint8_t *buf = read_file(src, &len);
+        bool ok = buf != NULL && write_file(dst, buf, len);
+        free(buf);
+        if (!ok)
+            return false;
+    }
+    /* Leftovers of an earlier run would change what the case tests. */
+    char extra[PATH_MAX];
+    path_in(extra, sizeof extra, to, "pytorch_model.bin");
+    unlink(extra);
+    return true;
+}
+
+/* A tiny uncased WordPiece vocabulary in the vocab.txt layout. */
+static bool write_tokenizer(const char *dir)
+{
+    static const char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\n"
+                                "a\n##s\n.\n,\n";
+    static const char config[] = "{\"do_lower_case\": true}\n";
+    char path[PATH_MAX];
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return false;
+    path_in(path, sizeof path, dir, "vocab.txt");
+    if (!write_file(path, vocab, sizeof vocab - 1))
+        return false;
+    path_in(path, sizeof path, dir, "tokenizer_config.json");
+    return write_file(path, config, sizeof config - 1);
+}
+
+static bool build_valid(const char *dir, const char *tokenizer_dir)
+{
+    struct bert_synth_options o = bert_synth_options_default();
+    o.config.num_layers = 2;
+    o.config.hidden_size = H;
+    o.config.num_heads = 2;
+    o.config.intermediate_size = 64;
+    o.config.max_position_embeddings = 64;
+    o.config.type_vocab_size = 2;
+    o.config.layer_norm_eps = 1e-12f;
+    o.prefix = true;
+    o.mlm = true;
+    o.pooler = true;
+    o.tokenizer_dir = tokenizer_dir;
+    struct bert_error err = {0};
+    enum bert_status st = bert_synth_write(&o, dir, &err);
+    if (st != BERT_OK)
+        fprintf(stderr, "bert_synth_write: %s\n", err.message);
+    return st == BERT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s WORK_DIR\n", argv[0]);
+        return EXIT_FAILURE;
+    }
+    snprintf(work, sizeof work, "%s", argv[1]);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep the report in step with stderr */
+    if (mkdir(work, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "%s: %s\n", work, strerror(errno));
+        return EXIT_FAILURE;
+    }
+    char tokenizer_dir[PATH_MAX], valid[PATH_MAX];
+    path_in(tokenizer_dir, sizeof tokenizer_dir, work, "tokenizer");
+    path_in(valid, sizeof valid, work, "valid");
+    CHECK(write_tokenizer(tokenizer_dir));
+    CHECK(build_valid(valid, tokenizer_dir));
+
+    /* The untouched copy loads: the failures below are the corruption's. */
+    struct bert_model *model = NULL;
+    struct bert_error err = {0};
+    CHECK_INT_EQ(bert_model_load(valid, &model, &err), BERT_OK);
+    if (model == NULL) {
+        fprintf(stderr, "valid checkpoint: %s\n", err.message);
+        return check_exit();
+    }
+    CHECK(model->can_fill_mask);
+    bert_model_free(model);
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct bad_case *c = &cases[i];
+        char dir[PATH_MAX];
+        path_in(dir, sizeof dir, work, c->name);
+        CHECK(copy_valid(valid, dir));
+        c->corrupt(dir);
+        err = (struct bert_error){0};
+        model = NULL;
+        enum bert_status st = bert_model_load(dir, &model, &err);
+        printf("%-18s %-11s %s\n", c->name, bert_status_str(st), err.message);
+        if (st != c->status)
+            fprintf(stderr, "case %s: status %s, want %s\n", c->name, bert_status_str(st),
+                    bert_status_str(c->status));
+        CHECK_INT_EQ(st, c->status);
+        CHECK(model == NULL);
+        if (st == BERT_OK)
+            bert_model_free(model);
+        if (c->file != NULL) {
+            char file[PATH_MAX];
+            path_in(file, sizeof file, dir, c->file);
+            CHECK_CONTAINS(err.message, file);
+        }
+        for (int k = 0; k < 2; k++)
+            if (c->needles[k] != NULL)
+                CHECK_CONTAINS(err.message, c->needles[k]);
+    }
+    return check_exit();
+}

@@ -1,0 +1,911 @@
+/* Golden numerics: the engine against the float64 PyTorch reference
+ * (tests/golden/reference.py) on deterministic synthetic checkpoints.
+ *
+ * usage: test_golden GOLDEN_DIR WORK_DIR [NAME...]
+ *
+ * For each GOLDEN_DIR/NAME.json (every file when no NAME is given) and each
+ * dtype variant in it: rebuild the checkpoint with bert_synth_write under
+ * WORK_DIR, check the generator against the recorded per-tensor checksums,
+ * load it, check our tokenizer gives the recorded ids, run every input
+ * alone and all inputs packed into single batches, and compare with the
+ * tolerances of tests/golden/README.md. The worst measured errors are
+ * printed per checkpoint and dtype. */
+#include <errno.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "check.h"
+#include "heads.h"
+#include "synth.h"
+
+#define TOP_K 5
+#define N_POOLINGS 3
+/* Packing may change BLAS blocking, hence float rounding (seen: 8e-6), but
+ * a leak between sequences or a wrong position would be far larger. */
+#define PACKED_ABS 1e-4
+
+/* Bounds for one comparison; see tests/golden/README.md for why. */
+struct tolerance {
+    double hidden_abs; /* hidden states, pooler output, pooled vectors: max |C - expected| */
+    double cosine_min; /* pooled embeddings */
+    double prob_abs;   /* MLM top-k and classifier probabilities, max |C - expected| */
+    bool all_top_ids;  /* all top-k ids identical; false: only the top-1 */
+};
+
+/* `same`: against the reference run on the same (rounded) weights.
+ * `vs_f32`: a BF16/F16 checkpoint against the F32 golden. */
+static const struct {
+    const char *dtype;
+    struct tolerance same, vs_f32;
+} tolerances[] = {
+    {"f32", {1e-4, 0.99999, 1e-5, true}, {0, 0, 0, false}},
+    {"bf16", {1e-4, 0.99999, 1e-5, true}, {0.1, 0.999, 5e-3, false}},
+    {"f16", {1e-4, 0.99999, 1e-5, true}, {0.02, 0.99999, 1e-3, false}},
+};
+
+/* Worst errors seen in one comparison. */
+struct errors {
+    double hidden, pooler, pooled, cosine, prob, logits;
+    size_t top_id_mismatches;
+    size_t n_hidden, n_pooled, n_masks, n_classified;
+};
+
+static void errors_init(struct errors *e)
+{
+    memset(e, 0, sizeof *e);
+    e->cosine = 1.0;
+}
+
+/* What the engine produced for one input. */
+struct result {
+    size_t n;                      /* tokens */
+    float *hidden;                 /* (n, H) */
+    float *pooled[N_POOLINGS];     /* (H) each, BERT_POOLING_* order, not normalised */
+    float *embedding;              /* (H) the checkpoint's pooling and normalisation */
+    float *pooler;                 /* (H) or NULL */
+    float *logits;                 /* (num_labels) or NULL */
+    float *probs;                  /* (num_labels) or NULL, computed in double */
+    size_t n_masks;
+    int32_t *top_ids;              /* (n_masks, TOP_K) */
+    float *top_probs;              /* (n_masks, TOP_K) */
+};
+
+static void result_free(struct result *r)
+{
+    free(r->hidden);
+    for (int p = 0; p < N_POOLINGS; p++)
+        free(r->pooled[p]);
+    free(r->embedding);
+    free(r->pooler);
+    free(r->logits);
+    free(r->probs);
+    free(r->top_ids);
+    free(r->top_probs);
+    memset(r, 0, sizeof *r);
+}
+
+/* One input's token ids, from the golden file. */
+struct input {
+    int32_t *ids, *type_ids;
+    size_t n;
+};
+
+struct run {
+    const char *name;
+    const struct bert_model *model;
+    struct bert_scratch *scratch;
+    struct input *inputs;
+    size_t n_inputs, total_tokens, longest;
+    size_t H;
+};
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (p == NULL) {
+        fprintf(stderr, "out of memory\n");
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+/* ---- checkpoint options from the golden file's `bert init` flags ---- */
+
+static bool parse_activation(const char *s, enum bert_activation *out)
+{
+    static const struct {
+        const char *name;
+        enum bert_activation act;
+    } table[] = {{"gelu", BERT_ACTIVATION_GELU},
+                 {"gelu_new", BERT_ACTIVATION_GELU_TANH},
+                 {"relu", BERT_ACTIVATION_RELU},
+                 {"silu", BERT_ACTIVATION_SILU}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(s, table[i].name) == 0) {
+            *out = table[i].act;
+            return true;
+        }
+    return false;
+}
+
+static bool parse_problem(const char *s, enum bert_problem_type *out)
+{
+    static const char *const names[] = {[BERT_PROBLEM_SINGLE_LABEL] = "single_label",
+                                        [BERT_PROBLEM_MULTI_LABEL] = "multi_label",
+                                        [BERT_PROBLEM_REGRESSION] = "regression"};
+    for (size_t i = 1; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (enum bert_problem_type)i;
+            return true;
+        }
+    return false;
+}
+
+static size_t split_labels(const char *list, char ***out)
+{
+    size_t n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    char **labels = xcalloc(n, sizeof *labels);
+    const char *start = list;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(start, ",");
+        labels[i] = strndup(start, len);
+        start += len + 1;
+    }
+    *out = labels;
+    return n;
+}
+
+/* A table-driven `bert init` option: exactly one target is set. */
+struct init_field {
+    const char *key;
+    size_t *size;
+    double *real;
+    bool *flag;
+};
+
+static bool set_field(const struct init_field *f, size_t n, const char *key, json_t *v,
+                      bool *ok)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(key, f[i].key) != 0)
+            continue;
+        if (f[i].size) {
+            *ok = json_is_integer(v) && json_integer_value(v) >= 0;
+            *f[i].size = (size_t)json_integer_value(v);
+        } else if (f[i].real) {
+            *ok = json_is_number(v);
+            *f[i].real = json_number_value(v);
+        } else {
+            *ok = json_is_boolean(v);
+            *f[i].flag = json_is_true(v);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* The golden file lists every `bert init` option (make_goldens.py fills in
+ * the defaults); each must be present and known, so a spec the test does
+ * not understand fails instead of being half applied. */
+static bool synth_options_from_json(json_t *init, const char *dtype, const char *tokenizer_dir,
+                                    struct bert_synth_options *o)
+{
+    *o = bert_synth_options_default();
+    struct bert_config *c = &o->config;
+    o->tokenizer_dir = tokenizer_dir;
+    if (strcmp(dtype, "f32") == 0)
+        o->dtype = BERT_DTYPE_F32;
+    else if (strcmp(dtype, "f16") == 0)
+        o->dtype = BERT_DTYPE_F16;
+    else if (strcmp(dtype, "bf16") == 0)
+        o->dtype = BERT_DTYPE_BF16;
+    else {
+        fprintf(stderr, "unknown dtype '%s'\n", dtype);
+        return false;
+    }
+    const struct init_field fields[] = {
+        {"layers", &c->num_layers, NULL, NULL},
+        {"hidden", &c->hidden_size, NULL, NULL},
+        {"heads", &c->num_heads, NULL, NULL},
+        {"intermediate", &c->intermediate_size, NULL, NULL},
+        {"max-position", &c->max_position_embeddings, NULL, NULL},
+        {"type-vocab", &c->type_vocab_size, NULL, NULL},
+        {"max-seq-length", &o->st_max_seq_length, NULL, NULL},
+        {"weight-std", NULL, &o->weight_std, NULL},
+        {"bias-range", NULL, &o->bias_range, NULL},
+        {"ln-range", NULL, &o->ln_range, NULL},
+        {"prefix", NULL, NULL, &o->prefix},
+        {"mlm", NULL, NULL, &o->mlm},
+        {"untied-decoder", NULL, NULL, &o->untied_decoder},
+        {"pooler", NULL, NULL, &o->pooler},
+        {"sentence-transformers", NULL, NULL, &o->sentence_transformers},
+        {"normalize", NULL, NULL, &o->st_normalize},
+    };
+    static const char *const special_keys[] = {"seed", "eps", "act", "pooling", "problem-type",
+                                               "labels"};
+    const size_t n_fields = sizeof fields / sizeof fields[0];
+    const size_t n_keys = n_fields + sizeof special_keys / sizeof special_keys[0];
+    if (json_object_size(init) != n_keys) {
+        fprintf(stderr, "golden init: %zu options, want all %zu\n", json_object_size(init),
+                n_keys);
+        return false;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(init, key, v) {
+        const char *s = json_string_value(v);
+        bool ok = false;
+        if (set_field(fields, n_fields, key, v, &ok)) {
+        } else if (strcmp(key, "seed") == 0) {
+            ok = json_is_integer(v);
+            o->seed = (uint64_t)json_integer_value(v);
+        } else if (strcmp(key, "eps") == 0) {
+            ok = json_is_number(v);
+            c->layer_norm_eps = (float)json_number_value(v);
+        } else if (strcmp(key, "act") == 0) {
+            ok = s && parse_activation(s, &c->activation);
+        } else if (strcmp(key, "pooling") == 0) {
+            ok = s && bert_pooling_parse(s, &c->pooling);
+        } else if (strcmp(key, "problem-type") == 0) {
+            ok = json_is_null(v) || (s && parse_problem(s, &c->problem_type));
+        } else if (strcmp(key, "labels") == 0) {
+            ok = json_is_null(v) || s != NULL;
+            if (s != NULL) {
+                o->classifier = true;
+                c->num_labels = split_labels(s, &c->id2label);
+            }
+        }
+        if (!ok) {
+            fprintf(stderr, "golden init: key '%s' is unknown or has a bad value\n", key);
+            bert_config_free(c);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- generator checksums ---- */
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Same statistics as make_goldens.py: float64 sum and sum of squares of the
+ * stored values, and sum(bits_i * (2i + 1)) mod 2^64 of their bit patterns. */
+static bool check_checksums(const char *label, const char *path, json_t *expected)
+{
+    struct safetensors_file f;
+    struct bert_error err = {0};
+    if (safetensors_open(path, &f, &err) != BERT_OK) {
+        fprintf(stderr, "%s: %s\n", label, err.message);
+        CHECK(false);
+        return false;
+    }
+    bool ok = f.n_tensors == json_object_size(expected);
+    if (!ok)
+        fprintf(stderr, "%s: generator drifted: %zu tensors, golden has %zu\n", label,
+                f.n_tensors, json_object_size(expected));
+    const char *name;
+    json_t *want;
+    json_object_foreach(expected, name, want) {
+        const struct safetensors_tensor *t = safetensors_find(&f, name);
+        if (t == NULL) {
+            fprintf(stderr, "%s: generator drifted: no tensor '%s'\n", label, name);
+            ok = false;
+            continue;
+        }
+        size_t esize = bert_dtype_size(t->dtype), count = t->nbytes / esize;
+        const uint8_t *raw = t->data;
+        double sum = 0.0, sum_sq = 0.0;
+        uint64_t mixed = 0;
+        for (size_t i = 0; i < count; i++) {
+            float v;
+            uint64_t bits;
+            if (esize == 4) {
+                uint32_t b;
+                memcpy(&b, raw + 4 * i, 4);
+                memcpy(&v, &b, 4);
+                bits = b;
+            } else {
+                uint16_t b;
+                memcpy(&b, raw + 2 * i, 2);
+                v = t->dtype == BERT_DTYPE_F16 ? bert_f16_to_f32(b) : bert_bf16_to_f32(b);
+                bits = b;
+            }
+            sum += v;
+            sum_sq += (double)v * v;
+            mixed += bits * (2 * (uint64_t)i + 1);
+        }
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)mixed);
+        double want_sum = json_number_value(json_object_get(want, "sum"));
+        double want_sq = json_number_value(json_object_get(want, "sum_sq"));
+        /* The sums differ from numpy's pairwise order only by rounding. */
+        bool same = (size_t)json_integer_value(json_object_get(want, "count")) == count &&
+                    strcmp(hex, json_string_value(json_object_get(want, "bits"))) == 0 &&
+                    fabs(sum - want_sum) <= 1e-9 * (fabs(want_sq) + 1.0) &&
+                    fabs(sum_sq - want_sq) <= 1e-9 * fabs(want_sq);
+        if (!same) {
+            fprintf(stderr,
+                    "%s: generator drifted: tensor '%s': count %zu sum %.17g sum_sq %.17g bits "
+                    "%s; golden %lld %.17g %.17g %s\n",
+                    label, name, count, sum, sum_sq, hex,
+                    (long long)json_integer_value(json_object_get(want, "count")), want_sum,
+                    want_sq, json_string_value(json_object_get(want, "bits")));
+            ok = false;
+        }
+    }
+    safetensors_close(&f);
+    CHECK(ok);
+    return ok;
+}
+
+/* ---- running the engine ---- */
+
+/* The text-classification pipeline's default function, as reference.py. */
+static void class_probabilities(const struct bert_config *c, const float *logits, float *out)
+{
+    const size_t n = c->num_labels;
+    double p[64];
+    if (n > 64) {
+        CHECK(n <= 64);
+        return;
+    }
+    if (c->problem_type == BERT_PROBLEM_REGRESSION) {
+        for (size_t i = 0; i < n; i++)
+            p[i] = logits[i];
+    } else if (c->problem_type == BERT_PROBLEM_MULTI_LABEL || n == 1) {
+        for (size_t i = 0; i < n; i++)
+            p[i] = 1.0 / (1.0 + exp(-(double)logits[i]));
+    } else {
+        double max = logits[0], sum = 0.0;
+        for (size_t i = 1; i < n; i++)
+            max = logits[i] > max ? logits[i] : max;
+        for (size_t i = 0; i < n; i++)
+            sum += p[i] = exp(logits[i] - max);
+        for (size_t i = 0; i < n; i++)
+            p[i] /= sum;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (float)p[i];
+}
+
+/* BertPooler on the [CLS] row, in double: checks the binding of the pooler
+ * weights, which only the classifier uses inside the engine. */
+static float *pooler_output(const struct bert_model *m, const float *cls)
+{
+    const struct bert_weights *w = &m->weights;
+    if (w->pooler_w == NULL)
+        return NULL;
+    const size_t H = m->config.hidden_size;
+    float *out = xcalloc(H, sizeof *out);
+    for (size_t o = 0; o < H; o++) {
+        double acc = w->pooler_b[o];
+        for (size_t k = 0; k < H; k++)
+            acc += (double)w->pooler_w[o * H + k] * cls[k];
+        out[o] = (float)tanh(acc);
+    }
+    return out;
+}
+
+/* Sequences [first, first + count) of the inputs as one packed batch. */
+struct packed {
+    struct bert_batch batch;
+    int32_t *ids, *type_ids;
+    size_t *seq_start;
+};
+
+static void packed_init(struct packed *p, const struct run *r, size_t first, size_t count)
+{
+    p->ids = xcalloc(r->total_tokens, sizeof *p->ids);
+    p->type_ids = xcalloc(r->total_tokens, sizeof *p->type_ids);
+    p->seq_start = xcalloc(count + 1, sizeof *p->seq_start);
+    size_t t = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct input *in = &r->inputs[first + i];
+        memcpy(p->ids + t, in->ids, in->n * sizeof *p->ids);
+        memcpy(p->type_ids + t, in->type_ids, in->n * sizeof *p->type_ids);
+        p->seq_start[i] = t;
+        t += in->n;
+    }
+    p->seq_start[count] = t;
+    p->batch = (struct bert_batch){.n_seqs = count, .n_tokens = t, .ids = p->ids,
+                                   .type_ids = p->type_ids, .seq_start = p->seq_start};
+}
+
+static void packed_free(struct packed *p)
+{
+    free(p->ids);
+    free(p->type_ids);
+    free(p->seq_start);
+}
+
+static bool run_tasks(const struct run *r, const struct packed *p, struct bert_seq_task *tasks)
+{
+    struct bert_error err = {0};
+    enum bert_status st = bert_run(r->model, r->scratch, &p->batch, tasks, &err);
+    if (st != BERT_OK)
+        fprintf(stderr, "%s: bert_run: %s\n", r->name, err.message);
+    CHECK_INT_EQ(st, BERT_OK);
+    return st == BERT_OK;
+}
+
+static void alloc_outputs(const struct run *r, const struct packed *p, struct result *res)
+{
+    const struct bert_model *m = r->model;
+    for (size_t i = 0; i < p->batch.n_seqs; i++) {
+        struct result *x = &res[i];
+        x->n = p->seq_start[i + 1] - p->seq_start[i];
+        x->hidden = xcalloc(x->n * r->H, sizeof(float));
+        for (int k = 0; k < N_POOLINGS; k++)
+            x->pooled[k] = xcalloc(r->H, sizeof(float));
+        x->embedding = xcalloc(r->H, sizeof(float));
+        if (m->can_classify) {
+            x->logits = xcalloc(m->config.num_labels, sizeof(float));
+            x->probs = xcalloc(m->config.num_labels, sizeof(float));
+        }
+        x->n_masks = m->can_fill_mask ? bert_count_masks(m, &p->batch, i) : 0;
+        x->top_ids = xcalloc(x->n_masks * TOP_K, sizeof(int32_t));
+        x->top_probs = xcalloc(x->n_masks * TOP_K, sizeof(float));
+    }
+}
+
+/* Run sequences [first, first + count) as one batch and fill res[0..count):
+ * encode once, then one bert_run per pooling slot with the slots rotated
+ * across sequences (so each batch mixes poolings), then the heads. Called
+ * with count 1 for every input, and with all inputs at once. */
+static bool run_batch(const struct run *r, size_t first, size_t count, struct result *res)
+{
+    const struct bert_model *m = r->model;
+    const size_t H = r->H;
+    struct packed p;
+    packed_init(&p, r, first, count);
+    alloc_outputs(r, &p, res);
+    struct bert_seq_task *tasks = xcalloc(count, sizeof *tasks);
+    bool ok = true;
+
+    const float *hidden;
+    struct bert_error err = {0};
+    enum bert_status st = bert_encode(m, r->scratch, &p.batch, &hidden, &err);
+    CHECK_INT_EQ(st, BERT_OK);
+    if (st != BERT_OK) {
+        fprintf(stderr, "%s: bert_encode: %s\n", r->name, err.message);
+        ok = false;
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        memcpy(res[i].hidden, hidden + p.seq_start[i] * H, res[i].n * H * sizeof(float));
+        res[i].pooler = pooler_output(m, res[i].hidden);
+    }
+
+    /* Slots 0..2 are cls/mean/max unnormalised; slot 3 is the checkpoint's
+     * own pooling and normalisation. */
+    for (size_t round = 0; ok && round < N_POOLINGS + 1; round++) {
+        for (size_t i = 0; i < count; i++) {
+            size_t slot = (i + round) % (N_POOLINGS + 1);
+            tasks[i] = (struct bert_seq_task){.task = BERT_TASK_EMBED};
+            if (slot < N_POOLINGS) {
+                tasks[i].pooling = (enum bert_pooling)slot;
+                tasks[i].embedding = res[i].pooled[slot];
+            } else {
+                tasks[i].pooling = m->config.pooling;
+                tasks[i].normalize = m->config.normalize;
+                tasks[i].embedding = res[i].embedding;
+            }
+        }
+        ok = run_tasks(r, &p, tasks);
+    }
+
+    /* Heads: fill-mask where there are masks, classification otherwise. */
+    bool any = false;
+    for (size_t i = 0; ok && i < count; i++) {
+        tasks[i] = (struct bert_seq_task){.task = BERT_TASK_EMBED, .embedding = res[i].embedding,
+                                          .pooling = m->config.pooling,
+                                          .normalize = m->config.normalize};
+        if (res[i].n_masks > 0) {
+            tasks[i] = (struct bert_seq_task){.task = BERT_TASK_FILL_MASK, .top_k = TOP_K,
+                                              .top_ids = res[i].top_ids,
+                                              .top_probs = res[i].top_probs};
+            any = true;
+        } else if (m->can_classify) {
+            tasks[i] = (struct bert_seq_task){.task = BERT_TASK_CLASSIFY,
+                                              .logits = res[i].logits};
+            any = true;
+        }
+    }
+    if (ok && any)
+        ok = run_tasks(r, &p, tasks);
+    for (size_t i = 0; ok && i < count; i++)
+        if (res[i].logits != NULL)
+            class_probabilities(&m->config, res[i].logits, res[i].probs);
+done:
+    free(tasks);
+    packed_free(&p);
+    return ok;
+}
+
+/* ---- comparisons ---- */
+
+static double max_abs_json(const float *x, size_t n, json_t *want)
+{
+    CHECK_INT_EQ(json_array_size(want), n);
+    double worst = 0.0;
+    for (size_t i = 0; i < n && i < json_array_size(want); i++) {
+        double d = fabs((double)x[i] - json_number_value(json_array_get(want, i)));
+        worst = d > worst || isnan(d) ? d : worst;
+    }
+    return worst;
+}
+
+static double cosine_json(const float *x, size_t n, json_t *want)
+{
+    CHECK_INT_EQ(json_array_size(want), n);
+    double dot = 0.0, xx = 0.0, yy = 0.0;
+    for (size_t i = 0; i < n && i < json_array_size(want); i++) {
+        double y = json_number_value(json_array_get(want, i));
+        dot += x[i] * y;
+        xx += (double)x[i] * x[i];
+        yy += y * y;
+    }
+    return dot / sqrt(xx * yy);
+}
+
+static double max_of(double a, double b)
+{
+    return a > b || isnan(a) ? a : b;
+}
+
+static const char *const pooling_keys[N_POOLINGS] = {
+    [BERT_POOLING_CLS] = "cls", [BERT_POOLING_MEAN] = "mean", [BERT_POOLING_MAX] = "max"};
+
+/* Compare one input's result with a golden output object. */
+static void compare_golden(const struct run *r, const struct result *x, json_t *want,
+                           bool all_top_ids, struct errors *e)
+{
+    const size_t H = r->H;
+    json_t *hidden = json_object_get(want, "hidden");
+    if (hidden != NULL) {
+        CHECK_INT_EQ(json_array_size(hidden), x->n);
+        for (size_t t = 0; t < x->n && t < json_array_size(hidden); t++)
+            e->hidden = max_of(e->hidden, max_abs_json(x->hidden + t * H, H,
+                                                       json_array_get(hidden, t)));
+        e->n_hidden++;
+    }
+    /* Cosine is the contract; max abs also catches a wrong norm. */
+    for (int k = 0; k <= N_POOLINGS; k++) {
+        json_t *v = json_object_get(want, k < N_POOLINGS ? pooling_keys[k] : "embedding");
+        const float *got = k < N_POOLINGS ? x->pooled[k] : x->embedding;
+        if (v == NULL)
+            continue;
+        double c = cosine_json(got, H, v);
+        e->cosine = c < e->cosine || isnan(c) ? c : e->cosine;
+        e->pooled = max_of(e->pooled, max_abs_json(got, H, v));
+    }
+    e->n_pooled++;
+    json_t *pooler = json_object_get(want, "pooler");
+    CHECK((pooler != NULL) == (x->pooler != NULL));
+    if (pooler != NULL && x->pooler != NULL)
+        e->pooler = max_of(e->pooler, max_abs_json(x->pooler, H, pooler));
+    json_t *probs = json_object_get(want, "probabilities");
+    CHECK((probs != NULL) == (x->logits != NULL));
+    if (probs != NULL && x->logits != NULL) {
+        size_t C = r->model->config.num_labels;
+        e->prob = max_of(e->prob, max_abs_json(x->probs, C, probs));
+        e->logits = max_of(e->logits, max_abs_json(x->logits, C, json_object_get(want, "logits")));
+        e->n_classified++;
+    }
+    json_t *masks = json_object_get(want, "masks");
+    CHECK(masks != NULL || x->n_masks == 0);
+    if (masks != NULL) {
+        CHECK_INT_EQ(json_array_size(masks), x->n_masks);
+        for (size_t k = 0; k < x->n_masks && k < json_array_size(masks); k++) {
+            json_t *mk = json_array_get(masks, k);
+            json_t *ids = json_object_get(mk, "top_ids");
+            const int32_t *got = x->top_ids + k * TOP_K;
+            size_t check = all_top_ids ? TOP_K : 1;
+            bool same = json_array_size(ids) == TOP_K;
+            for (size_t j = 0; same && j < check; j++)
+                same = got[j] == json_integer_value(json_array_get(ids, j));
+            if (!same)
+                e->top_id_mismatches++;
+            e->prob = max_of(e->prob, max_abs_json(x->top_probs + k * TOP_K, TOP_K,
+                                                   json_object_get(mk, "top_probs")));
+            e->n_masks++;
+        }
+    }
+}
+
+/* Packed against single: the same numbers up to float reassociation. */
+static double compare_results(const struct run *r, const struct result *a,
+                              const struct result *b, size_t *id_mismatches)
+{
+    const size_t H = r->H;
+    double worst = 0.0;
+    for (size_t i = 0; i < a->n * H; i++)
+        worst = max_of(worst, fabs(a->hidden[i] - b->hidden[i]));
+    for (size_t i = 0; i < H; i++) {
+        for (int k = 0; k < N_POOLINGS; k++)
+            worst = max_of(worst, fabs(a->pooled[k][i] - b->pooled[k][i]));
+        worst = max_of(worst, fabs(a->embedding[i] - b->embedding[i]));
+    }
+    for (size_t i = 0; a->logits && i < r->model->config.num_labels; i++)
+        worst = max_of(worst, fabs(a->logits[i] - b->logits[i]));
+    for (size_t i = 0; i < a->n_masks * TOP_K; i++) {
+        worst = max_of(worst, fabs(a->top_probs[i] - b->top_probs[i]));
+        *id_mismatches += a->top_ids[i] != b->top_ids[i];
+    }
+    return worst;
+}
+
+static void print_errors(const char *label, const char *what, const struct errors *e)
+{
+    printf("%-24s %-14s hidden %.3g (%zu inputs), pooler %.3g, pooled %.3g and 1-cosine %.3g "
+           "(%zu), probabilities %.3g (%zu masks, %zu classified, %zu top-k id mismatches), "
+           "logits %.3g\n",
+           label, what, e->hidden, e->n_hidden, e->pooler, e->pooled, 1.0 - e->cosine,
+           e->n_pooled, e->prob, e->n_masks, e->n_classified, e->top_id_mismatches, e->logits);
+}
+
+static void check_errors(const char *label, const char *what, const struct errors *e,
+                         const struct tolerance *tol)
+{
+    print_errors(label, what, e);
+    if (!(e->hidden <= tol->hidden_abs && e->pooler <= tol->hidden_abs &&
+          e->pooled <= tol->hidden_abs && e->cosine >= tol->cosine_min && e->prob <= tol->prob_abs &&
+          e->top_id_mismatches == 0))
+        fprintf(stderr, "%s %s: outside tolerance (hidden %g, cosine %g, probabilities %g, %s)\n",
+                label, what, tol->hidden_abs, tol->cosine_min, tol->prob_abs,
+                tol->all_top_ids ? "all top-k ids" : "top-1 id");
+    CHECK(e->hidden <= tol->hidden_abs);
+    CHECK(e->pooler <= tol->hidden_abs);
+    CHECK(e->pooled <= tol->hidden_abs);
+    CHECK(e->cosine >= tol->cosine_min);
+    CHECK(e->prob <= tol->prob_abs);
+    CHECK_INT_EQ(e->top_id_mismatches, 0);
+}
+
+/* ---- one checkpoint ---- */
+
+static void check_tokenizer(const struct run *r, json_t *inputs)
+{
+    struct bert_encode_options opts = bert_encode_options_default();
+    struct bert_encoding enc = {0};
+    size_t mismatches = 0;
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        json_t *in = json_array_get(inputs, i);
+        const char *text = json_string_value(json_object_get(in, "text"));
+        const char *pair = json_string_value(json_object_get(in, "pair"));
+        struct bert_error err = {0};
+        enum bert_status st = bert_tokenizer_encode(r->model->tokenizer, text, strlen(text),
+                                                    pair, pair ? strlen(pair) : 0, &opts, &enc,
+                                                    &err);
+        bool same = st == BERT_OK && enc.n == r->inputs[i].n;
+        for (size_t t = 0; same && t < enc.n; t++)
+            same = enc.ids[t] == r->inputs[i].ids[t] &&
+                   enc.type_ids[t] == r->inputs[i].type_ids[t];
+        if (!same) {
+            fprintf(stderr, "%s: input %zu: our tokenizer %s (%s); golden has %zu tokens\n",
+                    r->name, i, st == BERT_OK ? "gives other ids" : "failed",
+                    st == BERT_OK ? "see the golden file's tokens" : err.message,
+                    r->inputs[i].n);
+            mismatches++;
+        }
+    }
+    bert_encoding_free(&enc);
+    CHECK_INT_EQ(mismatches, 0);
+}
+
+static void check_config(const struct run *r, json_t *init)
+{
+    const struct bert_config *c = &r->model->config;
+    if (json_is_true(json_object_get(init, "sentence-transformers"))) {
+        enum bert_pooling want = BERT_POOLING_MEAN;
+        const char *p = json_string_value(json_object_get(init, "pooling"));
+        if (p != NULL)
+            CHECK(bert_pooling_parse(p, &want));
+        CHECK(c->pooling_from_model);
+        CHECK_INT_EQ(c->pooling, want);
+        CHECK_INT_EQ(c->normalize, json_is_true(json_object_get(init, "normalize")));
+    }
+}
+
+/* Rebuild, load and run one dtype variant; returns false when the variant
+ * could not be run at all. */
+static bool run_variant(struct run *r, json_t *golden, json_t *variant, json_t *f32_outputs,
+                        const char *tokenizer_dir, const char *work_dir)
+{
+    const char *dtype = json_string_value(json_object_get(variant, "dtype"));
+    char label[128], dir[PATH_MAX], path[PATH_MAX + 32];
+    snprintf(label, sizeof label, "%s %s", r->name, dtype);
+    snprintf(dir, sizeof dir, "%s/%s-%s", work_dir, r->name, dtype);
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+
+    const struct tolerance *same_tol = NULL, *loose_tol = NULL;
+    for (size_t i = 0; i < sizeof tolerances / sizeof tolerances[0]; i++)
+        if (strcmp(dtype, tolerances[i].dtype) == 0) {
+            same_tol = &tolerances[i].same;
+            loose_tol = &tolerances[i].vs_f32;
+        }
+    CHECK(same_tol != NULL);
+    struct bert_synth_options o;
+    if (same_tol == NULL ||
+        !synth_options_from_json(json_object_get(golden, "init"), dtype, tokenizer_dir, &o)) {
+        CHECK(false);
+        return false;
+    }
+    struct bert_error err = {0};
+    enum bert_status st = bert_synth_write(&o, dir, &err);
+    bert_config_free(&o.config);
+    if (st != BERT_OK)
+        fprintf(stderr, "%s: bert_synth_write: %s\n", label, err.message);
+    CHECK_INT_EQ(st, BERT_OK);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (st != BERT_OK || !check_checksums(label, path, json_object_get(variant, "checksums")))
+        return false;
+
+    struct bert_model *model;
+    st = bert_model_load(dir, &model, &err);
+    if (st != BERT_OK)
+        fprintf(stderr, "%s: bert_model_load: %s\n", label, err.message);
+    CHECK_INT_EQ(st, BERT_OK);
+    if (st != BERT_OK)
+        return false;
+    r->model = model;
+    r->H = model->config.hidden_size;
+    CHECK_INT_EQ(model->config.vocab_size, json_integer_value(json_object_get(golden, "vocab_size")));
+    if (strcmp(dtype, "f32") == 0) {
+        check_tokenizer(r, json_object_get(golden, "inputs"));
+        check_config(r, json_object_get(golden, "init"));
+    }
+    r->scratch = bert_scratch_new(model, r->total_tokens, r->longest, &err);
+    CHECK(r->scratch != NULL);
+    json_t *outputs = json_object_get(variant, "outputs");
+    CHECK_INT_EQ(json_array_size(outputs), r->n_inputs);
+    bool ok = r->scratch != NULL && json_array_size(outputs) == r->n_inputs;
+
+    struct result *single = xcalloc(r->n_inputs, sizeof *single);
+    struct result *packed = xcalloc(r->n_inputs, sizeof *packed);
+    for (size_t i = 0; ok && i < r->n_inputs; i++)
+        ok = run_batch(r, i, 1, &single[i]);
+    ok = ok && run_batch(r, 0, r->n_inputs, packed);
+    if (ok) {
+        struct errors e_single, e_packed, e_loose;
+        errors_init(&e_single);
+        errors_init(&e_packed);
+        errors_init(&e_loose);
+        double packed_diff = 0.0;
+        size_t packed_ids = 0;
+        for (size_t i = 0; i < r->n_inputs; i++) {
+            json_t *want = json_array_get(outputs, i);
+            compare_golden(r, &single[i], want, same_tol->all_top_ids, &e_single);
+            compare_golden(r, &packed[i], want, same_tol->all_top_ids, &e_packed);
+            if (f32_outputs != NULL)
+                compare_golden(r, &single[i], json_array_get(f32_outputs, i),
+                               loose_tol->all_top_ids, &e_loose);
+            packed_diff = max_of(packed_diff, compare_results(r, &packed[i], &single[i],
+                                                              &packed_ids));
+        }
+        check_errors(label, "one by one", &e_single, same_tol);
+        check_errors(label, "packed", &e_packed, same_tol);
+        printf("%-24s %-14s max abs %.3g, %zu top-k id differences\n", label,
+               "packed-single", packed_diff, packed_ids);
+        CHECK(packed_diff <= PACKED_ABS);
+        CHECK_INT_EQ(packed_ids, 0);
+        if (f32_outputs != NULL)
+            check_errors(label, "vs f32 golden", &e_loose, loose_tol);
+    }
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        result_free(&single[i]);
+        result_free(&packed[i]);
+    }
+    free(single);
+    free(packed);
+    bert_scratch_free(r->scratch);
+    r->scratch = NULL;
+    bert_model_free(model);
+    r->model = NULL;
+    return ok;
+}
+
+static void run_golden(const char *golden_dir, const char *work_dir, const char *name)
+{
+    char path[PATH_MAX], tokenizer_dir[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s.json", golden_dir, name);
+    json_error_t jerr;
+    json_t *golden = json_load_file(path, 0, &jerr);
+    if (golden == NULL) {
+        fprintf(stderr, "%s:%d: %s\n", path, jerr.line, jerr.text);
+        CHECK(false);
+        return;
+    }
+    snprintf(tokenizer_dir, sizeof tokenizer_dir, "%s/../tokenizers/%s", golden_dir,
+             json_string_value(json_object_get(golden, "tokenizer")));
+    json_t *inputs = json_object_get(golden, "inputs");
+    struct run r = {.name = name, .n_inputs = json_array_size(inputs)};
+    r.inputs = xcalloc(r.n_inputs, sizeof *r.inputs);
+    for (size_t i = 0; i < r.n_inputs; i++) {
+        json_t *ids = json_object_get(json_array_get(inputs, i), "ids");
+        json_t *types = json_object_get(json_array_get(inputs, i), "type_ids");
+        struct input *in = &r.inputs[i];
+        in->n = json_array_size(ids);
+        CHECK_INT_EQ(json_array_size(types), in->n);
+        in->ids = xcalloc(in->n, sizeof *in->ids);
+        in->type_ids = xcalloc(in->n, sizeof *in->type_ids);
+        for (size_t t = 0; t < in->n; t++) {
+            in->ids[t] = (int32_t)json_integer_value(json_array_get(ids, t));
+            in->type_ids[t] = (int32_t)json_integer_value(json_array_get(types, t));
+        }
+        r.total_tokens += in->n;
+        r.longest = in->n > r.longest ? in->n : r.longest;
+    }
+    json_t *variants = json_object_get(golden, "variants");
+    json_t *f32_outputs = NULL;
+    for (size_t v = 0; v < json_array_size(variants); v++) {
+        json_t *variant = json_array_get(variants, v);
+        bool is_f32 = strcmp(json_string_value(json_object_get(variant, "dtype")), "f32") == 0;
+        CHECK(is_f32 == (v == 0)); /* the loose comparisons need the F32 golden first */
+        run_variant(&r, golden, variant, is_f32 ? NULL : f32_outputs, tokenizer_dir, work_dir);
+        if (is_f32)
+            f32_outputs = json_object_get(variant, "outputs");
+    }
+    for (size_t i = 0; i < r.n_inputs; i++) {
+        free(r.inputs[i].ids);
+        free(r.inputs[i].type_ids);
+    }
+    free(r.inputs);
+    json_decref(golden);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s GOLDEN_DIR WORK_DIR [NAME...]\n", argv[0]);
+        return EXIT_FAILURE;
+    }
+    const char *golden_dir = argv[1], *work_dir = argv[2];
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep the report in step with stderr */
+    if (mkdir(work_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "%s: %s\n", work_dir, strerror(errno));
+        return EXIT_FAILURE;
+    }
+    if (argc > 3) {
+        for (int i = 3; i < argc; i++)
+            run_golden(golden_dir, work_dir, argv[i]);
+        return check_exit();
+    }
+    /* Every golden file, in name order. */
+    DIR *d = opendir(golden_dir);
+    CHECK(d != NULL);
+    char *names[64];
+    size_t n = 0;
+    for (struct dirent *de; d && (de = readdir(d)) != NULL && n < 64;) {
+        size_t len = strlen(de->d_name);
+        if (len > 5 && strcmp(de->d_name + len - 5, ".json") == 0)
+            names[n++] = strndup(de->d_name, len - 5);
+    }
+    if (d)
+        closedir(d);
+    CHECK(n > 0);
+    qsort(names, n, sizeof names[0], name_cmp);
+    for (size_t i = 0; i < n; i++) {
+        run_golden(golden_dir, work_dir, names[i]);
+        free(names[i]);
+    }
+    return check_exit();
+}
