@@ -829,7 +829,7 @@ static void run_golden(const char *golden_dir, const char *work_dir, const char 
         CHECK(false);
         return;
     }
-    snprintf(tokenizer_dir, sizeof tokenizer_dir, "%s/../tokenizers/%s", golden_dir,
+    snprintf(tokenizer_dir, sizeof tokenizer_dir, "%s/../tokenizer/%s", golden_dir,
              json_string_value(json_object_get(golden, "tokenizer")));
     json_t *inputs = json_object_get(golden, "inputs");
     struct run r = {.name = name, .n_inputs = json_array_size(inputs)};

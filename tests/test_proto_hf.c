@@ -156,7 +156,7 @@ int main(void)
     struct bert_model m;
     memset(&m, 0, sizeof m);
     struct bert_error err = {0};
-    if (bert_tokenizer_load("tests/data/proto/bert-base-uncased", &m.tokenizer, &err) != BERT_OK) {
+    if (bert_tokenizer_load("tests/data/tokenizer/bert-base-uncased", &m.tokenizer, &err) != BERT_OK) {
         fprintf(stderr, "tokenizer: %s\n", err.message);
         return EXIT_FAILURE;
     }

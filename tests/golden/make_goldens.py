@@ -103,7 +103,7 @@ SPECS = [
     {
         "name": "tiny-mlm",
         "about": "L=2 H=128 A=2, bert. prefix, tied MLM head, pooler; F32, BF16 and F16 copies",
-        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "tokenizer": "minilm",
         "init": {**L2H128, **SPREAD, **MLM_STD, "seed": 11, "prefix": True, "mlm": True,
                  "pooler": True},
         "dtypes": ["f32", "bf16", "f16"],
@@ -114,7 +114,7 @@ SPECS = [
         "name": "minilm",
         "about": "L=6 H=384 A=12 I=1536 like all-MiniLM-L6-v2: BertModel names, pooler, "
                  "sentence-transformers mean pooling + Normalize; F32 and BF16",
-        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "tokenizer": "minilm",
         "init": {"layers": 6, "hidden": 384, "heads": 12, "intermediate": 1536,
                  "weight-std": 0.08, "bias-range": 0.1, "ln-range": 0.2, "seed": 2,
                  "pooler": True, "sentence-transformers": True, "pooling": "mean",
@@ -126,7 +126,7 @@ SPECS = [
     {
         "name": "classify3",
         "about": "L=2 H=128 A=4 classifier, 3 labels single_label (softmax), hidden_act relu",
-        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "tokenizer": "minilm",
         "init": {**L2H128, **SPREAD, "heads": 4, "seed": 3, "prefix": True, "act": "relu",
                  "labels": "negative,neutral,positive", "problem-type": "single_label"},
         "dtypes": ["f32"],
@@ -136,7 +136,7 @@ SPECS = [
     {
         "name": "classify4-multi",
         "about": "L=2 H=128 A=2 classifier, 4 labels multi_label (sigmoid), hidden_act silu",
-        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "tokenizer": "minilm",
         "init": {**L2H128, **SPREAD, "seed": 4, "prefix": True, "act": "silu",
                  "labels": "toxic,obscene,insult,threat", "problem-type": "multi_label"},
         "dtypes": ["f32"],
@@ -146,7 +146,7 @@ SPECS = [
     {
         "name": "cross-encoder",
         "about": "L=2 H=128 A=2 cross-encoder: 1 label (sigmoid) over sentence pairs",
-        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "tokenizer": "minilm",
         "init": {**L2H128, **SPREAD, "seed": 5, "prefix": True, "labels": "LABEL_0"},
         "dtypes": ["f32"],
         "inputs": PAIRS + [(SENTENCES[0], SENTENCES[1]), (COMMON[1], COMMON[2]),
@@ -156,7 +156,7 @@ SPECS = [
     {
         "name": "untied-gelu-new",
         "about": "L=2 H=128 A=4, untied MLM decoder, hidden_act gelu_new, layer_norm_eps 1e-7",
-        "tokenizer": "all-MiniLM-L6-v2-hub",
+        "tokenizer": "minilm",
         "init": {**L2H128, **SPREAD, **MLM_STD, "heads": 4, "seed": 6, "prefix": True, "mlm": True,
                  "untied-decoder": True, "act": "gelu_new", "eps": 1e-7},
         "dtypes": ["f32"],
@@ -321,7 +321,7 @@ def make(spec, bert, work):
         # Every `bert init` option, defaults included, so the C test needs none.
         "init": {k: v for k, v in synth.options(spec["init"]).items() if k != "dtype"},
         "command": " ".join(synth.init_command(synth.options(spec["init"]),
-                                                f"tests/data/tokenizers/{spec['tokenizer']}",
+                                                f"tests/data/tokenizer/{spec['tokenizer']}",
                                                 "DIR", "build/bin/bert")),
         "inputs": [{"text": t, "pair": p, "ids": k["ids"], "type_ids": k["type_ids"],
                     "tokens": k["tokens"]} for (t, p), k in zip(spec["inputs"], tokens)],
