@@ -14,6 +14,9 @@ enum {
 /* tokenize, embed, fill-mask, classify (cli/request.c). */
 int cli_request_command(const char *name, int argc, char **argv);
 
+/* bert bench (cli/bench.c). */
+int cli_bench_command(int argc, char **argv);
+
 /* bert init (cli/init.c). */
 int cli_init_command(int argc, char **argv);
 

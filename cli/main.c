@@ -21,6 +21,8 @@ static void usage(FILE *out)
             "models:\n"
             "  init       --out DIR --tokenizer DIR [geometry]   write an untrained checkpoint\n"
             "\n"
+            "  bench      --model DIR (--workload FILE | --texts FILE)   time the engine\n"
+            "\n"
             "  version    print the version\n");
 }
 
@@ -39,6 +41,8 @@ int main(int argc, char **argv)
         printf("bert %s\n", BERTSERVE_VERSION);
         return 0;
     }
+    if (strcmp(cmd, "bench") == 0)
+        return cli_bench_command(argc - 1, argv + 1);
     if (strcmp(cmd, "init") == 0)
         return cli_init_command(argc - 1, argv + 1);
     int rc = cli_request_command(cmd, argc - 1, argv + 1);

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""HTTP benchmark: bertserve under wrk at several concurrencies, next to the
+engine's own offline throughput on the same texts, measured in the same run.
+
+usage: bench/http_bench.py [--model DIR] [--texts FILE] [--seconds 10]
+       [--concurrency 1,8,64] [--route embed] [--server-flag ...]
+
+Prints requests/s, tokens/s, p50/p99 latency per concurrency and the ratios the
+service issue sets targets for: server tokens/s at the highest concurrency over
+the engine's packed offline tokens/s (target >= 0.9), and server p50 at
+concurrency 1 minus the engine's single-request forward time (target <= 1 ms).
+Loopback only; every run is bounded by --seconds.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "http"))
+from harness import Server  # noqa: E402
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def token_counts(bert, model, texts):
+    body = "\n".join(json.dumps({"inputs": t}) for t in texts) + "\n"
+    out = subprocess.run([bert, "tokenize", "--model", model, "--jsonl", "--truncate"],
+                         input=body, check=True, capture_output=True, text=True).stdout
+    return [len(json.loads(line)[0]) for line in out.splitlines()]
+
+
+def parse_wrk(text):
+    def ms(value, unit):
+        return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}[unit]
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    lat = {p: ms(v, u) for p, v, u in re.findall(r"\s+(50|90|99)%\s+([\d.]+)(us|ms|s|m)\b", text)}
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    socket_errors = re.search(r"Socket errors: (.*)", text)
+    return rps, lat, int(errors.group(1)) if errors else 0, socket_errors.group(1) if socket_errors else ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=os.path.join(ROOT, "models", "default"))
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--texts", default=os.path.join(HERE, "data", "sst2-dev.txt"))
+    ap.add_argument("--route", default="embed", choices=["embed", "classify"])
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--concurrency", default="1,8,64")
+    ap.add_argument("--max-batch-tokens", type=int, default=4096)
+    ap.add_argument("--server-flag", action="append", default=[])
+    args = ap.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is needed: apt-get install wrk")
+    bert = os.path.join(args.bin, "bert")
+    texts = [t for t in open(args.texts).read().splitlines() if t.strip()]
+    counts = token_counts(bert, args.model, texts)
+    mean_tokens = sum(counts) / len(counts)
+
+    work = tempfile.mkdtemp(prefix="http-bench-")
+    bodies = os.path.join(work, "bodies.jsonl")
+    with open(bodies, "w") as f:
+        for t in texts:
+            f.write(json.dumps({"inputs": t}) + "\n")
+    single = os.path.join(work, "single.json")
+    with open(os.path.join(work, "ids.jsonl"), "w"):
+        pass
+    # The engine on the same texts: packed as a full queue packs them, and one
+    # request at a time (each text its own forward pass).
+    packed = run_json([bert, "bench", "--model", args.model, "--texts", args.texts,
+                       "--batch-tokens", str(args.max_batch_tokens), "--repeat", "3",
+                       "--task", args.route, "--name", "engine-packed"])
+    ids = subprocess.run([bert, "tokenize", "--model", args.model, "--jsonl", "--truncate"],
+                         input="".join(json.dumps({"inputs": t}) + "\n" for t in texts[:200]),
+                         check=True, capture_output=True, text=True).stdout
+    batches = [[[tok["id"] for tok in json.loads(line)[0]]] for line in ids.splitlines()]
+    with open(single, "w") as f:
+        json.dump({"batches": batches}, f)
+    one = run_json([bert, "bench", "--model", args.model, "--workload", single, "--repeat", "5",
+                    "--task", args.route, "--name", "engine-single"])
+    single_ms = one["median_ms"] / one["batches"]
+
+    server = Server(args.bin, args.model,
+                    ["--max-batch-tokens", str(args.max_batch_tokens), "--log-level", "warn",
+                     "--max-concurrent-requests", "4096"] + args.server_flag)
+    rows = []
+    try:
+        for c in [int(x) for x in args.concurrency.split(",")]:
+            env = dict(os.environ, BODIES=bodies)
+            out = subprocess.run(["wrk", "-t1", "-c", str(c), "-d", "%ds" % args.seconds,
+                                  "--latency", "-s", os.path.join(HERE, "wrk_bodies.lua"),
+                                  "http://127.0.0.1:%d/%s" % (server.port, args.route)],
+                                 check=True, capture_output=True, text=True, env=env).stdout
+            rps, lat, non2xx, sock = parse_wrk(out)
+            rows.append((c, rps, rps * mean_tokens, lat.get("50"), lat.get("99"), non2xx, sock))
+    finally:
+        server.stop()
+
+    print("model %s, route /%s, %d texts (mean %.1f tokens), %ds per run"
+          % (args.model, args.route, len(texts), mean_tokens, args.seconds))
+    print("engine offline, packed (%d-token batches): %.0f tokens/s"
+          % (args.max_batch_tokens, packed["tokens_per_s"]))
+    print("engine offline, one text per forward pass: %.3f ms per request" % single_ms)
+    print("%6s %10s %10s %9s %9s %6s" % ("conc", "req/s", "tokens/s", "p50 ms", "p99 ms", "non2xx"))
+    for c, rps, tps, p50, p99, non2xx, sock in rows:
+        print("%6d %10.1f %10.0f %9.3f %9.3f %6d %s" % (c, rps, tps, p50, p99, non2xx, sock))
+    top = rows[-1]
+    print("server tokens/s at c=%d / engine packed tokens/s: %.2f (target >= 0.90)"
+          % (top[0], top[2] / packed["tokens_per_s"]))
+    if rows[0][0] == 1:
+        print("server p50 at c=1 - engine single forward: %+.3f ms (target <= 1 ms)"
+              % (rows[0][3] - single_ms))
+    shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

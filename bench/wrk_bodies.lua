@@ -1,0 +1,17 @@
+-- wrk script: POST each line of BODIES (a file of JSON bodies) in turn.
+local bodies = {}
+local next_body = 1
+
+function init(args)
+  for line in io.lines(os.getenv("BODIES")) do
+    bodies[#bodies + 1] = line
+  end
+  -- Threads start at different offsets so they do not send the same bodies.
+  next_body = (tonumber(args[1] or "0") % #bodies) + 1
+end
+
+function request()
+  local body = bodies[next_body]
+  next_body = next_body % #bodies + 1
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, body)
+end

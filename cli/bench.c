@@ -1,0 +1,312 @@
+/* `bert bench`: time the engine on a fixed workload and print one JSON line.
+ * The bench/ drivers run it beside ONNX Runtime and PyTorch on the same
+ * token ids, and beside the HTTP server on the same texts. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+#include <jansson.h>
+
+#include "args.h"
+#include "cli.h"
+#include "encoder.h"
+#include "heads.h"
+
+/* Packed batches: batch b holds sequences [first[b], first[b + 1]). */
+struct workload {
+    size_t n_seqs, n_batches, n_tokens;
+    int32_t **ids;     /* (n_seqs) */
+    size_t *len;       /* (n_seqs) */
+    size_t *first;     /* (n_batches + 1) */
+};
+
+static void workload_free(struct workload *w)
+{
+    for (size_t i = 0; i < w->n_seqs; i++)
+        free(w->ids[i]);
+    free(w->ids);
+    free(w->len);
+    free(w->first);
+}
+
+static bool workload_add(struct workload *w, const int32_t *ids, size_t n, size_t *cap)
+{
+    if (w->n_seqs == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        int32_t **p = realloc(w->ids, *cap * sizeof *p);
+        size_t *l = p ? realloc(w->len, *cap * sizeof *l) : NULL;
+        if (p)
+            w->ids = p;
+        if (!l)
+            return false;
+        w->len = l;
+    }
+    w->ids[w->n_seqs] = malloc(n * sizeof *ids);
+    if (w->ids[w->n_seqs] == NULL)
+        return false;
+    memcpy(w->ids[w->n_seqs], ids, n * sizeof *ids);
+    w->len[w->n_seqs++] = n;
+    w->n_tokens += n;
+    return true;
+}
+
+/* {"batches": [[[ids...], ...], ...]}: explicit batches, as the peers get them. */
+static bool load_workload(const char *path, struct workload *w)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    json_t *batches = json_object_get(root, "batches");
+    if (!json_is_array(batches)) {
+        fprintf(stderr, "bert bench: %s: expected {\"batches\": [[[ids]]]} (%s)\n", path,
+                root ? "no batches" : jerr.text);
+        json_decref(root);
+        return false;
+    }
+    size_t cap = 0, nb = json_array_size(batches);
+    w->first = calloc(nb + 1, sizeof *w->first);
+    bool ok = w->first != NULL;
+    int32_t *buf = NULL;
+    size_t buf_cap = 0;
+    for (size_t b = 0; ok && b < nb; b++) {
+        json_t *batch = json_array_get(batches, b);
+        w->first[b] = w->n_seqs;
+        for (size_t s = 0; ok && s < json_array_size(batch); s++) {
+            json_t *seq = json_array_get(batch, s);
+            size_t n = json_array_size(seq);
+            if (n > buf_cap) {
+                buf_cap = n;
+                int32_t *nbuf = realloc(buf, n * sizeof *buf);
+                ok = nbuf != NULL;
+                if (ok)
+                    buf = nbuf;
+            }
+            for (size_t t = 0; ok && t < n; t++)
+                buf[t] = (int32_t)json_integer_value(json_array_get(seq, t));
+            ok = ok && n > 0 && workload_add(w, buf, n, &cap);
+        }
+    }
+    w->n_batches = nb;
+    if (ok)
+        w->first[nb] = w->n_seqs;
+    free(buf);
+    json_decref(root);
+    if (!ok)
+        fprintf(stderr, "bert bench: %s: empty sequence or out of memory\n", path);
+    return ok;
+}
+
+/* One text per line, tokenised (truncated to the model's limit) and packed
+ * greedily into batches of at most batch_tokens, as the server's batcher
+ * packs a full queue. */
+static bool load_texts(const char *path, const struct bert_model *m, size_t batch_tokens,
+                       struct workload *w)
+{
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL) {
+        fprintf(stderr, "bert bench: cannot open %s\n", path);
+        return false;
+    }
+    struct bert_encode_options opts = bert_encode_options_default();
+    opts.max_length = m->max_input_tokens;
+    opts.truncate = true;
+    struct bert_encoding enc = {0};
+    char *line = NULL;
+    size_t line_cap = 0, cap = 0, batch_fill = 0, batch_cap = 16;
+    ssize_t len;
+    bool ok = (w->first = malloc(batch_cap * sizeof *w->first)) != NULL;
+    if (ok)
+        w->first[0] = 0;
+    while (ok && (len = getline(&line, &line_cap, fp)) > 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (len == 0 ||
+            bert_tokenizer_encode(m->tokenizer, line, (size_t)len, NULL, 0, &opts, &enc, NULL) !=
+                BERT_OK)
+            continue;
+        if (batch_fill + enc.n > batch_tokens && batch_fill > 0) {
+            if (w->n_batches + 2 > batch_cap) {
+                batch_cap *= 2;
+                size_t *f = realloc(w->first, batch_cap * sizeof *f);
+                ok = f != NULL;
+                if (ok)
+                    w->first = f;
+            }
+            w->first[++w->n_batches] = w->n_seqs;
+            batch_fill = 0;
+        }
+        ok = ok && workload_add(w, enc.ids, enc.n, &cap);
+        batch_fill += enc.n;
+    }
+    if (ok && batch_fill > 0)
+        w->first[++w->n_batches] = w->n_seqs;
+    free(line);
+    bert_encoding_free(&enc);
+    fclose(fp);
+    if (w->n_seqs == 0) {
+        fprintf(stderr, "bert bench: %s: no text\n", path);
+        return false;
+    }
+    return ok;
+}
+
+/* Forward FLOPs (a multiply-add is 2): per layer and token 8H^2 + 4HI for the
+ * dense layers, and 4nH per token for a sequence of n for attention. */
+static double encoder_flops(const struct bert_config *c, const struct workload *w)
+{
+    double H = (double)c->hidden_size, FF = (double)c->intermediate_size, total = 0;
+    for (size_t i = 0; i < w->n_seqs; i++) {
+        double n = (double)w->len[i];
+        total += n * (8 * H * H + 4 * H * FF) + 4 * n * n * H;
+    }
+    return total * (double)c->num_layers;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int cli_bench_command(int argc, char **argv)
+{
+    const char *model_dir = "models/default", *workload_path = NULL, *texts_path = NULL;
+    const char *task_name = "embed", *name = "bench";
+    size_t repeat = 10, warmup = 2, batch_tokens = 4096, threads = 0;
+    struct cli_opt opts[] = {
+        {"model", CLI_OPT_STRING, &model_dir, "checkpoint folder (models/default)"},
+        {"workload", CLI_OPT_STRING, &workload_path, "JSON {\"batches\": [[[ids]]]}"},
+        {"texts", CLI_OPT_STRING, &texts_path, "one text per line, packed like the server"},
+        {"batch-tokens", CLI_OPT_SIZE, &batch_tokens, "packing budget for --texts (4096)"},
+        {"task", CLI_OPT_STRING, &task_name, "embed | fill-mask | classify | encode (embed)"},
+        {"repeat", CLI_OPT_SIZE, &repeat, "timed passes over the workload (10)"},
+        {"warmup", CLI_OPT_SIZE, &warmup, "untimed passes first (2)"},
+        {"threads", CLI_OPT_SIZE, &threads, "BLAS threads (OpenBLAS default)"},
+        {"name", CLI_OPT_STRING, &name, "label for the output line"},
+    };
+    const size_t n_opts = sizeof opts / sizeof opts[0];
+    if (!cli_parse("bench", argc, argv, opts, n_opts) || (!workload_path == !texts_path) ||
+        repeat == 0) {
+        fprintf(stderr, "usage: bert bench --model DIR (--workload FILE | --texts FILE) [options]\n");
+        cli_print_options(opts, n_opts);
+        return CLI_EXIT_USAGE;
+    }
+    enum bert_task task = BERT_TASK_EMBED;
+    bool encode_only = strcmp(task_name, "encode") == 0;
+    if (strcmp(task_name, "fill-mask") == 0)
+        task = BERT_TASK_FILL_MASK;
+    else if (strcmp(task_name, "classify") == 0)
+        task = BERT_TASK_CLASSIFY;
+    else if (strcmp(task_name, "embed") != 0 && !encode_only) {
+        fprintf(stderr, "bert bench: unknown --task '%s'\n", task_name);
+        return CLI_EXIT_USAGE;
+    }
+    if (threads > 0)
+        openblas_set_num_threads((int)threads);
+
+    struct bert_error err = {0};
+    struct bert_model *m;
+    if (bert_model_load(model_dir, &m, &err) != BERT_OK) {
+        fprintf(stderr, "bert bench: %s\n", err.message);
+        return CLI_EXIT_FAILURE;
+    }
+    struct workload w = {0};
+    int rc = CLI_EXIT_FAILURE;
+    struct bert_scratch *s = NULL;
+    int32_t *ids = NULL, *types = NULL, *top_ids = NULL;
+    size_t *starts = NULL;
+    float *out = NULL, *top_probs = NULL;
+    struct bert_seq_task *tasks = NULL;
+    double *times = NULL;
+    if (!(workload_path ? load_workload(workload_path, &w) : load_texts(texts_path, m, batch_tokens, &w)))
+        goto done;
+    size_t max_batch_tok = 0, max_batch_seq = 0, max_len = 0;
+    for (size_t b = 0; b < w.n_batches; b++) {
+        size_t t = 0;
+        for (size_t i = w.first[b]; i < w.first[b + 1]; i++) {
+            t += w.len[i];
+            max_len = w.len[i] > max_len ? w.len[i] : max_len;
+        }
+        max_batch_tok = t > max_batch_tok ? t : max_batch_tok;
+        size_t nseq = w.first[b + 1] - w.first[b];
+        max_batch_seq = nseq > max_batch_seq ? nseq : max_batch_seq;
+    }
+    const size_t H = m->config.hidden_size, TOPK = 5;
+    s = bert_scratch_new(m, max_batch_tok, max_len, &err);
+    ids = malloc(max_batch_tok * sizeof *ids);
+    types = calloc(max_batch_tok, sizeof *types);
+    starts = malloc((max_batch_seq + 1) * sizeof *starts);
+    tasks = calloc(max_batch_seq, sizeof *tasks);
+    out = malloc(max_batch_seq * (H + m->config.num_labels) * sizeof *out);
+    top_ids = malloc(max_batch_tok * TOPK * sizeof *top_ids);
+    top_probs = malloc(max_batch_tok * TOPK * sizeof *top_probs);
+    times = malloc(repeat * sizeof *times);
+    if (!s || !ids || !types || !starts || !tasks || !out || !top_ids || !top_probs || !times) {
+        fprintf(stderr, "bert bench: %s\n", s ? "out of memory" : err.message);
+        goto done;
+    }
+    for (size_t r = 0; r < warmup + repeat; r++) {
+        double t0 = now_s();
+        for (size_t b = 0; b < w.n_batches; b++) {
+            size_t n = 0, k = 0, masks = 0;
+            starts[0] = 0;
+            for (size_t i = w.first[b]; i < w.first[b + 1]; i++, k++) {
+                memcpy(ids + n, w.ids[i], w.len[i] * sizeof *ids);
+                n += w.len[i];
+                starts[k + 1] = n;
+                tasks[k] = (struct bert_seq_task){.task = task, .pooling = BERT_POOLING_MEAN,
+                                                  .embedding = out + k * H, .top_k = TOPK,
+                                                  .top_ids = top_ids + masks * TOPK,
+                                                  .top_probs = top_probs + masks * TOPK,
+                                                  .logits = out + k * m->config.num_labels};
+            }
+            struct bert_batch batch = {.n_seqs = k, .n_tokens = n, .ids = ids, .type_ids = types,
+                                       .seq_start = starts};
+            for (size_t i = 0; task == BERT_TASK_FILL_MASK && i < k; i++) {
+                tasks[i].top_ids = top_ids + masks * TOPK;
+                tasks[i].top_probs = top_probs + masks * TOPK;
+                masks += bert_count_masks(m, &batch, i);
+            }
+            const float *hidden;
+            enum bert_status st = encode_only ? bert_encode(m, s, &batch, &hidden, &err)
+                                              : bert_run(m, s, &batch, tasks, &err);
+            if (st != BERT_OK) {
+                fprintf(stderr, "bert bench: %s\n", err.message);
+                goto done;
+            }
+        }
+        if (r >= warmup)
+            times[r - warmup] = now_s() - t0;
+    }
+    qsort(times, repeat, sizeof *times, cmp_double);
+    double median = times[repeat / 2];
+    printf("{\"name\":\"%s\",\"engine\":\"bertserve\",\"task\":\"%s\",\"batches\":%zu,"
+           "\"sequences\":%zu,\"tokens\":%zu,\"repeat\":%zu,\"median_ms\":%.4f,\"min_ms\":%.4f,"
+           "\"max_ms\":%.4f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"threads\":%d}\n",
+           name, task_name, w.n_batches, w.n_seqs, w.n_tokens, repeat, median * 1e3,
+           times[0] * 1e3, times[repeat - 1] * 1e3, (double)w.n_tokens / median,
+           encoder_flops(&m->config, &w) / median / 1e9, openblas_get_num_threads());
+    rc = CLI_EXIT_OK;
+done:
+    free(ids);
+    free(types);
+    free(starts);
+    free(tasks);
+    free(out);
+    free(top_ids);
+    free(top_probs);
+    free(times);
+    bert_scratch_free(s);
+    workload_free(&w);
+    bert_model_free(m);
+    return rc;
+}
