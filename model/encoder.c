@@ -6,6 +6,7 @@
 
 #include <cblas.h>
 
+#include "attention.h"
 #include "kernels.h"
 #include "scratch.h"
 
@@ -32,7 +33,7 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
         round_floats(T * H),                         /* ctx */
         round_floats(T * H),                         /* tmp */
         round_floats(T * FF),                         /* ffn */
-        round_floats(ATTN_QUERY_BLOCK * max_seq_len), /* scores */
+        round_floats(attention_workspace_floats(max_seq_len, H / c->num_heads)), /* attention */
         model->weights.mlm_dense_w ? round_floats(MLM_ROW_BLOCK * c->vocab_size) : 0,
     };
     size_t total = 0;
@@ -51,7 +52,7 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     s->bytes = total * sizeof(float);
     s->max_tokens = max_tokens;
     s->max_seq_len = max_seq_len;
-    float **views[] = {&s->x, &s->qkv, &s->ctx, &s->tmp, &s->ffn, &s->scores, &s->logits};
+    float **views[] = {&s->x, &s->qkv, &s->ctx, &s->tmp, &s->ffn, &s->attn, &s->logits};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *views[i] = sizes[i] ? mem : NULL;
         mem += sizes[i];
@@ -133,8 +134,8 @@ static void embed(const struct bert_model *model, const struct bert_batch *b, fl
                          model->config.layer_norm_eps);
 }
 
-/* Scaled dot-product attention per sequence and head, over blocks of query
- * rows so the score buffer stays (ATTN_QUERY_BLOCK x n). */
+/* Attention per sequence and head: sequences never see each other's tokens,
+ * which is what packing without padding needs. */
 static void attention(const struct bert_model *model, struct bert_scratch *s,
                       const struct bert_batch *b)
 {
@@ -145,17 +146,8 @@ static void attention(const struct bert_model *model, struct bert_scratch *s,
         size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
         for (size_t h = 0; h < A; h++) {
             const float *q = s->qkv + r0 * ld + h * D;
-            const float *k = q + H;
-            const float *v = q + 2 * H;
-            for (size_t q0 = 0; q0 < n; q0 += ATTN_QUERY_BLOCK) {
-                size_t m = n - q0 < ATTN_QUERY_BLOCK ? n - q0 : ATTN_QUERY_BLOCK;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)D,
-                            scale, q + q0 * ld, (int)ld, k, (int)ld, 0.0f, s->scores, (int)n);
-                kernel_softmax_rows(s->scores, m, n, n);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)D, (int)n,
-                            1.0f, s->scores, (int)n, v, (int)ld, 0.0f,
-                            s->ctx + (r0 + q0) * H + h * D, (int)H);
-            }
+            attention_head(q, q + H, q + 2 * H, ld, n, D, scale, s->ctx + r0 * H + h * D, H,
+                           s->attn);
         }
     }
 }

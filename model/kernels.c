@@ -2,95 +2,141 @@
 
 #include <math.h>
 
-void kernel_add_layernorm(float *x, const float *residual, const float *bias,
-                          const float *gamma, const float *beta, size_t rows, size_t n,
-                          float eps)
-{
-    for (size_t r = 0; r < rows; r++) {
-        float *row = x + r * n;
-        const float *res = residual ? residual + r * n : NULL;
-        float sum = 0.0f;
-        for (size_t i = 0; i < n; i++) {
-            float v = row[i];
-            if (bias)
-                v += bias[i];
-            if (res)
-                v += res[i];
-            row[i] = v;
-            sum += v;
-        }
-        float mean = sum / (float)n;
-        float var = 0.0f;
-        for (size_t i = 0; i < n; i++) {
-            float d = row[i] - mean;
-            var += d * d;
-        }
-        float inv = 1.0f / sqrtf(var / (float)n + eps);
-        for (size_t i = 0; i < n; i++)
-            row[i] = (row[i] - mean) * inv * gamma[i] + beta[i];
-    }
-}
+#include "simd.h"
+#include "vmath.h"
 
-float kernel_activation(float v, enum bert_activation act)
+/* Exact GELU (Hendrycks & Gimpel 2016): x/2 (1 + erf(x / sqrt 2)); the tanh
+ * form for "gelu_new"; and the others config.json can name. */
+VINLINE vf16 activation16(vf16 v, enum bert_activation act)
 {
     switch (act) {
     case BERT_ACTIVATION_GELU:
-        return 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
-    case BERT_ACTIVATION_GELU_TANH: {
-        /* Hendrycks & Gimpel 2016, tanh form; sqrt(2/pi) = 0.7978845608. */
-        float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);
-        return 0.5f * v * (1.0f + tanhf(inner));
-    }
+        return 0.5f * v * (1.0f + vf16_erf(v * 0.70710678118654752f));
+    case BERT_ACTIVATION_GELU_TANH:
+        return 0.5f * v * (1.0f + vf16_tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     case BERT_ACTIVATION_RELU:
-        return v > 0.0f ? v : 0.0f;
+        return vf16_max(v, vf16_splat(0.0f));
     case BERT_ACTIVATION_SILU:
-        return v / (1.0f + expf(-v));
+        return v / (1.0f + vf16_exp(-v));
     }
     return v;
 }
 
-void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n,
-                            enum bert_activation act)
+float kernel_activation(float v, enum bert_activation act)
 {
+    return activation16(vf16_splat(v), act)[0];
+}
+
+BERT_HOT
+void kernel_add_layernorm(float *x, const float *residual, const float *bias,
+                          const float *gamma, const float *beta, size_t rows, size_t n,
+                          float eps)
+{
+    const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * n;
-        for (size_t i = 0; i < n; i++)
-            row[i] = kernel_activation(row[i] + bias[i], act);
+        const float *res = residual ? residual + r * n : NULL;
+        vf16 acc = {0};
+        float sum = 0.0f;
+        for (size_t i = 0; i < nv; i += VLANES) {
+            vf16 v = vf16_load(row + i);
+            if (bias)
+                v += vf16_load(bias + i);
+            if (res)
+                v += vf16_load(res + i);
+            vf16_store(row + i, v);
+            acc += v;
+        }
+        for (size_t i = nv; i < n; i++) {
+            row[i] += (bias ? bias[i] : 0.0f) + (res ? res[i] : 0.0f);
+            sum += row[i];
+        }
+        const float mean = (sum + vf16_sum(acc)) / (float)n;
+        vf16 vacc = {0};
+        float var = 0.0f;
+        for (size_t i = 0; i < nv; i += VLANES) {
+            vf16 d = vf16_load(row + i) - mean;
+            vacc += d * d;
+        }
+        for (size_t i = nv; i < n; i++)
+            var += (row[i] - mean) * (row[i] - mean);
+        const float inv = 1.0f / sqrtf((var + vf16_sum(vacc)) / (float)n + eps);
+        for (size_t i = 0; i < nv; i += VLANES)
+            vf16_store(row + i, (vf16_load(row + i) - mean) * inv * vf16_load(gamma + i) +
+                                    vf16_load(beta + i));
+        for (size_t i = nv; i < n; i++)
+            row[i] = (row[i] - mean) * inv * gamma[i] + beta[i];
     }
 }
 
+BERT_HOT
+void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n,
+                            enum bert_activation act)
+{
+    const size_t nv = n - n % VLANES;
+    for (size_t r = 0; r < rows; r++) {
+        float *row = x + r * n;
+        for (size_t i = 0; i < nv; i += VLANES)
+            vf16_store(row + i, activation16(vf16_load(row + i) + vf16_load(bias + i), act));
+        for (size_t i = nv; i < n; i++)
+            row[i] = activation16(vf16_splat(row[i] + bias[i]), act)[0];
+    }
+}
+
+BERT_HOT
 void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t ld)
 {
+    const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ld;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < nv; i += VLANES)
+            vf16_store(row + i, vf16_load(row + i) + vf16_load(bias + i));
+        for (size_t i = nv; i < n; i++)
             row[i] += bias[i];
     }
 }
 
+BERT_HOT
 void kernel_softmax_rows(float *x, size_t rows, size_t n, size_t ld)
 {
+    const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ld;
         float max = row[0];
-        for (size_t i = 1; i < n; i++)
+        vf16 vmax = vf16_splat(max);
+        for (size_t i = 0; i < nv; i += VLANES)
+            vmax = vf16_max(vmax, vf16_load(row + i));
+        max = vf16_hmax(vmax);
+        for (size_t i = nv; i < n; i++)
             max = row[i] > max ? row[i] : max;
+        vf16 vsum = {0};
         float sum = 0.0f;
-        for (size_t i = 0; i < n; i++) {
-            row[i] = expf(row[i] - max);
+        for (size_t i = 0; i < nv; i += VLANES) {
+            vf16 e = vf16_exp(vf16_load(row + i) - max);
+            vf16_store(row + i, e);
+            vsum += e;
+        }
+        for (size_t i = nv; i < n; i++) {
+            row[i] = vmath_exp(row[i] - max);
             sum += row[i];
         }
-        float inv = 1.0f / sum;
-        for (size_t i = 0; i < n; i++)
+        const float inv = 1.0f / (sum + vf16_sum(vsum));
+        for (size_t i = 0; i < nv; i += VLANES)
+            vf16_store(row + i, vf16_load(row + i) * inv);
+        for (size_t i = nv; i < n; i++)
             row[i] *= inv;
     }
 }
 
+BERT_HOT
 void kernel_bias_tanh(float *x, const float *bias, size_t rows, size_t n)
 {
+    const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * n;
-        for (size_t i = 0; i < n; i++)
-            row[i] = tanhf(row[i] + bias[i]);
+        for (size_t i = 0; i < nv; i += VLANES)
+            vf16_store(row + i, vf16_tanh(vf16_load(row + i) + vf16_load(bias + i)));
+        for (size_t i = nv; i < n; i++)
+            row[i] = vmath_tanh(row[i] + bias[i]);
     }
 }

@@ -5,9 +5,6 @@
 
 #include <stddef.h>
 
-/* Attention runs over blocks of this many query rows, so its score buffer
- * is (ATTN_QUERY_BLOCK x max_seq_len) whatever the sequence length. */
-#define ATTN_QUERY_BLOCK 128
 /* The MLM decoder runs over this many [MASK] rows at a time: the logits
  * buffer is (MLM_ROW_BLOCK x vocab). */
 #define MLM_ROW_BLOCK 32
@@ -22,7 +19,7 @@ struct bert_scratch {
     float *ctx;      /* (T, H) attention context; heads reuse it */
     float *tmp;      /* (T, H) projection outputs; heads reuse it */
     float *ffn;      /* (T, I) */
-    float *scores;   /* (ATTN_QUERY_BLOCK, max_seq_len) */
+    float *attn;     /* attention_head's workspace, O(max_seq_len) */
     float *logits;   /* (MLM_ROW_BLOCK, V), NULL without an MLM head */
     size_t mlm_seq[MLM_ROW_BLOCK]; /* which sequence each gathered mask row is from */
     size_t mlm_ord[MLM_ROW_BLOCK]; /* which of that sequence's masks it is */

@@ -1,0 +1,129 @@
+#include "attention.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "simd.h"
+#include "vmath.h"
+
+/* Query rows processed together (they share every key and value load) and
+ * the vector width the inner loops are written for (one AVX-512 register;
+ * GCC splits it into two AVX2 or four SSE registers in the other clones). */
+#define ROWS 4
+#define LANES VLANES
+typedef vf16 vec16;
+#define load16 vf16_load
+
+static size_t round_lanes(size_t n)
+{
+    return (n + LANES - 1) & ~(size_t)(LANES - 1);
+}
+
+size_t attention_workspace_floats(size_t max_n, size_t d)
+{
+    size_t n16 = round_lanes(max_n);
+    return d * n16 + ROWS * n16 + ROWS * round_lanes(d);
+}
+
+/* s[r][j] = sum_c qb[r][c] * kt[c][j] for a block of ROWS query rows. */
+static inline __attribute__((always_inline)) void block_scores(const float *restrict qb, size_t dq, const float *restrict kt,
+                                size_t n16, size_t d, float *restrict s)
+{
+    for (size_t j0 = 0; j0 < n16; j0 += LANES) {
+        vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (size_t c = 0; c < d; c++) {
+            const vec16 kr = load16(kt + c * n16 + j0);
+            a0 += qb[0 * dq + c] * kr;
+            a1 += qb[1 * dq + c] * kr;
+            a2 += qb[2 * dq + c] * kr;
+            a3 += qb[3 * dq + c] * kr;
+        }
+        memcpy(s + 0 * n16 + j0, &a0, sizeof a0);
+        memcpy(s + 1 * n16 + j0, &a1, sizeof a1);
+        memcpy(s + 2 * n16 + j0, &a2, sizeof a2);
+        memcpy(s + 3 * n16 + j0, &a3, sizeof a3);
+    }
+}
+
+/* Softmax over the n real scores of a row padded to a whole number of
+ * vectors; the padding ends up 0. */
+static inline __attribute__((always_inline)) void softmax_row(float *restrict s, size_t n,
+                                                              size_t n16)
+{
+    float max = s[0];
+    for (size_t j = 1; j < n; j++)
+        max = s[j] > max ? s[j] : max;
+    for (size_t j = n; j < n16; j++)
+        s[j] = -INFINITY;
+    vec16 sum = {0};
+    for (size_t j = 0; j < n16; j += LANES) {
+        vec16 v = load16(s + j);
+        vec16 e = vf16_select(v == -INFINITY, vf16_splat(0.0f), vf16_exp(v - max));
+        vf16_store(s + j, e);
+        sum += e;
+    }
+    const float inv = 1.0f / vf16_sum(sum);
+    for (size_t j = 0; j < n16; j += LANES)
+        vf16_store(s + j, load16(s + j) * inv);
+}
+
+/* out[r][c0..c0+LANES) = sum_j s[r][j] * v[j][c0..c0+LANES). */
+static inline __attribute__((always_inline)) void block_values(const float *restrict s, size_t n16, const float *restrict v,
+                                size_t ld, size_t n, size_t c0, vec16 acc[ROWS])
+{
+    vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (size_t j = 0; j < n; j++) {
+        const vec16 vr = load16(v + j * ld + c0);
+        a0 += s[0 * n16 + j] * vr;
+        a1 += s[1 * n16 + j] * vr;
+        a2 += s[2 * n16 + j] * vr;
+        a3 += s[3 * n16 + j] * vr;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+BERT_HOT
+void attention_head(const float *q, const float *k, const float *v, size_t ld, size_t n,
+                    size_t d, float scale, float *out, size_t ldo, float *work)
+{
+    const size_t n16 = round_lanes(n), d16 = round_lanes(d);
+    float *kt = work;                 /* (d, n16) keys transposed, zero padded */
+    float *s = kt + d * n16;          /* (ROWS, n16) scores, then probabilities */
+    float *qb = s + ROWS * n16;       /* (ROWS, d16) scaled query rows */
+    for (size_t c = 0; c < d; c++) {
+        float *row = kt + c * n16;
+        for (size_t j = 0; j < n; j++)
+            row[j] = k[j * ld + c];
+        for (size_t j = n; j < n16; j++)
+            row[j] = 0.0f;
+    }
+    for (size_t i0 = 0; i0 < n; i0 += ROWS) {
+        const size_t rows = n - i0 < ROWS ? n - i0 : ROWS;
+        /* Missing rows of the last block are zeros: computed, never stored. */
+        for (size_t r = 0; r < ROWS; r++)
+            for (size_t c = 0; c < d; c++)
+                qb[r * d16 + c] = r < rows ? q[(i0 + r) * ld + c] * scale : 0.0f;
+        block_scores(qb, d16, kt, n16, d, s);
+        for (size_t r = 0; r < rows; r++)
+            softmax_row(s + r * n16, n, n16);
+        size_t c0 = 0;
+        for (; c0 + LANES <= d; c0 += LANES) {
+            vec16 acc[ROWS];
+            block_values(s, n16, v, ld, n, c0, acc);
+            for (size_t r = 0; r < rows; r++)
+                memcpy(out + (i0 + r) * ldo + c0, &acc[r], sizeof acc[r]);
+        }
+        /* A head size that is not a multiple of LANES: the rest one by one. */
+        for (size_t c = c0; c < d; c++) {
+            for (size_t r = 0; r < rows; r++) {
+                float acc = 0.0f;
+                for (size_t j = 0; j < n; j++)
+                    acc += s[r * n16 + j] * v[j * ld + c];
+                out[(i0 + r) * ldo + c] = acc;
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+/* Scaled dot-product attention of one head of one sequence (Vaswani et al.
+ * 2017, sec. 3.2.1), computed a few query rows at a time: memory is O(n)
+ * (no n x n score matrix), and the small products run in registers instead
+ * of as many tiny GEMM calls. */
+#ifndef BERT_ATTENTION_H
+#define BERT_ATTENTION_H
+
+#include <stddef.h>
+
+/* Floats of workspace attention_head needs for sequences up to max_n with
+ * head size d. */
+size_t attention_workspace_floats(size_t max_n, size_t d);
+
+/* out[i] = softmax(scale * q[i] . k[j] over j) . v[j] for i < n, each of
+ * d floats. q, k, v rows are `ld` floats apart, out rows `ldo` apart.
+ * `work` holds attention_workspace_floats(n, d) floats, 64-byte aligned. */
+void attention_head(const float *q, const float *k, const float *v, size_t ld, size_t n,
+                    size_t d, float scale, float *out, size_t ldo, float *work);
+
+#endif

@@ -1,0 +1,15 @@
+/* Runtime dispatch for the hot loops: GCC compiles each marked function for
+ * AVX-512, AVX+FMA and baseline x86-64 and picks one at load time, so one
+ * binary is fast on the machine it runs on (a container image is built
+ * elsewhere). The loops themselves are plain C written for the
+ * auto-vectoriser. */
+#ifndef BERT_SIMD_H
+#define BERT_SIMD_H
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(BERT_NO_CLONES)
+#define BERT_HOT __attribute__((target_clones("avx512f", "fma", "default")))
+#else
+#define BERT_HOT
+#endif
+
+#endif

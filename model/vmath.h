@@ -1,0 +1,140 @@
+/* Vector math for the hot loops: exp, erf and tanh on 16-float vectors
+ * (GCC vector extensions; one AVX-512 register, two AVX or four SSE ones),
+ * with scalar twins that give the same values for loop tails. Inline only:
+ * each dispatched clone (simd.h) gets its own copy. */
+#ifndef BERT_VMATH_H
+#define BERT_VMATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define VLANES 16
+typedef float vf16 __attribute__((vector_size(VLANES * sizeof(float))));
+typedef int32_t vi16 __attribute__((vector_size(VLANES * sizeof(int32_t))));
+
+#define VINLINE static inline __attribute__((always_inline))
+
+VINLINE vf16 vf16_load(const float *p)
+{
+    vf16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+VINLINE void vf16_store(float *p, vf16 v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+VINLINE vf16 vf16_splat(float x)
+{
+    return (vf16){0} + x;
+}
+
+/* Lanes of a where mask (a comparison's all-ones/all-zeros lanes) is set,
+ * else of b. */
+VINLINE vf16 vf16_select(vi16 mask, vf16 a, vf16 b)
+{
+    return (vf16)((mask & (vi16)a) | (~mask & (vi16)b));
+}
+
+VINLINE vf16 vf16_min(vf16 a, vf16 b)
+{
+    return vf16_select(a < b, a, b);
+}
+
+VINLINE vf16 vf16_max(vf16 a, vf16 b)
+{
+    return vf16_select(a > b, a, b);
+}
+
+VINLINE vf16 vf16_abs(vf16 a)
+{
+    return (vf16)((vi16)a & 0x7fffffff);
+}
+
+/* a with the sign of s (s's sign bit replaces a's). */
+VINLINE vf16 vf16_copysign(vf16 a, vf16 s)
+{
+    return (vf16)(((vi16)a & 0x7fffffff) | ((vi16)s & (int32_t)0x80000000));
+}
+
+VINLINE float vf16_sum(vf16 v)
+{
+    float s = 0.0f;
+    for (int i = 0; i < VLANES; i++)
+        s += v[i];
+    return s;
+}
+
+VINLINE float vf16_hmax(vf16 v)
+{
+    float m = v[0];
+    for (int i = 1; i < VLANES; i++)
+        m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* exp(x): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by
+ * its degree-6 Taylor polynomial (relative error < 2e-7), times 2^n built in
+ * the exponent bits. Inputs are clamped to the finite float range. */
+VINLINE vf16 vf16_exp(vf16 x)
+{
+    x = vf16_min(vf16_max(x, vf16_splat(-87.0f)), vf16_splat(88.0f));
+    vf16 half = vf16_copysign(vf16_splat(0.5f), x);
+    vf16 n = __builtin_convertvector(__builtin_convertvector(x * 1.44269504f + half, vi16),
+                                     vf16);
+    vf16 r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    vf16 p = vf16_splat(1.0f / 720.0f);
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    vi16 bits = (__builtin_convertvector(n, vi16) + 127) << 23;
+    vf16 scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+/* erf(x) by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7):
+ * 1 - (a1 t + ... + a5 t^5) e^(-x^2), t = 1 / (1 + 0.3275911 |x|). */
+VINLINE vf16 vf16_erf(vf16 x)
+{
+    vf16 ax = vf16_abs(x);
+    vf16 t = 1.0f / (1.0f + 0.3275911f * ax);
+    vf16 poly = vf16_splat(1.061405429f);
+    poly = poly * t - 1.453152027f;
+    poly = poly * t + 1.421413741f;
+    poly = poly * t - 0.284496736f;
+    poly = poly * t + 0.254829592f;
+    vf16 y = 1.0f - poly * t * vf16_exp(-ax * ax);
+    return vf16_copysign(y, x);
+}
+
+/* tanh(x) = 1 - 2 / (e^(2x) + 1), odd, computed on |x| so it saturates. */
+VINLINE vf16 vf16_tanh(vf16 x)
+{
+    vf16 y = 1.0f - 2.0f / (vf16_exp(2.0f * vf16_abs(x)) + 1.0f);
+    return vf16_copysign(y, x);
+}
+
+/* Scalar twins through a one-lane vector, so tails round exactly the same. */
+VINLINE float vmath_exp(float x)
+{
+    return vf16_exp(vf16_splat(x))[0];
+}
+
+VINLINE float vmath_erf(float x)
+{
+    return vf16_erf(vf16_splat(x))[0];
+}
+
+VINLINE float vmath_tanh(float x)
+{
+    return vf16_tanh(vf16_splat(x))[0];
+}
+
+#endif
