@@ -519,7 +519,7 @@ static void expect_load_error(const char *kind, const char *path, enum bert_stat
 static void test_load_errors(void)
 {
     expect_load_error("dir", "/nonexistent/model", BERT_E_IO, "/nonexistent/model",
-                      "no tokenizer.json or vocab.txt");
+                      "no tokenizer.json, vocab.txt or vocab.json + merges.txt");
     expect_load_error("json", "/nonexistent/tokenizer.json", BERT_E_IO,
                       "/nonexistent/tokenizer.json", "cannot open");
     expect_load_error("vocab", "/nonexistent/vocab.txt", BERT_E_IO, "/nonexistent/vocab.txt",
@@ -538,14 +538,14 @@ static void test_load_errors(void)
         {"{\"model\": {\"vocab\": ", BERT_E_FORMAT, "line 1"},
         {"[1, 2]", BERT_E_FORMAT, "expected a JSON object"},
         {"{}", BERT_E_FORMAT, "model: missing"},
-        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}", BERT_E_UNSUPPORTED,
-         "model type \"BPE\""},
+        {"{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}", BERT_E_UNSUPPORTED,
+         "model type \"WordLevel\" is not supported (only WordPiece, BPE and Unigram)"},
         {"{\"model\": {\"vocab\": {\"a\": \"x\"}}}", BERT_E_FORMAT, "model.vocab[\"a\"]"},
         {"{\"model\": {\"vocab\": {\"a\": -1}}}", BERT_E_FORMAT, "model.vocab[\"a\"]"},
         {"{\"model\": {\"vocab\": {}}}", BERT_E_FORMAT, "vocabulary is empty"},
         {"{\"model\": {\"vocab\": {\"a\": 0}}}", BERT_E_FORMAT, "unknown token \"[UNK]\""},
-        {"{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": \"NFKC\"}}",
-         BERT_E_UNSUPPORTED, "normalizer type \"NFKC\""},
+        {"{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": \"Nmt\"}}",
+         BERT_E_UNSUPPORTED, "normalizer type \"Nmt\" is not supported (only BertNormalizer, NFC"},
         {"{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": "
          "\"BertNormalizer\", \"lowercase\": 1}}",
          BERT_E_FORMAT, "normalizer.lowercase"},
