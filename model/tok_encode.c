@@ -165,7 +165,8 @@ static bool encode_normalized(const struct bert_tokenizer *tok, struct scratch *
     for (size_t i = 0; i < n; i++) {
         struct tok_span sp = ((const struct tok_span *)s->spans_norm.data)[i];
         uint32_t piece_origin = sp.start == 0 ? origin : al_start[sp.start];
-        bool ok = sp.id >= 0 ? tok_tokens_push(out, sp.id, al_start[sp.start], al_end[sp.end - 1], 0)
+        bool ok = sp.id >= 0 ? tok_tokens_push(out, sp.id, al_start[sp.start], al_end[sp.end - 1],
+                                               TOK_ADDED)
                              : encode_piece(tok, s, sp.start, sp.end, piece_origin == 0, out);
         if (!ok)
             return false;
@@ -183,7 +184,7 @@ static bool encode_sequence(const struct bert_tokenizer *tok, const uint8_t *tex
     for (size_t i = 0; i < n; i++) {
         struct tok_span sp = ((const struct tok_span *)s->spans_raw.data)[i];
         if (sp.id >= 0) {
-            if (!tok_tokens_push(out, sp.id, sp.start, sp.end, 0))
+            if (!tok_tokens_push(out, sp.id, sp.start, sp.end, TOK_ADDED))
                 return false;
             continue;
         }
@@ -274,21 +275,34 @@ static void put(struct bert_encoding *out, int32_t id, int32_t type_id, uint32_t
     out->sequence[i] = sequence;
 }
 
-/* Append tokens [first, first + count) of `seq`, their offsets trimmed of
- * surrounding spaces when the post-processor says so. */
-static void put_sequence(const struct bert_tokenizer *tok, struct bert_encoding *out,
-                         const struct tok_tokens *seq, size_t first, size_t count, int32_t type_id,
-                         uint8_t sequence)
+/* Append tokens [first, first + count) of `seq` (from `text`), their
+ * offsets trimmed of surrounding spaces when the post-processor says so.
+ * The trimmed string is the model's token, or for an added token the text
+ * it matched (with the spaces lstrip/rstrip took along). */
+static bool put_sequence(const struct bert_tokenizer *tok, struct bert_encoding *out,
+                         const struct tok_tokens *seq, const char *text, size_t first,
+                         size_t count, int32_t type_id, uint8_t sequence, struct tok_buf *work)
 {
     const int32_t *ids = seq->ids.data;
     const uint32_t *start = seq->start.data, *stop = seq->stop.data;
+    const uint8_t *flags = seq->flags.data;
     for (size_t i = first; i < first + count; i++) {
         uint32_t a = start[i], b = stop[i];
-        const char *token = tok->trim_offsets ? bert_tokenizer_id_to_token(tok, ids[i]) : NULL;
+        const char *token = NULL;
+        if (tok->trim_offsets && (flags[i] & TOK_ADDED)) {
+            if (!tok_buf_reserve(work, 0, b - a + 1))
+                return false;
+            memcpy(work->data, text + a, b - a);
+            ((char *)work->data)[b - a] = '\0';
+            token = work->data;
+        } else if (tok->trim_offsets) {
+            token = bert_tokenizer_id_to_token(tok, ids[i]);
+        }
         if (token)
             tok_bytelevel_trim(token, i == first, tok->trim_prefix_space, &a, &b);
         put(out, ids[i], type_id, a, b, 0, sequence);
     }
+    return true;
 }
 
 static enum bert_status check_input(const char *name, const char *s, size_t len,
@@ -334,10 +348,13 @@ enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok, const c
                               text_len + pair_len);
     }
 
+    /* The template orders the sequences and gives their type ids even
+     * without its special tokens, as TemplateProcessing::apply_template. */
     const struct tok_template *tmpl = NULL;
-    if (opts->add_special_tokens && tok->has_template)
+    if (tok->has_template)
         tmpl = pair ? &tok->pair : &tok->single;
-    size_t n_added = tmpl ? tmpl->n_added : 0;
+    bool specials = opts->add_special_tokens && tmpl;
+    size_t n_added = specials ? tmpl->n_added : 0;
     size_t keep[2] = {a->n, b->n};
     size_t total = a->n + b->n + n_added;
     out->n_untruncated = total;
@@ -375,20 +392,30 @@ enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok, const c
     size_t first[2];
     for (int k = 0; k < 2; k++)
         first[k] = opts->side == BERT_TRUNCATE_LEFT ? s.seq[k].n - keep[k] : 0;
+    const char *texts[2] = {text, pair};
+    bool ok = true;
     if (tmpl == NULL) {
-        put_sequence(tok, out, a, first[0], keep[0], 0, 0);
-        if (pair)
-            put_sequence(tok, out, b, first[1], keep[1], tok->zero_type_ids ? 0 : 1, 1);
+        ok = put_sequence(tok, out, a, text, first[0], keep[0], 0, 0, &s.wp_word);
+        if (pair && ok)
+            ok = put_sequence(tok, out, b, pair, first[1], keep[1], tok->zero_type_ids ? 0 : 1, 1,
+                              &s.wp_word);
     } else {
-        for (size_t i = 0; i < tmpl->n; i++) {
+        for (size_t i = 0; i < tmpl->n && ok; i++) {
             const struct tok_template_item *it = &tmpl->items[i];
             if (it->is_sequence)
-                put_sequence(tok, out, &s.seq[it->sequence], first[it->sequence],
-                             keep[it->sequence], it->type_id, it->sequence);
-            else
+                ok = put_sequence(tok, out, &s.seq[it->sequence], texts[it->sequence],
+                                  first[it->sequence], keep[it->sequence], it->type_id,
+                                  it->sequence, &s.wp_word);
+            else if (specials)
                 for (size_t k = 0; k < it->n_ids; k++)
                     put(out, it->ids[k], it->type_id, 0, 0, 1, 255);
         }
+    }
+    if (!ok) {
+        out->n = 0;
+        out->truncated = false;
+        scratch_release(&s);
+        return bert_error_set(err, BERT_E_NOMEM, "out of memory");
     }
     scratch_release(&s);
     return BERT_OK;

@@ -71,6 +71,11 @@ static const struct suite suites[] = {
     {"bert-base-chinese (tokenizer.json folder)", "dir", DATA "bert-base-chinese-json",
      DATA "bert-base-chinese-json.jsonl", false},
     {"custom (tokenizer.json)", "json", DATA "custom/tokenizer.json", DATA "custom.jsonl", true},
+    {"roberta-base (vocab.json + merges.txt folder)", "dir", DATA "roberta-base",
+     DATA "roberta-base.jsonl", false},
+    {"modernbert-style (tokenizer.json)", "json", DATA "modernbert/tokenizer.json",
+     DATA "modernbert.jsonl", true},
+    {"xlmr-style (tokenizer.json)", "json", DATA "xlmr/tokenizer.json", DATA "xlmr.jsonl", true},
 };
 
 /* Print s (at most 120 bytes) with control characters escaped. */
