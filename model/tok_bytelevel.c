@@ -3,7 +3,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tok_buf.h"
+#include "tok_xform.h"
 #include "tok_unicode.h"
 #include "tok_utf8.h"
 
@@ -111,9 +111,7 @@ bool tok_bytelevel_map(const struct tok_normalized *src, size_t from, size_t to,
 {
     size_t need = 2 * (to - from);
     dst->len = 0;
-    if (!tok_buf_reserve(&dst->bytes, 0, need) ||
-        !tok_buf_reserve(&dst->al_start, 0, need * sizeof(uint32_t)) ||
-        !tok_buf_reserve(&dst->al_end, 0, need * sizeof(uint32_t)))
+    if (!tok_normalized_reserve(dst, need))
         return false;
     const uint8_t *s = src->bytes.data;
     const uint32_t *as = src->al_start.data, *ae = src->al_end.data;

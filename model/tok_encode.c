@@ -97,9 +97,8 @@ static bool encode_bytelevel(const struct bert_tokenizer *tok, struct scratch *s
         const uint32_t *as = src->al_start.data, *ae = src->al_end.data;
         struct tok_normalized *p = &s->pre;
         size_t n = to - from + 1;
-        if (!tok_buf_reserve(&p->bytes, 0, n) ||
-            !tok_buf_reserve(&p->al_start, 0, n * sizeof(uint32_t)) ||
-            !tok_buf_reserve(&p->al_end, 0, n * sizeof(uint32_t)))
+        p->len = 0;
+        if (!tok_normalized_reserve(p, n))
             return false;
         ((uint8_t *)p->bytes.data)[0] = ' ';
         ((uint32_t *)p->al_start.data)[0] = as[from];

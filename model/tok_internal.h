@@ -125,6 +125,11 @@ bool tok_template_bert(struct bert_tokenizer *tok, int32_t cls_id, int32_t sep_i
  * 0. False when out of memory. */
 bool tok_template_roberta(struct bert_tokenizer *tok, int32_t cls_id, int32_t sep_id);
 
+/* BERT's or RoBERTa's template from the cls and sep role tokens, already
+ * registered as added tokens. `source` names the file for messages. */
+enum bert_status tok_template_from_roles(struct bert_tokenizer *tok, bool roberta,
+                                         const char *source, struct bert_error *err);
+
 /* Fill `tok` from vocab.json + merges.txt in `dir`, as transformers'
  * RobertaConverter builds the fast tokenizer (byte-level BPE, ByteLevel
  * pre-tokenizer and decoder, RobertaProcessing with trimmed offsets, the

@@ -90,8 +90,8 @@ enum bert_status tok_json_unsupported(const struct tok_json_ctx *c, const char *
 }
 
 
-static enum bert_status load_wordpiece(const struct tok_json_ctx *c, const json_t *model,
-                                       struct tok_wordpiece *wp)
+enum bert_status tok_json_vocab(const struct tok_json_ctx *c, const json_t *model,
+                                struct tok_vocab *v)
 {
     json_t *vocab = json_object_get(model, "vocab");
     if (!json_is_object(vocab))
@@ -109,12 +109,21 @@ static enum bert_status load_wordpiece(const struct tok_json_ctx *c, const json_
                                   "%s: model.vocab[\"%.64s\"]: expected an integer id from 0 to "
                                   "16777215",
                                   c->path, key);
-        if (!tok_vocab_add(&wp->vocab, key, key_len, (int32_t)json_integer_value(value)))
+        if (!tok_vocab_add(v, key, key_len, (int32_t)json_integer_value(value)))
             return tok_json_fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
     }
-    if (!tok_vocab_build(&wp->vocab))
+    if (!tok_vocab_build(v))
         return tok_json_fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
-    enum bert_status st = tok_json_string(c, model, "model", "unk_token", "[UNK]", &wp->unk_token, NULL);
+    return BERT_OK;
+}
+
+static enum bert_status load_wordpiece(const struct tok_json_ctx *c, const json_t *model,
+                                       struct tok_wordpiece *wp)
+{
+    enum bert_status st = tok_json_vocab(c, model, &wp->vocab);
+    if (st != BERT_OK)
+        return st;
+    st = tok_json_string(c, model, "model", "unk_token", "[UNK]", &wp->unk_token, NULL);
     if (st == BERT_OK)
         st = tok_json_string(c, model, "model", "continuing_subword_prefix", "##", &wp->prefix, NULL);
     if (st != BERT_OK)

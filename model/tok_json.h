@@ -43,6 +43,10 @@ enum bert_status tok_json_type(const struct tok_json_ctx *c, const json_t *obj, 
 enum bert_status tok_json_unsupported(const struct tok_json_ctx *c, const char *what,
                                       const char *type, const char *supported);
 
+/* model.vocab as an object of token ids, into `v` (built). */
+enum bert_status tok_json_vocab(const struct tok_json_ctx *c, const json_t *model,
+                                struct tok_vocab *v);
+
 /* Components of tok_json_parts.c. */
 enum bert_status tok_json_bpe_model(const struct tok_json_ctx *c, const json_t *model,
                                     struct tok_bpe *bpe);

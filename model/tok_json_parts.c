@@ -52,11 +52,7 @@ static bool merge_parts(const json_t *m, const char **a, size_t *a_len, const ch
 enum bert_status tok_json_bpe_model(const struct tok_json_ctx *c, const json_t *model,
                                     struct tok_bpe *bpe)
 {
-    json_t *vocab = json_object_get(model, "vocab");
     const json_t *merges = json_object_get(model, "merges");
-    if (!json_is_object(vocab))
-        return tok_json_fail(c, BERT_E_FORMAT, "model.vocab",
-                             "expected an object mapping tokens to ids");
     if (!json_is_array(merges))
         return tok_json_fail(c, BERT_E_FORMAT, "model.merges", "expected an array");
     const json_t *dropout = json_object_get(model, "dropout");
@@ -64,23 +60,9 @@ enum bert_status tok_json_bpe_model(const struct tok_json_ctx *c, const json_t *
         (!json_is_number(dropout) || json_number_value(dropout) != 0.0))
         return tok_json_fail(c, BERT_E_UNSUPPORTED, "model.dropout",
                              "BPE dropout is random; only null or 0 is supported");
-    const char *key;
-    size_t key_len;
-    json_t *value;
-    json_object_keylen_foreach(vocab, key, key_len, value)
-    {
-        if (!json_is_integer(value) || json_integer_value(value) < 0 ||
-            json_integer_value(value) > TOK_JSON_MAX_ID)
-            return bert_error_set(c->err, BERT_E_FORMAT,
-                                  "%s: model.vocab[\"%.64s\"]: expected an integer id from 0 to "
-                                  "16777215",
-                                  c->path, key);
-        if (!tok_vocab_add(&bpe->vocab, key, key_len, (int32_t)json_integer_value(value)))
-            return tok_json_fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
-    }
-    if (!tok_vocab_build(&bpe->vocab))
-        return tok_json_fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
-    enum bert_status st = optional_string(c, model, "model", "continuing_subword_prefix",
+    enum bert_status st = tok_json_vocab(c, model, &bpe->vocab);
+    if (st == BERT_OK)
+        st = optional_string(c, model, "model", "continuing_subword_prefix",
                                           &bpe->prefix, &bpe->prefix_len);
     if (st == BERT_OK)
         st = optional_string(c, model, "model", "end_of_word_suffix", &bpe->suffix,

@@ -233,14 +233,5 @@ enum bert_status tok_vocab_txt_load(const char *path, const struct tok_hf_config
         ok = tok_add_special(tok, cfg->additional_special[i], false);
     if (!ok)
         return bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
-    const struct tok_added_token *cls =
-        tok_added_find(&tok->added, tok->cls_token, strlen(tok->cls_token));
-    const struct tok_added_token *sep =
-        tok_added_find(&tok->added, tok->sep_token, strlen(tok->sep_token));
-    if (cls == NULL || sep == NULL)
-        return bert_error_set(err, BERT_E_FORMAT, "%s: the cls and sep tokens must not be empty",
-                              path);
-    if (!tok_template_bert(tok, cls->id, sep->id))
-        return bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
-    return BERT_OK;
+    return tok_template_from_roles(tok, false, path, err);
 }

@@ -140,14 +140,5 @@ enum bert_status tok_bpe_files_load(const char *vocab_path, const char *merges_p
         ok = tok_add_special(tok, cfg->additional_special[i], false);
     if (!ok)
         return bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", vocab_path);
-    const struct tok_added_token *cls =
-        tok_added_find(&tok->added, tok->cls_token, strlen(tok->cls_token));
-    const struct tok_added_token *sep =
-        tok_added_find(&tok->added, tok->sep_token, strlen(tok->sep_token));
-    if (cls == NULL || sep == NULL)
-        return bert_error_set(err, BERT_E_FORMAT, "%s: the cls and sep tokens must not be empty",
-                              vocab_path);
-    if (!tok_template_roberta(tok, cls->id, sep->id))
-        return bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", vocab_path);
-    return BERT_OK;
+    return tok_template_from_roles(tok, true, vocab_path, err);
 }

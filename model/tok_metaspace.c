@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "tok_buf.h"
+#include "tok_xform.h"
 #include "tok_utf8.h"
 
 bool tok_metaspace_map(const struct tok_metaspace *m, const struct tok_normalized *src,
@@ -11,9 +11,7 @@ bool tok_metaspace_map(const struct tok_metaspace *m, const struct tok_normalize
     size_t rl = m->replacement_len;
     size_t need = (to - from) * rl + rl;
     dst->len = 0;
-    if (!tok_buf_reserve(&dst->bytes, 0, need) ||
-        !tok_buf_reserve(&dst->al_start, 0, need * sizeof(uint32_t)) ||
-        !tok_buf_reserve(&dst->al_end, 0, need * sizeof(uint32_t)))
+    if (!tok_normalized_reserve(dst, need))
         return false;
     const uint8_t *s = src->bytes.data;
     const uint32_t *as = src->al_start.data, *ae = src->al_end.data;

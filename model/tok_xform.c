@@ -5,7 +5,7 @@ static size_t char_len(uint8_t b)
     return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
 }
 
-static bool reserve(struct tok_normalized *n, size_t extra)
+bool tok_normalized_reserve(struct tok_normalized *n, size_t extra)
 {
     size_t need = n->len + extra;
     if (need <= n->bytes.cap && need * sizeof(uint32_t) <= n->al_start.cap &&
@@ -36,7 +36,7 @@ void tok_xform_skip(struct tok_xform *x, size_t n)
 
 void tok_xform_emit(struct tok_xform *x, uint32_t c, long change)
 {
-    if (!x->ok || !reserve(x->dst, 4)) {
+    if (!x->ok || !tok_normalized_reserve(x->dst, 4)) {
         x->ok = false;
         return;
     }
@@ -71,7 +71,7 @@ void tok_xform_emit(struct tok_xform *x, uint32_t c, long change)
 
 void tok_xform_copy(struct tok_xform *x, size_t from, size_t to)
 {
-    if (!x->ok || !reserve(x->dst, to - from)) {
+    if (!x->ok || !tok_normalized_reserve(x->dst, to - from)) {
         x->ok = false;
         return;
     }
@@ -90,7 +90,7 @@ bool tok_normalized_identity(const uint8_t *text, size_t start, size_t end,
                              struct tok_normalized *out)
 {
     out->len = 0;
-    if (!reserve(out, end - start))
+    if (!tok_normalized_reserve(out, end - start))
         return false;
     uint8_t *bytes = out->bytes.data;
     uint32_t *as = out->al_start.data, *ae = out->al_end.data;

@@ -45,6 +45,10 @@ void tok_xform_copy(struct tok_xform *x, size_t from, size_t to);
 bool tok_normalized_identity(const uint8_t *text, size_t start, size_t end,
                              struct tok_normalized *out);
 
+/* Make room for `extra` more bytes (and their alignments) after n->len.
+ * False when out of memory. */
+bool tok_normalized_reserve(struct tok_normalized *n, size_t extra);
+
 /* Swap two normalized strings (their buffers included). */
 void tok_normalized_swap(struct tok_normalized *a, struct tok_normalized *b);
 

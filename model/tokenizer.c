@@ -159,6 +159,22 @@ bool tok_template_roberta(struct bert_tokenizer *tok, int32_t cls_id, int32_t se
     return true;
 }
 
+enum bert_status tok_template_from_roles(struct bert_tokenizer *tok, bool roberta,
+                                         const char *source, struct bert_error *err)
+{
+    const struct tok_added_token *cls =
+        tok_added_find(&tok->added, tok->cls_token, strlen(tok->cls_token));
+    const struct tok_added_token *sep =
+        tok_added_find(&tok->added, tok->sep_token, strlen(tok->sep_token));
+    if (cls == NULL || sep == NULL)
+        return bert_error_set(err, BERT_E_FORMAT, "%s: the cls and sep tokens must not be empty",
+                              source);
+    if (!(roberta ? tok_template_roberta(tok, cls->id, sep->id)
+                  : tok_template_bert(tok, cls->id, sep->id)))
+        return bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", source);
+    return BERT_OK;
+}
+
 bool tok_normalize_segment(const struct bert_tokenizer *tok, const uint8_t *text, size_t start,
                            size_t end, struct tok_normalized *out, struct tok_normseq_work *work)
 {
