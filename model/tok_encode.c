@@ -297,8 +297,17 @@ static bool put_sequence(const struct bert_tokenizer *tok, struct bert_encoding 
         } else if (tok->trim_offsets) {
             token = bert_tokenizer_id_to_token(tok, ids[i]);
         }
-        if (token)
+        if (token) {
             tok_bytelevel_trim(token, i == first, tok->trim_prefix_space, &a, &b);
+            /* Trimming counts characters of the token but moves byte
+             * offsets, which can land inside a character (the prefix space
+             * shares the first character's span); the reference reports
+             * character offsets, the character holding that byte. */
+            while (a > 0 && ((const uint8_t *)text)[a] >= 0x80 && (text[a] & 0xC0) == 0x80)
+                a--;
+            while (b > 0 && ((const uint8_t *)text)[b] >= 0x80 && (text[b] & 0xC0) == 0x80)
+                b--;
+        }
         put(out, ids[i], type_id, a, b, 0, sequence);
     }
     return true;

@@ -79,6 +79,8 @@ static const struct suite suites[] = {
     {"modernbert-style (tokenizer.json)", "json", DATA "modernbert/tokenizer.json",
      DATA "modernbert.jsonl", true},
     {"xlmr-style (tokenizer.json)", "json", DATA "xlmr/tokenizer.json", DATA "xlmr.jsonl", true},
+    {"unigram-options (tokenizer.json)", "json", DATA "unigram-options/tokenizer.json",
+     DATA "unigram-options.jsonl", true},
 };
 
 /* Print s (at most 120 bytes) with control characters escaped. */

@@ -76,6 +76,8 @@ const TOKENIZERS = [
   { name: 'modernbert', layout: 'modernbert', sst: 2000, wiki: 450, noTjs: true, files: {} },
   // XLM-R's pipeline: Precompiled charsmap, Metaspace, Unigram (xlmrJson).
   { name: 'xlmr', layout: 'xlmr', sst: 2000, wiki: 450, noTjs: true, files: {} },
+  // Unigram's remaining options (optionsUnigramJson).
+  { name: 'unigram-options', layout: 'unigram-options', sst: 500, wiki: 100, noTjs: true, files: {} },
 ];
 
 // Cases for the byte-level and SentencePiece tokenizers: <mask> with spaces
@@ -252,6 +254,27 @@ function xlmrJson() {
   };
 }
 
+// Unigram with byte_fallback (<0x00>..<0xFF> pieces; the pieces of CJK and
+// other scripts above U+2FFF removed so their characters take that path),
+// Metaspace with prepend_scheme "first", NFD then a literal Replace and a
+// one-character-run Regex Replace, <mask> without lstrip.
+function optionsUnigramJson() {
+  const j = xlmrJson();
+  const vocab = j.model.vocab;
+  const mask = vocab.pop();
+  for (let b = 0; b < 256; b++) vocab.push([`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`, 0]);
+  vocab.push(mask);
+  j.model.byte_fallback = true;
+  j.added_tokens[4] = Object.assign({}, j.added_tokens[4], { id: vocab.length - 1, lstrip: false });
+  // Drop the pieces of rare scripts so their characters take the byte path.
+  j.model.vocab = vocab.filter(([p]) => ![...p].some((c) => c.codePointAt(0) > 0x2FFF && c.codePointAt(0) < 0xE000) || p.startsWith('<'));
+  j.added_tokens[4].id = j.model.vocab.length - 1;
+  j.normalizer = { type: 'Sequence', normalizers: [{ type: 'NFD' }, { type: 'Replace', pattern: { String: '``' }, content: '"' }, { type: 'Replace', pattern: { Regex: '\u2581+' }, content: '_' }] };
+  j.pre_tokenizer = { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: true };
+  j.decoder = j.pre_tokenizer;
+  return j;
+}
+
 // transformers' clean_up_tokenization.
 const cleanUp = (s) => s.replaceAll(' .', '.').replaceAll(' ?', '?').replaceAll(' !', '!').replaceAll(' ,', ',')
   .replaceAll(" ' ", "'").replaceAll(" n't", "n't").replaceAll(" 'm", "'m").replaceAll(" 's", "'s")
@@ -413,7 +436,10 @@ for (const spec of TOKENIZERS.filter((t) => !only.length || only.includes(t.name
   else if (spec.layout === 'vocab') json = converterJson(dir);
   else if (spec.layout === 'roberta') json = robertaJson(dir);
   else {
-    json = { custom: customJson, modernbert: modernJson, xlmr: xlmrJson }[spec.layout]();
+    json = {
+      custom: customJson, modernbert: modernJson, xlmr: xlmrJson,
+      'unigram-options': optionsUnigramJson,
+    }[spec.layout]();
     fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(json));
   }
   const tmpDir = path.join(tmpRoot, spec.name);
