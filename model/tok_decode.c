@@ -1,10 +1,12 @@
 /* bert_tokenizer_decode: Hugging Face's Tokenizer::decode (ids to token
- * strings, special tokens optionally skipped, the WordPiece decoder), then
+ * strings, special tokens optionally skipped, the decoder), then
  * transformers' clean_up_tokenization when the checkpoint asks for it. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok_bytelevel.h"
 #include "tok_internal.h"
+#include "tok_utf8.h"
 
 struct text {
     char *p;
@@ -81,27 +83,103 @@ static bool cleanup(struct text *t, const char *const (*rules)[2], size_t n)
     return true;
 }
 
-char *bert_tokenizer_decode(const struct bert_tokenizer *tok, const int32_t *ids, size_t n,
-                            bool skip_special)
+/* Length of the well-formed UTF-8 sequence at s[i..len), or, negated, the
+ * length of the maximal invalid prefix to replace by one U+FFFD (Unicode
+ * 3.9, "substitution of maximal subparts", as Rust's from_utf8_lossy). */
+static long utf8_sequence(const uint8_t *s, size_t i, size_t len)
 {
-    struct text out = {0};
-    append(&out, "", 0);
-    size_t emitted = 0;
-    size_t plen = tok->decoder_prefix ? strlen(tok->decoder_prefix) : 0;
-    for (size_t i = 0; i < n && !out.failed; i++) {
-        /* Unknown ids are skipped, as in `tokenizers`. */
-        const char *token = bert_tokenizer_id_to_token(tok, ids[i]);
-        if (token == NULL || (skip_special && bert_tokenizer_is_special(tok, ids[i])))
-            continue;
-        if (!tok->has_decoder) {
-            if (emitted++ > 0)
-                append(&out, " ", 1);
-            append(&out, token, strlen(token));
+    uint8_t b = s[i];
+    if (b < 0x80)
+        return 1;
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF)
+        need = 1;
+    else if (b >= 0xE0 && b <= 0xEF) {
+        need = 2;
+        lo = b == 0xE0 ? 0xA0 : 0x80;
+        hi = b == 0xED ? 0x9F : 0xBF;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        need = 3;
+        lo = b == 0xF0 ? 0x90 : 0x80;
+        hi = b == 0xF4 ? 0x8F : 0xBF;
+    } else
+        return -1;
+    for (size_t k = 1; k <= need; k++) {
+        uint8_t lo_k = k == 1 ? lo : 0x80, hi_k = k == 1 ? hi : 0xBF;
+        if (i + k >= len || s[i + k] < lo_k || s[i + k] > hi_k)
+            return -(long)k;
+    }
+    return (long)need + 1;
+}
+
+/* The ByteLevel decoder: every token's characters back to bytes (a token
+ * with a character outside the byte alphabet stays as it is), all of them
+ * joined, invalid UTF-8 replaced. */
+static void decode_bytelevel(struct text *out, const char *const *tokens, size_t n)
+{
+    struct text raw = {0};
+    for (size_t t = 0; t < n; t++) {
+        const uint8_t *p = (const uint8_t *)tokens[t];
+        size_t len = strlen(tokens[t]), cl;
+        bool bytes = true;
+        for (size_t i = 0; i < len && bytes; i += cl)
+            bytes = tok_bytelevel_byte(tok_utf8_decode(p + i, &cl)) >= 0;
+        if (!bytes) {
+            append(&raw, tokens[t], len);
             continue;
         }
+        for (size_t i = 0; i < len; i += cl) {
+            char b = (char)tok_bytelevel_byte(tok_utf8_decode(p + i, &cl));
+            append(&raw, &b, 1);
+        }
+    }
+    for (size_t i = 0; i < raw.len && !raw.failed;) {
+        long k = utf8_sequence((const uint8_t *)raw.p, i, raw.len);
+        if (k > 0) {
+            append(out, raw.p + i, (size_t)k);
+            i += (size_t)k;
+        } else {
+            append(out, "\xEF\xBF\xBD", 3);
+            i += (size_t)-k;
+        }
+    }
+    if (raw.failed)
+        out->failed = true;
+    free(raw.p);
+}
+
+/* The Metaspace decoder: the replacement character becomes a space, except
+ * in the first token when a prefix is prepended, where it is dropped. */
+static void decode_metaspace(struct text *out, const struct tok_metaspace *m,
+                             const char *const *tokens, size_t n)
+{
+    size_t rl = m->replacement_len;
+    for (size_t t = 0; t < n; t++) {
+        const char *p = tokens[t];
+        size_t len = strlen(p);
+        for (size_t i = 0; i < len;) {
+            if (len - i >= rl && memcmp(p + i, m->replacement_utf8, rl) == 0) {
+                if (t > 0 || m->prepend == TOK_PREPEND_NEVER)
+                    append(out, " ", 1);
+                i += rl;
+            } else {
+                append(out, p + i, 1);
+                i++;
+            }
+        }
+    }
+}
+
+static void decode_wordpiece(const struct bert_tokenizer *tok, struct text *out,
+                             const char *const *tokens, size_t n)
+{
+    size_t plen = tok->decoder_prefix ? strlen(tok->decoder_prefix) : 0;
+    for (size_t t = 0; t < n && !out->failed; t++) {
+        const char *token = tokens[t];
         /* Each token is cleaned up on its own, after its joining space. */
         struct text piece = {0};
-        if (emitted++ > 0) {
+        if (t > 0) {
             if (tok->decoder_prefix && strncmp(token, tok->decoder_prefix, plen) == 0)
                 token += plen;
             else
@@ -112,11 +190,48 @@ char *bert_tokenizer_decode(const struct bert_tokenizer *tok, const int32_t *ids
             !cleanup(&piece, decoder_cleanup, sizeof decoder_cleanup / sizeof *decoder_cleanup))
             piece.failed = true;
         if (piece.failed)
-            out.failed = true;
+            out->failed = true;
         else
-            append(&out, piece.p, piece.len);
+            append(out, piece.p, piece.len);
         free(piece.p);
     }
+}
+
+char *bert_tokenizer_decode(const struct bert_tokenizer *tok, const int32_t *ids, size_t n,
+                            bool skip_special)
+{
+    struct text out = {0};
+    append(&out, "", 0);
+    /* The token strings, unknown ids and skipped specials left out. */
+    const char **tokens = malloc((n ? n : 1) * sizeof *tokens);
+    if (tokens == NULL) {
+        free(out.p);
+        return NULL;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *token = bert_tokenizer_id_to_token(tok, ids[i]);
+        if (token && !(skip_special && bert_tokenizer_is_special(tok, ids[i])))
+            tokens[kept++] = token;
+    }
+    switch (tok->decoder) {
+    case TOK_DECODER_WORDPIECE:
+        decode_wordpiece(tok, &out, tokens, kept);
+        break;
+    case TOK_DECODER_BYTELEVEL:
+        decode_bytelevel(&out, tokens, kept);
+        break;
+    case TOK_DECODER_METASPACE:
+        decode_metaspace(&out, &tok->decoder_metaspace, tokens, kept);
+        break;
+    default:
+        for (size_t t = 0; t < kept; t++) {
+            if (t > 0)
+                append(&out, " ", 1);
+            append(&out, tokens[t], strlen(tokens[t]));
+        }
+    }
+    free(tokens);
     if (!out.failed && tok->cleanup_spaces &&
         !cleanup(&out, transformers_cleanup, sizeof transformers_cleanup / sizeof *transformers_cleanup))
         out.failed = true;

@@ -1,16 +1,22 @@
-/* bert_tokenizer_encode: added-token split, normalization, WordPiece, then
- * truncation and the post-processor template, in the order of Hugging Face's
- * TokenizerImpl::encode. */
+/* bert_tokenizer_encode: added-token split, normalization, pre-tokenization,
+ * the model, then truncation, offset trimming and the post-processor
+ * template, in the order of Hugging Face's TokenizerImpl::encode. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok_bytelevel.h"
 #include "tok_internal.h"
+#include "tok_xform.h"
 
 /* Work buffers of one call. They start on the stack, which covers a
  * sentence or a short paragraph without touching the heap. */
 struct scratch {
     struct tok_normalized norm;
-    struct tok_buf word;
+    struct tok_normseq_work norm_work;
+    struct tok_normalized pre, word; /* pre-tokenizer output, one byte-level word */
+    struct tok_buf wp_word;
+    struct tok_bpe_work bpe;
+    struct tok_unigram_work unigram;
     struct tok_buf spans_raw, spans_norm;
     struct tok_tokens seq[2];
 };
@@ -31,11 +37,11 @@ struct scratch_storage {
 
 static void scratch_init(struct scratch *s, struct scratch_storage *st)
 {
+    memset(s, 0, sizeof *s);
     tok_buf_init(&s->norm.bytes, st->norm, sizeof st->norm);
     tok_buf_init(&s->norm.al_start, st->al_start, sizeof st->al_start);
     tok_buf_init(&s->norm.al_end, st->al_end, sizeof st->al_end);
-    s->norm.len = 0;
-    tok_buf_init(&s->word, st->word, sizeof st->word);
+    tok_buf_init(&s->wp_word, st->word, sizeof st->word);
     tok_buf_init(&s->spans_raw, st->spans_raw, sizeof st->spans_raw);
     tok_buf_init(&s->spans_norm, st->spans_norm, sizeof st->spans_norm);
     for (int k = 0; k < 2; k++) {
@@ -43,38 +49,124 @@ static void scratch_init(struct scratch *s, struct scratch_storage *st)
         tok_buf_init(&s->seq[k].start, st->start[k], sizeof st->start[k]);
         tok_buf_init(&s->seq[k].stop, st->stop[k], sizeof st->stop[k]);
         tok_buf_init(&s->seq[k].flags, st->flags[k], sizeof st->flags[k]);
-        s->seq[k].n = 0;
     }
 }
 
 static void scratch_release(struct scratch *s)
 {
-    tok_buf_release(&s->norm.bytes);
-    tok_buf_release(&s->norm.al_start);
-    tok_buf_release(&s->norm.al_end);
-    tok_buf_release(&s->word);
+    tok_normalized_release(&s->norm);
+    tok_normalized_release(&s->norm_work.tmp);
+    tok_buf_release(&s->norm_work.changes);
+    tok_normalized_release(&s->pre);
+    tok_normalized_release(&s->word);
+    tok_buf_release(&s->wp_word);
+    tok_buf_release(&s->bpe.symbols);
+    tok_buf_release(&s->bpe.heap);
+    tok_buf_release(&s->bpe.key);
+    tok_buf_release(&s->unigram.best);
+    tok_buf_release(&s->unigram.path);
     tok_buf_release(&s->spans_raw);
     tok_buf_release(&s->spans_norm);
     tok_tokens_release(&s->seq[0]);
     tok_tokens_release(&s->seq[1]);
 }
 
-/* Tokens of normalized text [from, to) that may hold normalized added tokens. */
-static bool encode_normalized(const struct bert_tokenizer *tok, struct scratch *s, size_t from,
-                              size_t to, struct tok_tokens *out)
+/* The model on one pre-tokenized word w[from, to). */
+static bool encode_word(const struct bert_tokenizer *tok, const struct tok_normalized *w,
+                        size_t from, size_t to, struct scratch *s, struct tok_tokens *out)
+{
+    switch (tok->kind) {
+    case BERT_TOKENIZER_BPE:
+        return tok_bpe_encode(&tok->bpe, w, from, to, &s->bpe, out);
+    case BERT_TOKENIZER_UNIGRAM:
+        return tok_unigram_encode(&tok->unigram, w, from, to, &s->unigram, out);
+    default:
+        return tok_wordpiece_encode(&tok->wp, false, w, from, to, &s->wp_word, out);
+    }
+}
+
+/* ByteLevel: optional leading space, GPT-2's split, bytes to characters. */
+static bool encode_bytelevel(const struct bert_tokenizer *tok, struct scratch *s, size_t from,
+                             size_t to, struct tok_tokens *out)
+{
+    const struct tok_normalized *src = &s->norm;
+    const uint8_t *bytes = src->bytes.data;
+    if (tok->bytelevel_prefix_space && bytes[from] != ' ') {
+        /* NormalizedString::prepend(" "): the space and the first character
+         * share that character's alignment. */
+        const uint32_t *as = src->al_start.data, *ae = src->al_end.data;
+        struct tok_normalized *p = &s->pre;
+        size_t n = to - from + 1;
+        p->len = 0;
+        if (!tok_normalized_reserve(p, n))
+            return false;
+        ((uint8_t *)p->bytes.data)[0] = ' ';
+        ((uint32_t *)p->al_start.data)[0] = as[from];
+        ((uint32_t *)p->al_end.data)[0] = ae[from];
+        memcpy((uint8_t *)p->bytes.data + 1, bytes + from, n - 1);
+        memcpy((uint32_t *)p->al_start.data + 1, as + from, (n - 1) * sizeof(uint32_t));
+        memcpy((uint32_t *)p->al_end.data + 1, ae + from, (n - 1) * sizeof(uint32_t));
+        p->len = n;
+        src = p;
+        from = 0;
+        to = n;
+        bytes = src->bytes.data;
+    }
+    for (size_t i = from; i < to;) {
+        size_t end = tok->bytelevel_use_regex ? tok_bytelevel_next(bytes, i, to) : to;
+        if (!tok_bytelevel_map(src, i, end, &s->word) ||
+            !encode_word(tok, &s->word, 0, s->word.len, s, out))
+            return false;
+        i = end;
+    }
+    return true;
+}
+
+/* The pre-tokenizer and the model on norm[from, to), a piece between added
+ * tokens; `starts_input` when it begins at the input's first byte. */
+static bool encode_piece(const struct bert_tokenizer *tok, struct scratch *s, size_t from,
+                         size_t to, bool starts_input, struct tok_tokens *out)
+{
+    if (from >= to)
+        return true;
+    switch (tok->pretok) {
+    case TOK_PRETOK_BYTELEVEL:
+        return encode_bytelevel(tok, s, from, to, out);
+    case TOK_PRETOK_METASPACE:
+        if (!tok_metaspace_map(&tok->metaspace, &s->norm, from, to, starts_input, &s->pre))
+            return false;
+        for (size_t i = 0; i < s->pre.len;) {
+            size_t end = tok_metaspace_next(&tok->metaspace, s->pre.bytes.data, i, s->pre.len);
+            if (!encode_word(tok, &s->pre, i, end, s, out))
+                return false;
+            i = end;
+        }
+        return true;
+    case TOK_PRETOK_BERT:
+        return tok_wordpiece_encode(&tok->wp, true, &s->norm, from, to, &s->wp_word, out);
+    default:
+        return encode_word(tok, &s->norm, from, to, s, out);
+    }
+}
+
+/* Tokens of the normalized segment (whose original start is `origin`),
+ * which may hold normalized added tokens. */
+static bool encode_normalized(const struct bert_tokenizer *tok, struct scratch *s,
+                              uint32_t origin, struct tok_tokens *out)
 {
     const struct tok_normalized *norm = &s->norm;
     if (!tok->added.any_normalized)
-        return tok_wordpiece_encode(&tok->wp, tok->bert_pretokenize, norm, from, to, &s->word, out);
+        return encode_piece(tok, s, 0, norm->len, origin == 0, out);
     size_t n = 0;
-    if (!tok_added_split(&tok->added, true, norm->bytes.data, from, to, &s->spans_norm, &n))
+    if (!tok_added_split(&tok->added, true, norm->bytes.data, 0, norm->len, &s->spans_norm, &n))
         return false;
     const uint32_t *al_start = norm->al_start.data, *al_end = norm->al_end.data;
     for (size_t i = 0; i < n; i++) {
         struct tok_span sp = ((const struct tok_span *)s->spans_norm.data)[i];
-        bool ok = sp.id >= 0 ? tok_tokens_push(out, sp.id, al_start[sp.start], al_end[sp.end - 1], 0)
-                             : tok_wordpiece_encode(&tok->wp, tok->bert_pretokenize, norm,
-                                                    sp.start, sp.end, &s->word, out);
+        uint32_t piece_origin = sp.start == 0 ? origin : al_start[sp.start];
+        bool ok = sp.id >= 0 ? tok_tokens_push(out, sp.id, al_start[sp.start], al_end[sp.end - 1],
+                                               TOK_ADDED)
+                             : encode_piece(tok, s, sp.start, sp.end, piece_origin == 0, out);
         if (!ok)
             return false;
     }
@@ -91,12 +183,12 @@ static bool encode_sequence(const struct bert_tokenizer *tok, const uint8_t *tex
     for (size_t i = 0; i < n; i++) {
         struct tok_span sp = ((const struct tok_span *)s->spans_raw.data)[i];
         if (sp.id >= 0) {
-            if (!tok_tokens_push(out, sp.id, sp.start, sp.end, 0))
+            if (!tok_tokens_push(out, sp.id, sp.start, sp.end, TOK_ADDED))
                 return false;
             continue;
         }
-        if (!tok_normalize(&tok->norm, text, sp.start, sp.end, &s->norm) ||
-            !encode_normalized(tok, s, 0, s->norm.len, out))
+        if (!tok_normalize_segment(tok, text, sp.start, sp.end, &s->norm, &s->norm_work) ||
+            !encode_normalized(tok, s, sp.start, out))
             return false;
     }
     return true;
@@ -182,14 +274,43 @@ static void put(struct bert_encoding *out, int32_t id, int32_t type_id, uint32_t
     out->sequence[i] = sequence;
 }
 
-/* Append tokens [first, first + count) of `seq`. */
-static void put_sequence(struct bert_encoding *out, const struct tok_tokens *seq, size_t first,
-                         size_t count, int32_t type_id, uint8_t sequence)
+/* Append tokens [first, first + count) of `seq` (from `text`), their
+ * offsets trimmed of surrounding spaces when the post-processor says so.
+ * The trimmed string is the model's token, or for an added token the text
+ * it matched (with the spaces lstrip/rstrip took along). */
+static bool put_sequence(const struct bert_tokenizer *tok, struct bert_encoding *out,
+                         const struct tok_tokens *seq, const char *text, size_t first,
+                         size_t count, int32_t type_id, uint8_t sequence, struct tok_buf *work)
 {
     const int32_t *ids = seq->ids.data;
     const uint32_t *start = seq->start.data, *stop = seq->stop.data;
-    for (size_t i = first; i < first + count; i++)
-        put(out, ids[i], type_id, start[i], stop[i], 0, sequence);
+    const uint8_t *flags = seq->flags.data;
+    for (size_t i = first; i < first + count; i++) {
+        uint32_t a = start[i], b = stop[i];
+        const char *token = NULL;
+        if (tok->trim_offsets && (flags[i] & TOK_ADDED)) {
+            if (!tok_buf_reserve(work, 0, b - a + 1))
+                return false;
+            memcpy(work->data, text + a, b - a);
+            ((char *)work->data)[b - a] = '\0';
+            token = work->data;
+        } else if (tok->trim_offsets) {
+            token = bert_tokenizer_id_to_token(tok, ids[i]);
+        }
+        if (token) {
+            tok_bytelevel_trim(token, i == first, tok->trim_prefix_space, &a, &b);
+            /* Trimming counts characters of the token but moves byte
+             * offsets, which can land inside a character (the prefix space
+             * shares the first character's span); the reference reports
+             * character offsets, the character holding that byte. */
+            while (a > 0 && ((const uint8_t *)text)[a] >= 0x80 && (text[a] & 0xC0) == 0x80)
+                a--;
+            while (b > 0 && ((const uint8_t *)text)[b] >= 0x80 && (text[b] & 0xC0) == 0x80)
+                b--;
+        }
+        put(out, ids[i], type_id, a, b, 0, sequence);
+    }
+    return true;
 }
 
 static enum bert_status check_input(const char *name, const char *s, size_t len,
@@ -235,10 +356,13 @@ enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok, const c
                               text_len + pair_len);
     }
 
+    /* The template orders the sequences and gives their type ids even
+     * without its special tokens, as TemplateProcessing::apply_template. */
     const struct tok_template *tmpl = NULL;
-    if (opts->add_special_tokens && tok->has_template)
+    if (tok->has_template)
         tmpl = pair ? &tok->pair : &tok->single;
-    size_t n_added = tmpl ? tmpl->n_added : 0;
+    bool specials = opts->add_special_tokens && tmpl;
+    size_t n_added = specials ? tmpl->n_added : 0;
     size_t keep[2] = {a->n, b->n};
     size_t total = a->n + b->n + n_added;
     out->n_untruncated = total;
@@ -276,20 +400,30 @@ enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok, const c
     size_t first[2];
     for (int k = 0; k < 2; k++)
         first[k] = opts->side == BERT_TRUNCATE_LEFT ? s.seq[k].n - keep[k] : 0;
+    const char *texts[2] = {text, pair};
+    bool ok = true;
     if (tmpl == NULL) {
-        put_sequence(out, a, first[0], keep[0], 0, 0);
-        if (pair)
-            put_sequence(out, b, first[1], keep[1], 1, 1);
+        ok = put_sequence(tok, out, a, text, first[0], keep[0], 0, 0, &s.wp_word);
+        if (pair && ok)
+            ok = put_sequence(tok, out, b, pair, first[1], keep[1], tok->zero_type_ids ? 0 : 1, 1,
+                              &s.wp_word);
     } else {
-        for (size_t i = 0; i < tmpl->n; i++) {
+        for (size_t i = 0; i < tmpl->n && ok; i++) {
             const struct tok_template_item *it = &tmpl->items[i];
             if (it->is_sequence)
-                put_sequence(out, &s.seq[it->sequence], first[it->sequence],
-                             keep[it->sequence], it->type_id, it->sequence);
-            else
+                ok = put_sequence(tok, out, &s.seq[it->sequence], texts[it->sequence],
+                                  first[it->sequence], keep[it->sequence], it->type_id,
+                                  it->sequence, &s.wp_word);
+            else if (specials)
                 for (size_t k = 0; k < it->n_ids; k++)
                     put(out, it->ids[k], it->type_id, 0, 0, 1, 255);
         }
+    }
+    if (!ok) {
+        out->n = 0;
+        out->truncated = false;
+        scratch_release(&s);
+        return bert_error_set(err, BERT_E_NOMEM, "out of memory");
     }
     scratch_release(&s);
     return BERT_OK;

@@ -9,7 +9,11 @@
 #include <stdint.h>
 
 #include "tok_added.h"
+#include "tok_bpe.h"
+#include "tok_metaspace.h"
 #include "tok_normalize.h"
+#include "tok_normseq.h"
+#include "tok_unigram.h"
 #include "tok_wordpiece.h"
 #include "tokenizer.h"
 
@@ -29,24 +33,53 @@ struct tok_template {
     size_t n_added; /* special tokens it adds */
 };
 
+enum tok_pretok {
+    TOK_PRETOK_NONE,
+    TOK_PRETOK_BERT,      /* BertPreTokenizer (WordPiece only) */
+    TOK_PRETOK_BYTELEVEL, /* ByteLevel */
+    TOK_PRETOK_METASPACE, /* Metaspace */
+};
+
+enum tok_decoder {
+    TOK_DECODER_NONE, /* tokens joined by spaces */
+    TOK_DECODER_WORDPIECE,
+    TOK_DECODER_BYTELEVEL,
+    TOK_DECODER_METASPACE,
+};
+
 struct bert_tokenizer {
+    enum bert_tokenizer_kind kind; /* the model */
+
+    /* Normalizer: BertNormalizer (norm), a sequence of others, or none. */
     struct tok_norm_cfg norm;
-    bool bert_normalizer;  /* tokenizer.json has a BertNormalizer */
-    bool bert_pretokenize; /* BertPreTokenizer present */
+    bool bert_normalizer;
+    struct tok_normseq normseq;
+
+    enum tok_pretok pretok;
+    bool bytelevel_prefix_space, bytelevel_use_regex;
+    struct tok_metaspace metaspace;
+
     struct tok_wordpiece wp;
+    struct tok_bpe bpe;
+    struct tok_unigram unigram;
     struct tok_added added;
 
-    bool has_template; /* a post-processor exists */
+    bool has_template; /* a post-processor adds special tokens */
     struct tok_template single, pair;
+    bool zero_type_ids;    /* RobertaProcessing: every type id is 0, specials or not */
+    bool trim_offsets;     /* ByteLevel / RobertaProcessing offset trimming */
+    bool trim_prefix_space;
 
-    bool has_decoder; /* WordPiece decoder */
-    char *decoder_prefix;
+    enum tok_decoder decoder;
+    char *decoder_prefix; /* WordPiece */
     bool decoder_cleanup;
+    struct tok_metaspace decoder_metaspace;
     bool cleanup_spaces; /* transformers' clean_up_tokenization_spaces */
 
     /* Role token strings (NULL: the role is absent); ids resolved at the end. */
-    char *unk_token, *sep_token, *pad_token, *cls_token, *mask_token;
-    int32_t unk_id, sep_id, pad_id, cls_id, mask_id;
+    char *unk_token, *sep_token, *pad_token, *cls_token, *mask_token, *bos_token, *eos_token;
+    int32_t unk_id, sep_id, pad_id, cls_id, mask_id, bos_id, eos_id;
+    int uses_type_ids; /* -1: decided from the template */
 
     size_t json_max_length;
     size_t vocab_size;
@@ -59,9 +92,11 @@ struct tok_hf_config {
     int strip_accents; /* -1 absent or null */
     bool has_strip_accents;
     int clean_up_tokenization_spaces;
-    char *unk_token, *sep_token, *pad_token, *cls_token, *mask_token;
+    char *unk_token, *sep_token, *pad_token, *cls_token, *mask_token, *bos_token, *eos_token;
     char **additional_special;
     size_t n_additional_special;
+    int add_prefix_space, trim_offsets; /* byte-level BPE options, -1: absent */
+    int uses_type_ids; /* from model_input_names, -1: absent */
 };
 
 /* Read dir/tokenizer_config.json and dir/special_tokens_map.json (each
@@ -86,10 +121,39 @@ enum bert_status tok_vocab_txt_load(const char *path, const struct tok_hf_config
  * of memory. */
 bool tok_template_bert(struct bert_tokenizer *tok, int32_t cls_id, int32_t sep_id);
 
-/* Register the role tokens as special added tokens (ids from the vocabulary,
- * or new ids after it, as `tokenizers` assigns them), unless already added.
- * False when out of memory. */
-bool tok_add_special(struct bert_tokenizer *tok, const char *content);
+/* RobertaProcessing: <s> $A </s> / <s> $A </s> </s> $B </s>, every type id
+ * 0. False when out of memory. */
+bool tok_template_roberta(struct bert_tokenizer *tok, int32_t cls_id, int32_t sep_id);
+
+/* BERT's or RoBERTa's template from the cls and sep role tokens, already
+ * registered as added tokens. `source` names the file for messages. */
+enum bert_status tok_template_from_roles(struct bert_tokenizer *tok, bool roberta,
+                                         const char *source, struct bert_error *err);
+
+/* Fill `tok` from vocab.json + merges.txt in `dir`, as transformers'
+ * RobertaConverter builds the fast tokenizer (byte-level BPE, ByteLevel
+ * pre-tokenizer and decoder, RobertaProcessing with trimmed offsets, the
+ * role tokens as special added tokens, <mask> with lstrip). */
+enum bert_status tok_bpe_files_load(const char *vocab_path, const char *merges_path,
+                                    const struct tok_hf_config *cfg, struct bert_tokenizer *tok,
+                                    struct bert_error *err);
+
+/* The model's id for an exact string, or -1; its string for an id, or NULL;
+ * its id range (largest id + 1). */
+int32_t tok_model_token_to_id(const struct bert_tokenizer *tok, const char *s, size_t len);
+const char *tok_model_id_to_token(const struct bert_tokenizer *tok, int32_t id);
+size_t tok_model_size(const struct bert_tokenizer *tok);
+
+/* Normalize text[start, end) with the tokenizer's normalizer into `out`
+ * (alignments absolute). False when out of memory. */
+bool tok_normalize_segment(const struct bert_tokenizer *tok, const uint8_t *text, size_t start,
+                           size_t end, struct tok_normalized *out, struct tok_normseq_work *work);
+
+/* Register a role token as a special added token (id from the vocabulary,
+ * or a new id after it, as `tokenizers` assigns them), unless already added;
+ * `lstrip` takes the whitespace before it along (RoBERTa's <mask>). False
+ * when out of memory. */
+bool tok_add_special(struct bert_tokenizer *tok, const char *content, bool lstrip);
 
 /* Last step of every load: build the vocabulary index, normalize added-token
  * patterns, resolve role ids and the vocabulary size. `source` names the
@@ -99,6 +163,9 @@ enum bert_status tok_finish(struct bert_tokenizer *tok, const char *source,
 
 /* Release everything `tok` owns (not `tok` itself). */
 void tok_release(struct bert_tokenizer *tok);
+
+/* Read a whole file into a malloc'd buffer (caller frees). */
+enum bert_status tok_read_file(const char *path, char **out, size_t *len, struct bert_error *err);
 
 /* malloc'd copy of s[0, len), NUL-terminated; NULL when out of memory. */
 char *tok_strndup(const char *s, size_t len);

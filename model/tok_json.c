@@ -1,31 +1,23 @@
-/* tokenizer.json (Hugging Face `tokenizers` serialization) for BERT-style
- * pipelines: BertNormalizer, BertPreTokenizer, WordPiece, TemplateProcessing
- * or BertProcessing, the WordPiece decoder, added tokens. Every field is
+/* tokenizer.json (Hugging Face `tokenizers` serialization): the document,
+ * the model dispatch, the WordPiece model, BertNormalizer and
+ * BertPreTokenizer, the added tokens, the post-processors and the WordPiece
+ * decoder. The other components are in tok_json_parts.c. Every field is
  * checked before it is trusted; errors name the file and the field. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_internal.h"
+#include "tok_json.h"
 
-/* Largest accepted id: real vocabularies are far smaller, and the id table
- * is sized by the largest id. */
-#define MAX_ID ((1 << 24) - 1)
-
-struct ctx {
-    const char *path;
-    struct bert_error *err;
-};
-
-static enum bert_status fail(const struct ctx *c, enum bert_status st, const char *what,
-                             const char *detail)
+enum bert_status tok_json_fail(const struct tok_json_ctx *c, enum bert_status st, const char *what,
+                               const char *detail)
 {
     return bert_error_set(c->err, st, "%s: %s: %s", c->path, what, detail);
 }
 
-/* Optional boolean member; absent or null gives `dflt`. */
-static enum bert_status get_bool(const struct ctx *c, const json_t *obj, const char *what,
+
+enum bert_status tok_json_bool(const struct tok_json_ctx *c, const json_t *obj, const char *what,
                                  const char *key, bool dflt, bool *out)
 {
     const json_t *v = json_object_get(obj, key);
@@ -36,15 +28,14 @@ static enum bert_status get_bool(const struct ctx *c, const json_t *obj, const c
     if (!json_is_boolean(v)) {
         char field[128];
         snprintf(field, sizeof field, "%s.%s", what, key);
-        return fail(c, BERT_E_FORMAT, field, "expected true or false");
+        return tok_json_fail(c, BERT_E_FORMAT, field, "expected true or false");
     }
     *out = json_is_true(v);
     return BERT_OK;
 }
 
-/* Optional string member; absent gives a copy of `dflt` (NULL allowed). */
-static enum bert_status get_string(const struct ctx *c, const json_t *obj, const char *what,
-                                   const char *key, const char *dflt, char **out)
+enum bert_status tok_json_string(const struct tok_json_ctx *c, const json_t *obj, const char *what,
+                                 const char *key, const char *dflt, char **out, size_t *out_len)
 {
     const json_t *v = json_object_get(obj, key);
     const char *s = dflt;
@@ -53,29 +44,31 @@ static enum bert_status get_string(const struct ctx *c, const json_t *obj, const
         if (!json_is_string(v)) {
             char field[128];
             snprintf(field, sizeof field, "%s.%s", what, key);
-            return fail(c, BERT_E_FORMAT, field, "expected a string");
+            return tok_json_fail(c, BERT_E_FORMAT, field, "expected a string");
         }
         s = json_string_value(v);
         len = json_string_length(v);
     }
     *out = NULL;
+    if (out_len)
+        *out_len = len;
     if (s && (*out = tok_strndup(s, len)) == NULL)
-        return fail(c, BERT_E_NOMEM, what, "out of memory");
+        return tok_json_fail(c, BERT_E_NOMEM, what, "out of memory");
     return BERT_OK;
 }
 
-static enum bert_status get_id(const struct ctx *c, const json_t *v, const char *what,
+
+enum bert_status tok_json_id(const struct tok_json_ctx *c, const json_t *v, const char *what,
                                int32_t *out)
 {
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > MAX_ID)
-        return fail(c, BERT_E_FORMAT, what, "expected an integer id from 0 to 16777215");
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > TOK_JSON_MAX_ID)
+        return tok_json_fail(c, BERT_E_FORMAT, what, "expected an integer id from 0 to 16777215");
     *out = (int32_t)json_integer_value(v);
     return BERT_OK;
 }
 
-/* The "type" of an optional pipeline component; *type is NULL when the
- * component is absent or null. */
-static enum bert_status component_type(const struct ctx *c, const json_t *obj, const char *what,
+
+enum bert_status tok_json_type(const struct tok_json_ctx *c, const json_t *obj, const char *what,
                                        const char **type)
 {
     *type = NULL;
@@ -83,55 +76,56 @@ static enum bert_status component_type(const struct ctx *c, const json_t *obj, c
         return BERT_OK;
     *type = json_string_value(json_object_get(obj, "type"));
     if (!json_is_object(obj) || *type == NULL)
-        return fail(c, BERT_E_FORMAT, what, "expected an object with a \"type\"");
+        return tok_json_fail(c, BERT_E_FORMAT, what, "expected an object with a \"type\"");
     return BERT_OK;
 }
 
-static enum bert_status unsupported(const struct ctx *c, const char *what, const char *type,
-                                    const char *supported)
+
+enum bert_status tok_json_unsupported(const struct tok_json_ctx *c, const char *what, const char *type,
+                                      const char *supported)
 {
     return bert_error_set(c->err, BERT_E_UNSUPPORTED,
                           "%s: %s type \"%.64s\" is not supported (only %s)", c->path, what,
                           type, supported);
 }
 
-static enum bert_status load_model(const struct ctx *c, const json_t *model,
-                                   struct tok_wordpiece *wp)
+
+enum bert_status tok_json_vocab(const struct tok_json_ctx *c, const json_t *model,
+                                struct tok_vocab *v)
 {
-    if (!json_is_object(model))
-        return fail(c, BERT_E_FORMAT, "model", "expected an object");
-    /* Older files omit "type"; a WordPiece model is recognised by its fields. */
-    const json_t *type = json_object_get(model, "type");
-    if (type && !json_is_null(type) && !json_is_string(type))
-        return fail(c, BERT_E_FORMAT, "model.type", "expected a string");
-    if (type && json_is_string(type) && strcmp(json_string_value(type), "WordPiece") != 0)
-        return unsupported(c, "model", json_string_value(type), "WordPiece");
-    if (json_object_get(model, "merges"))
-        return fail(c, BERT_E_UNSUPPORTED, "model", "a BPE model is not supported (only WordPiece)");
     json_t *vocab = json_object_get(model, "vocab");
     if (!json_is_object(vocab))
-        return fail(c, BERT_E_FORMAT, "model.vocab", "expected an object mapping tokens to ids");
+        return tok_json_fail(c, BERT_E_FORMAT, "model.vocab", "expected an object mapping tokens to ids");
     if (json_object_size(vocab) == 0)
-        return fail(c, BERT_E_FORMAT, "model.vocab", "the vocabulary is empty");
+        return tok_json_fail(c, BERT_E_FORMAT, "model.vocab", "the vocabulary is empty");
     const char *key;
     size_t key_len;
     json_t *value;
     json_object_keylen_foreach(vocab, key, key_len, value)
     {
         if (!json_is_integer(value) || json_integer_value(value) < 0 ||
-            json_integer_value(value) > MAX_ID)
+            json_integer_value(value) > TOK_JSON_MAX_ID)
             return bert_error_set(c->err, BERT_E_FORMAT,
                                   "%s: model.vocab[\"%.64s\"]: expected an integer id from 0 to "
                                   "16777215",
                                   c->path, key);
-        if (!tok_vocab_add(&wp->vocab, key, key_len, (int32_t)json_integer_value(value)))
-            return fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
+        if (!tok_vocab_add(v, key, key_len, (int32_t)json_integer_value(value)))
+            return tok_json_fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
     }
-    if (!tok_vocab_build(&wp->vocab))
-        return fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
-    enum bert_status st = get_string(c, model, "model", "unk_token", "[UNK]", &wp->unk_token);
+    if (!tok_vocab_build(v))
+        return tok_json_fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
+    return BERT_OK;
+}
+
+static enum bert_status load_wordpiece(const struct tok_json_ctx *c, const json_t *model,
+                                       struct tok_wordpiece *wp)
+{
+    enum bert_status st = tok_json_vocab(c, model, &wp->vocab);
+    if (st != BERT_OK)
+        return st;
+    st = tok_json_string(c, model, "model", "unk_token", "[UNK]", &wp->unk_token, NULL);
     if (st == BERT_OK)
-        st = get_string(c, model, "model", "continuing_subword_prefix", "##", &wp->prefix);
+        st = tok_json_string(c, model, "model", "continuing_subword_prefix", "##", &wp->prefix, NULL);
     if (st != BERT_OK)
         return st;
     wp->prefix_len = strlen(wp->prefix);
@@ -139,55 +133,102 @@ static enum bert_status load_model(const struct ctx *c, const json_t *model,
     wp->max_input_chars_per_word = 100;
     if (max && !json_is_null(max)) {
         if (!json_is_integer(max) || json_integer_value(max) < 0)
-            return fail(c, BERT_E_FORMAT, "model.max_input_chars_per_word",
+            return tok_json_fail(c, BERT_E_FORMAT, "model.max_input_chars_per_word",
                         "expected a non-negative integer");
         wp->max_input_chars_per_word = (size_t)json_integer_value(max);
     }
     return BERT_OK;
 }
 
-static enum bert_status load_normalizer(const struct ctx *c, const json_t *n,
-                                        struct tok_norm_cfg *cfg, bool *bert)
+static enum bert_status load_model(const struct tok_json_ctx *c, const json_t *model,
+                                   struct bert_tokenizer *tok)
 {
+    if (!json_is_object(model))
+        return tok_json_fail(c, BERT_E_FORMAT, "model", "expected an object");
+    /* Older files omit "type"; the model is then recognised by its fields. */
+    const json_t *type = json_object_get(model, "type");
+    if (type && !json_is_null(type) && !json_is_string(type))
+        return tok_json_fail(c, BERT_E_FORMAT, "model.type", "expected a string");
+    const char *name = json_string_value(type);
+    if (name == NULL)
+        name = json_object_get(model, "merges") ? "BPE"
+               : json_is_array(json_object_get(model, "vocab")) ? "Unigram"
+                                                                 : "WordPiece";
+    if (strcmp(name, "WordPiece") == 0) {
+        tok->kind = BERT_TOKENIZER_WORDPIECE;
+        return load_wordpiece(c, model, &tok->wp);
+    }
+    if (strcmp(name, "BPE") == 0) {
+        tok->kind = BERT_TOKENIZER_BPE;
+        return tok_json_bpe_model(c, model, &tok->bpe);
+    }
+    if (strcmp(name, "Unigram") == 0) {
+        tok->kind = BERT_TOKENIZER_UNIGRAM;
+        return tok_json_unigram_model(c, model, &tok->unigram);
+    }
+    return tok_json_unsupported(c, "model", name, "WordPiece, BPE and Unigram");
+}
+
+static enum bert_status load_normalizer(const struct tok_json_ctx *c, const json_t *n,
+                                        struct bert_tokenizer *tok)
+{
+    struct tok_norm_cfg *cfg = &tok->norm;
     memset(cfg, 0, sizeof *cfg);
-    *bert = false;
+    tok->bert_normalizer = false;
     const char *type;
-    enum bert_status st = component_type(c, n, "normalizer", &type);
+    enum bert_status st = tok_json_type(c, n, "normalizer", &type);
     if (st != BERT_OK || type == NULL)
         return st;
     if (strcmp(type, "BertNormalizer") != 0)
-        return unsupported(c, "normalizer", type, "BertNormalizer");
-    *bert = true;
-    st = get_bool(c, n, "normalizer", "clean_text", true, &cfg->clean_text);
+        return tok_json_normseq(c, n, &tok->normseq);
+    tok->bert_normalizer = true;
+    st = tok_json_bool(c, n, "normalizer", "clean_text", true, &cfg->clean_text);
     if (st == BERT_OK)
-        st = get_bool(c, n, "normalizer", "handle_chinese_chars", true, &cfg->handle_chinese_chars);
+        st = tok_json_bool(c, n, "normalizer", "handle_chinese_chars", true, &cfg->handle_chinese_chars);
     if (st == BERT_OK)
-        st = get_bool(c, n, "normalizer", "lowercase", true, &cfg->lowercase);
+        st = tok_json_bool(c, n, "normalizer", "lowercase", true, &cfg->lowercase);
     /* strip_accents: null follows lowercase, as in the original BERT. */
     if (st == BERT_OK)
-        st = get_bool(c, n, "normalizer", "strip_accents", cfg->lowercase, &cfg->strip_accents);
+        st = tok_json_bool(c, n, "normalizer", "strip_accents", cfg->lowercase, &cfg->strip_accents);
     return st;
 }
 
-static enum bert_status load_pre_tokenizer(const struct ctx *c, const json_t *p, bool *bert)
+static enum bert_status load_pre_tokenizer(const struct tok_json_ctx *c, const json_t *p,
+                                           struct bert_tokenizer *tok)
 {
     const char *type;
-    enum bert_status st = component_type(c, p, "pre_tokenizer", &type);
-    *bert = type != NULL;
+    enum bert_status st = tok_json_type(c, p, "pre_tokenizer", &type);
+    tok->pretok = TOK_PRETOK_NONE;
     if (st != BERT_OK || type == NULL)
         return st;
-    if (strcmp(type, "BertPreTokenizer") != 0)
-        return unsupported(c, "pre_tokenizer", type, "BertPreTokenizer");
-    return BERT_OK;
+    if (strcmp(type, "BertPreTokenizer") == 0) {
+        if (tok->kind != BERT_TOKENIZER_WORDPIECE)
+            return tok_json_fail(c, BERT_E_UNSUPPORTED, "pre_tokenizer",
+                        "BertPreTokenizer is supported with a WordPiece model only");
+        tok->pretok = TOK_PRETOK_BERT;
+        return BERT_OK;
+    }
+    if (strcmp(type, "ByteLevel") == 0) {
+        tok->pretok = TOK_PRETOK_BYTELEVEL;
+        st = tok_json_bool(c, p, "pre_tokenizer", "add_prefix_space", true, &tok->bytelevel_prefix_space);
+        if (st == BERT_OK)
+            st = tok_json_bool(c, p, "pre_tokenizer", "use_regex", true, &tok->bytelevel_use_regex);
+        return st;
+    }
+    if (strcmp(type, "Metaspace") == 0) {
+        tok->pretok = TOK_PRETOK_METASPACE;
+        return tok_json_metaspace(c, p, "pre_tokenizer", &tok->metaspace);
+    }
+    return tok_json_unsupported(c, "pre_tokenizer", type, "BertPreTokenizer, ByteLevel and Metaspace");
 }
 
-static enum bert_status load_added_tokens(const struct ctx *c, const json_t *list,
+static enum bert_status load_added_tokens(const struct tok_json_ctx *c, const json_t *list,
                                           struct tok_added *added)
 {
     if (list == NULL || json_is_null(list))
         return BERT_OK;
     if (!json_is_array(list))
-        return fail(c, BERT_E_FORMAT, "added_tokens", "expected an array");
+        return tok_json_fail(c, BERT_E_FORMAT, "added_tokens", "expected an array");
     size_t i;
     const json_t *t;
     json_array_foreach(list, i, t)
@@ -196,32 +237,32 @@ static enum bert_status load_added_tokens(const struct ctx *c, const json_t *lis
         snprintf(what, sizeof what, "added_tokens[%zu]", i);
         const json_t *content = json_object_get(t, "content");
         if (!json_is_object(t) || !json_is_string(content))
-            return fail(c, BERT_E_FORMAT, what, "expected an object with a string \"content\"");
+            return tok_json_fail(c, BERT_E_FORMAT, what, "expected an object with a string \"content\"");
         int32_t id = 0;
         bool special = false, single_word = false, lstrip = false, rstrip = false,
              normalized = false;
-        enum bert_status st = get_id(c, json_object_get(t, "id"), what, &id);
+        enum bert_status st = tok_json_id(c, json_object_get(t, "id"), what, &id);
         if (st == BERT_OK)
-            st = get_bool(c, t, what, "special", false, &special);
+            st = tok_json_bool(c, t, what, "special", false, &special);
         if (st == BERT_OK)
-            st = get_bool(c, t, what, "single_word", false, &single_word);
+            st = tok_json_bool(c, t, what, "single_word", false, &single_word);
         if (st == BERT_OK)
-            st = get_bool(c, t, what, "lstrip", false, &lstrip);
+            st = tok_json_bool(c, t, what, "lstrip", false, &lstrip);
         if (st == BERT_OK)
-            st = get_bool(c, t, what, "rstrip", false, &rstrip);
+            st = tok_json_bool(c, t, what, "rstrip", false, &rstrip);
         if (st == BERT_OK)
-            st = get_bool(c, t, what, "normalized", !special, &normalized);
+            st = tok_json_bool(c, t, what, "normalized", !special, &normalized);
         if (st != BERT_OK)
             return st;
         if (!tok_added_push(added, json_string_value(content), json_string_length(content), id,
                             special, single_word, lstrip, rstrip, normalized))
-            return fail(c, BERT_E_NOMEM, what, "out of memory");
+            return tok_json_fail(c, BERT_E_NOMEM, what, "out of memory");
     }
     return BERT_OK;
 }
 
 /* One TemplateProcessing template ("single" or "pair"). */
-static enum bert_status load_template(const struct ctx *c, const json_t *pp, const char *name,
+static enum bert_status load_template(const struct tok_json_ctx *c, const json_t *pp, const char *name,
                                       struct tok_template *t, char **first_special,
                                       char **last_special)
 {
@@ -230,10 +271,10 @@ static enum bert_status load_template(const struct ctx *c, const json_t *pp, con
     char what[96];
     snprintf(what, sizeof what, "post_processor.%s", name);
     if (!json_is_array(items))
-        return fail(c, BERT_E_FORMAT, what, "expected an array");
+        return tok_json_fail(c, BERT_E_FORMAT, what, "expected an array");
     t->items = calloc(json_array_size(items) + 1, sizeof *t->items);
     if (t->items == NULL)
-        return fail(c, BERT_E_NOMEM, what, "out of memory");
+        return tok_json_fail(c, BERT_E_NOMEM, what, "out of memory");
     bool seen[2] = {false, false};
     size_t i;
     const json_t *item;
@@ -248,12 +289,12 @@ static enum bert_status load_template(const struct ctx *c, const json_t *pp, con
         const char *id = json_string_value(json_object_get(body, "id"));
         if (body == NULL || id == NULL || !json_is_integer(type_id) ||
             json_integer_value(type_id) < 0 || json_integer_value(type_id) > 255)
-            return fail(c, BERT_E_FORMAT, what,
+            return tok_json_fail(c, BERT_E_FORMAT, what,
                         "expected {\"Sequence\" or \"SpecialToken\": {\"id\", \"type_id\"}}");
         it->type_id = (int32_t)json_integer_value(type_id);
         if (seq) {
             if (strcmp(id, "A") != 0 && strcmp(id, "B") != 0)
-                return fail(c, BERT_E_FORMAT, what, "a sequence id must be \"A\" or \"B\"");
+                return tok_json_fail(c, BERT_E_FORMAT, what, "a sequence id must be \"A\" or \"B\"");
             it->is_sequence = true;
             it->sequence = id[0] == 'B';
             seen[it->sequence] = true;
@@ -270,9 +311,9 @@ static enum bert_status load_template(const struct ctx *c, const json_t *pp, con
         it->n_ids = json_array_size(ids);
         it->ids = malloc(it->n_ids * sizeof *it->ids);
         if (it->ids == NULL)
-            return fail(c, BERT_E_NOMEM, what, "out of memory");
+            return tok_json_fail(c, BERT_E_NOMEM, what, "out of memory");
         for (size_t k = 0; k < it->n_ids; k++) {
-            enum bert_status st = get_id(c, json_array_get(ids, k), what, &it->ids[k]);
+            enum bert_status st = tok_json_id(c, json_array_get(ids, k), what, &it->ids[k]);
             if (st != BERT_OK)
                 return st;
         }
@@ -286,50 +327,94 @@ static enum bert_status load_template(const struct ctx *c, const json_t *pp, con
         else if (only && last_special && i + 1 == json_array_size(items))
             role = last_special;
         if (role && (*role = tok_strndup(only, strlen(only))) == NULL)
-            return fail(c, BERT_E_NOMEM, what, "out of memory");
+            return tok_json_fail(c, BERT_E_NOMEM, what, "out of memory");
     }
     snprintf(what, sizeof what, "post_processor.%s", name);
     bool pair = strcmp(name, "pair") == 0;
     if (!seen[0] || seen[1] != pair)
-        return fail(c, BERT_E_FORMAT, what,
+        return tok_json_fail(c, BERT_E_FORMAT, what,
                     pair ? "the pair template needs both $A and $B"
                          : "the single template needs $A and no $B");
     return BERT_OK;
 }
 
-static enum bert_status load_bert_processing(const struct ctx *c, const json_t *pp,
-                                             struct bert_tokenizer *tok)
+/* BertProcessing / RobertaProcessing: "sep" and "cls" as [token, id]. */
+static enum bert_status load_cls_sep(const struct tok_json_ctx *c, const json_t *pp, const char *type,
+                                     struct bert_tokenizer *tok, int32_t *cls_id, int32_t *sep_id)
 {
     const json_t *sep = json_object_get(pp, "sep"), *cls = json_object_get(pp, "cls");
     const char *sep_s = json_string_value(json_array_get(sep, 0));
     const char *cls_s = json_string_value(json_array_get(cls, 0));
-    if (sep_s == NULL || cls_s == NULL)
-        return fail(c, BERT_E_FORMAT, "post_processor",
-                    "BertProcessing needs \"sep\" and \"cls\" as [token, id]");
-    int32_t sep_id = 0, cls_id = 0;
-    enum bert_status st = get_id(c, json_array_get(sep, 1), "post_processor.sep", &sep_id);
+    if (sep_s == NULL || cls_s == NULL) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "%s needs \"sep\" and \"cls\" as [token, id]", type);
+        return tok_json_fail(c, BERT_E_FORMAT, "post_processor", detail);
+    }
+    enum bert_status st = tok_json_id(c, json_array_get(sep, 1), "post_processor.sep", sep_id);
     if (st == BERT_OK)
-        st = get_id(c, json_array_get(cls, 1), "post_processor.cls", &cls_id);
+        st = tok_json_id(c, json_array_get(cls, 1), "post_processor.cls", cls_id);
     if (st != BERT_OK)
         return st;
-    if (!tok_template_bert(tok, cls_id, sep_id) ||
-        (tok->cls_token = tok_strndup(cls_s, strlen(cls_s))) == NULL ||
+    free(tok->cls_token);
+    free(tok->sep_token);
+    if ((tok->cls_token = tok_strndup(cls_s, strlen(cls_s))) == NULL ||
         (tok->sep_token = tok_strndup(sep_s, strlen(sep_s))) == NULL)
-        return fail(c, BERT_E_NOMEM, "post_processor", "out of memory");
+        return tok_json_fail(c, BERT_E_NOMEM, "post_processor", "out of memory");
     return BERT_OK;
 }
 
-static enum bert_status load_post_processor(const struct ctx *c, const json_t *pp,
-                                            struct bert_tokenizer *tok)
+static enum bert_status load_post_processor(const struct tok_json_ctx *c, const json_t *pp,
+                                            struct bert_tokenizer *tok, bool in_sequence)
 {
     const char *type;
-    enum bert_status st = component_type(c, pp, "post_processor", &type);
+    enum bert_status st = tok_json_type(c, pp, "post_processor", &type);
     if (st != BERT_OK || type == NULL)
         return st;
-    if (strcmp(type, "BertProcessing") == 0)
-        return load_bert_processing(c, pp, tok);
+    const char *supported = "TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel "
+                            "and a Sequence of those";
+    if (tok->has_template &&
+        (strcmp(type, "ByteLevel") != 0 && strcmp(type, "Sequence") != 0))
+        return tok_json_fail(c, BERT_E_UNSUPPORTED, "post_processor",
+                    "a Sequence with more than one template is not supported");
+    int32_t cls_id = 0, sep_id = 0;
+    if (strcmp(type, "BertProcessing") == 0) {
+        st = load_cls_sep(c, pp, type, tok, &cls_id, &sep_id);
+        if (st == BERT_OK && !tok_template_bert(tok, cls_id, sep_id))
+            st = tok_json_fail(c, BERT_E_NOMEM, "post_processor", "out of memory");
+        return st;
+    }
+    if (strcmp(type, "RobertaProcessing") == 0) {
+        st = load_cls_sep(c, pp, type, tok, &cls_id, &sep_id);
+        if (st == BERT_OK)
+            st = tok_json_bool(c, pp, "post_processor", "trim_offsets", true, &tok->trim_offsets);
+        if (st == BERT_OK)
+            st = tok_json_bool(c, pp, "post_processor", "add_prefix_space", true, &tok->trim_prefix_space);
+        if (st == BERT_OK && !tok_template_roberta(tok, cls_id, sep_id))
+            st = tok_json_fail(c, BERT_E_NOMEM, "post_processor", "out of memory");
+        return st;
+    }
+    if (strcmp(type, "ByteLevel") == 0) {
+        /* As a post-processor ByteLevel only trims offsets. */
+        st = tok_json_bool(c, pp, "post_processor", "trim_offsets", true, &tok->trim_offsets);
+        if (st == BERT_OK)
+            st = tok_json_bool(c, pp, "post_processor", "add_prefix_space", true, &tok->trim_prefix_space);
+        return st;
+    }
+    if (strcmp(type, "Sequence") == 0 && !in_sequence) {
+        const json_t *list = json_object_get(pp, "processors");
+        if (!json_is_array(list))
+            return tok_json_fail(c, BERT_E_FORMAT, "post_processor.processors", "expected an array");
+        size_t i;
+        const json_t *item;
+        json_array_foreach(list, i, item)
+        {
+            if ((st = load_post_processor(c, item, tok, true)) != BERT_OK)
+                return st;
+        }
+        return BERT_OK;
+    }
     if (strcmp(type, "TemplateProcessing") != 0)
-        return unsupported(c, "post_processor", type, "TemplateProcessing and BertProcessing");
+        return tok_json_unsupported(c, "post_processor", type, supported);
     st = load_template(c, pp, "single", &tok->single, &tok->cls_token, &tok->sep_token);
     if (st == BERT_OK)
         st = load_template(c, pp, "pair", &tok->pair, NULL, NULL);
@@ -337,39 +422,64 @@ static enum bert_status load_post_processor(const struct ctx *c, const json_t *p
     return st;
 }
 
-static enum bert_status load_decoder(const struct ctx *c, const json_t *d,
+static enum bert_status load_decoder(const struct tok_json_ctx *c, const json_t *d,
                                      struct bert_tokenizer *tok)
 {
     const char *type;
-    enum bert_status st = component_type(c, d, "decoder", &type);
+    enum bert_status st = tok_json_type(c, d, "decoder", &type);
     if (st != BERT_OK || type == NULL)
         return st;
-    if (strcmp(type, "WordPiece") != 0)
-        return unsupported(c, "decoder", type, "WordPiece");
-    tok->has_decoder = true;
-    st = get_string(c, d, "decoder", "prefix", "##", &tok->decoder_prefix);
-    if (st == BERT_OK)
-        st = get_bool(c, d, "decoder", "cleanup", true, &tok->decoder_cleanup);
-    return st;
+    if (strcmp(type, "WordPiece") == 0) {
+        tok->decoder = TOK_DECODER_WORDPIECE;
+        st = tok_json_string(c, d, "decoder", "prefix", "##", &tok->decoder_prefix, NULL);
+        if (st == BERT_OK)
+            st = tok_json_bool(c, d, "decoder", "cleanup", true, &tok->decoder_cleanup);
+        return st;
+    }
+    if (strcmp(type, "ByteLevel") == 0) {
+        tok->decoder = TOK_DECODER_BYTELEVEL;
+        return BERT_OK;
+    }
+    if (strcmp(type, "Metaspace") == 0) {
+        tok->decoder = TOK_DECODER_METASPACE;
+        return tok_json_metaspace(c, d, "decoder", &tok->decoder_metaspace);
+    }
+    return tok_json_unsupported(c, "decoder", type, "WordPiece, ByteLevel and Metaspace");
 }
 
-static enum bert_status load_root(const struct ctx *c, const json_t *root,
+/* The first of the candidate strings the tokenizer knows, else the first. */
+static enum bert_status default_role(const struct tok_json_ctx *c, const struct bert_tokenizer *tok,
+                                     char **slot, const char *a, const char *b)
+{
+    if (*slot != NULL)
+        return BERT_OK;
+    const char *pick = a;
+    if (b && tok_added_find(&tok->added, a, strlen(a)) == NULL &&
+        tok_model_token_to_id(tok, a, strlen(a)) < 0 &&
+        (tok_added_find(&tok->added, b, strlen(b)) != NULL ||
+         tok_model_token_to_id(tok, b, strlen(b)) >= 0))
+        pick = b;
+    if ((*slot = tok_strndup(pick, strlen(pick))) == NULL)
+        return tok_json_fail(c, BERT_E_NOMEM, "roles", "out of memory");
+    return BERT_OK;
+}
+
+static enum bert_status load_root(const struct tok_json_ctx *c, const json_t *root,
                                   struct bert_tokenizer *tok)
 {
     if (!json_is_object(root))
-        return fail(c, BERT_E_FORMAT, "top level", "expected a JSON object");
+        return tok_json_fail(c, BERT_E_FORMAT, "top level", "expected a JSON object");
     if (json_object_get(root, "model") == NULL)
-        return fail(c, BERT_E_FORMAT, "model", "missing");
-    enum bert_status st = load_model(c, json_object_get(root, "model"), &tok->wp);
+        return tok_json_fail(c, BERT_E_FORMAT, "model", "missing");
+    enum bert_status st = load_model(c, json_object_get(root, "model"), tok);
     if (st == BERT_OK)
-        st = load_normalizer(c, json_object_get(root, "normalizer"), &tok->norm,
-                             &tok->bert_normalizer);
+        st = load_normalizer(c, json_object_get(root, "normalizer"), tok);
     if (st == BERT_OK)
-        st = load_pre_tokenizer(c, json_object_get(root, "pre_tokenizer"), &tok->bert_pretokenize);
+        st = load_pre_tokenizer(c, json_object_get(root, "pre_tokenizer"), tok);
     if (st == BERT_OK)
         st = load_added_tokens(c, json_object_get(root, "added_tokens"), &tok->added);
     if (st == BERT_OK)
-        st = load_post_processor(c, json_object_get(root, "post_processor"), tok);
+        st = load_post_processor(c, json_object_get(root, "post_processor"), tok, false);
     if (st == BERT_OK)
         st = load_decoder(c, json_object_get(root, "decoder"), tok);
     if (st != BERT_OK)
@@ -379,25 +489,31 @@ static enum bert_status load_root(const struct ctx *c, const json_t *root,
     if (trunc && !json_is_null(trunc)) {
         const json_t *max = json_object_get(trunc, "max_length");
         if (!json_is_integer(max) || json_integer_value(max) < 0)
-            return fail(c, BERT_E_FORMAT, "truncation.max_length", "expected a non-negative integer");
+            return tok_json_fail(c, BERT_E_FORMAT, "truncation.max_length", "expected a non-negative integer");
         tok->json_max_length = (size_t)json_integer_value(max);
     }
     const json_t *padding = json_object_get(root, "padding");
-    st = get_string(c, json_is_object(padding) ? padding : NULL, "padding", "pad_token", "[PAD]",
-                    &tok->pad_token);
+    if (json_is_object(padding))
+        st = tok_json_string(c, padding, "padding", "pad_token", NULL, &tok->pad_token, NULL);
     if (st == BERT_OK)
-        st = get_string(c, NULL, "roles", "mask", "[MASK]", &tok->mask_token);
-    if (st == BERT_OK && tok->cls_token == NULL)
-        st = get_string(c, NULL, "roles", "cls", "[CLS]", &tok->cls_token);
-    if (st == BERT_OK && tok->sep_token == NULL)
-        st = get_string(c, NULL, "roles", "sep", "[SEP]", &tok->sep_token);
+        st = default_role(c, tok, &tok->pad_token, "[PAD]", "<pad>");
+    if (st == BERT_OK)
+        st = default_role(c, tok, &tok->mask_token, "[MASK]", "<mask>");
+    if (st == BERT_OK)
+        st = default_role(c, tok, &tok->cls_token, "[CLS]", "<s>");
+    if (st == BERT_OK)
+        st = default_role(c, tok, &tok->sep_token, "[SEP]", "</s>");
+    if (st == BERT_OK)
+        st = default_role(c, tok, &tok->bos_token, "<s>", NULL);
+    if (st == BERT_OK)
+        st = default_role(c, tok, &tok->eos_token, "</s>", NULL);
     return st;
 }
 
 enum bert_status tok_json_load(const char *path, struct bert_tokenizer *tok,
                                struct bert_error *err)
 {
-    struct ctx c = {path, err};
+    struct tok_json_ctx c = {path, err};
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path, strerror(errno));

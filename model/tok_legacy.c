@@ -9,8 +9,7 @@
 
 #include "tok_internal.h"
 
-/* Read a whole file into a malloc'd buffer. */
-static enum bert_status read_file(const char *path, char **out, size_t *len,
+enum bert_status tok_read_file(const char *path, char **out, size_t *len,
                                   struct bert_error *err)
 {
     FILE *f = fopen(path, "rb");
@@ -77,11 +76,22 @@ static bool read_json_config(const json_t *root, struct tok_hf_config *cfg)
     }
     cfg->clean_up_tokenization_spaces = tri_bool(json_object_get(root, "clean_up_tokenization_spaces"),
                                                  cfg->clean_up_tokenization_spaces);
-    static const char *const keys[] = {"unk_token", "sep_token", "pad_token", "cls_token",
-                                       "mask_token"};
-    char **slots[] = {&cfg->unk_token, &cfg->sep_token, &cfg->pad_token, &cfg->cls_token,
-                      &cfg->mask_token};
-    for (size_t i = 0; i < 5; i++)
+    cfg->add_prefix_space = tri_bool(json_object_get(root, "add_prefix_space"), cfg->add_prefix_space);
+    cfg->trim_offsets = tri_bool(json_object_get(root, "trim_offsets"), cfg->trim_offsets);
+    const json_t *names = json_object_get(root, "model_input_names");
+    if (json_is_array(names)) {
+        cfg->uses_type_ids = 0;
+        for (size_t i = 0; i < json_array_size(names); i++) {
+            const char *name = json_string_value(json_array_get(names, i));
+            if (name && strcmp(name, "token_type_ids") == 0)
+                cfg->uses_type_ids = 1;
+        }
+    }
+    static const char *const keys[] = {"unk_token",  "sep_token", "pad_token", "cls_token",
+                                       "mask_token", "bos_token", "eos_token"};
+    char **slots[] = {&cfg->unk_token,  &cfg->sep_token, &cfg->pad_token, &cfg->cls_token,
+                      &cfg->mask_token, &cfg->bos_token, &cfg->eos_token};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (!set_string(slots[i], token_string(json_object_get(root, keys[i]))))
             return false;
     const json_t *extra = json_object_get(root, "additional_special_tokens");
@@ -132,6 +142,7 @@ enum bert_status tok_hf_config_read(const char *dir, struct tok_hf_config *cfg,
     memset(cfg, 0, sizeof *cfg);
     cfg->do_lower_case = cfg->tokenize_chinese_chars = cfg->strip_accents = -1;
     cfg->clean_up_tokenization_spaces = -1;
+    cfg->add_prefix_space = cfg->trim_offsets = cfg->uses_type_ids = -1;
     /* special_tokens_map.json is read last: transformers lets it override. */
     enum bert_status st = read_config_file(dir, "tokenizer_config.json", cfg, err);
     if (st == BERT_OK)
@@ -146,6 +157,8 @@ void tok_hf_config_free(struct tok_hf_config *cfg)
     free(cfg->pad_token);
     free(cfg->cls_token);
     free(cfg->mask_token);
+    free(cfg->bos_token);
+    free(cfg->eos_token);
     for (size_t i = 0; i < cfg->n_additional_special; i++)
         free(cfg->additional_special[i]);
     free(cfg->additional_special);
@@ -157,7 +170,7 @@ static enum bert_status load_vocab_lines(const char *path, struct tok_vocab *voc
 {
     size_t len = 0;
     char *text = NULL;
-    enum bert_status st = read_file(path, &text, &len, err);
+    enum bert_status st = tok_read_file(path, &text, &len, err);
     if (st != BERT_OK)
         return st;
     /* One token per line, split on '\n' only: bert-base-chinese has U+2028
@@ -196,9 +209,11 @@ enum bert_status tok_vocab_txt_load(const char *path, const struct tok_hf_config
         .strip_accents = cfg->strip_accents >= 0 ? cfg->strip_accents : lower,
         .lowercase = lower,
     };
-    tok->bert_pretokenize = true;
+    tok->kind = BERT_TOKENIZER_WORDPIECE;
+    tok->bert_normalizer = true;
+    tok->pretok = TOK_PRETOK_BERT;
     tok->wp.max_input_chars_per_word = 100;
-    tok->has_decoder = true;
+    tok->decoder = TOK_DECODER_WORDPIECE;
     tok->decoder_cleanup = true;
     tok->cleanup_spaces = cfg->clean_up_tokenization_spaces != 0;
     bool ok = set_string(&tok->wp.prefix, "##") && set_string(&tok->decoder_prefix, "##") &&
@@ -213,19 +228,10 @@ enum bert_status tok_vocab_txt_load(const char *path, const struct tok_hf_config
     const char *roles[] = {tok->unk_token, tok->sep_token, tok->pad_token, tok->cls_token,
                            tok->mask_token};
     for (size_t i = 0; ok && i < 5; i++)
-        ok = tok_add_special(tok, roles[i]);
+        ok = tok_add_special(tok, roles[i], false);
     for (size_t i = 0; ok && i < cfg->n_additional_special; i++)
-        ok = tok_add_special(tok, cfg->additional_special[i]);
+        ok = tok_add_special(tok, cfg->additional_special[i], false);
     if (!ok)
         return bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
-    const struct tok_added_token *cls =
-        tok_added_find(&tok->added, tok->cls_token, strlen(tok->cls_token));
-    const struct tok_added_token *sep =
-        tok_added_find(&tok->added, tok->sep_token, strlen(tok->sep_token));
-    if (cls == NULL || sep == NULL)
-        return bert_error_set(err, BERT_E_FORMAT, "%s: the cls and sep tokens must not be empty",
-                              path);
-    if (!tok_template_bert(tok, cls->id, sep->id))
-        return bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
-    return BERT_OK;
+    return tok_template_from_roles(tok, false, path, err);
 }

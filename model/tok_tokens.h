@@ -14,6 +14,7 @@
 enum {
     TOK_WORD_FIRST = 1,
     TOK_WORD_LAST = 2,
+    TOK_ADDED = 4, /* an added token: its text is the matched span */
 };
 
 struct tok_tokens {

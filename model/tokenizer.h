@@ -1,10 +1,21 @@
-/* WordPiece tokenizer, identical to Hugging Face `tokenizers` to the id and
- * the offset.
+/* Tokenizers of the BERT family, identical to Hugging Face `tokenizers` to
+ * the id and the offset:
  *
- * Loads `tokenizer.json` (BertNormalizer, BertPreTokenizer, WordPiece,
- * TemplateProcessing, added tokens) or, when that file is absent, the older
- * `vocab.txt` + `tokenizer_config.json` (+ `special_tokens_map.json`) layout,
- * which Hugging Face converts to the same pipeline.
+ * - WordPiece (BERT, DistilBERT, ELECTRA): BertNormalizer, BertPreTokenizer,
+ *   WordPiece, TemplateProcessing / BertProcessing;
+ * - byte-level BPE (RoBERTa, GPT-2, ModernBERT): ByteLevel pre-tokenizer and
+ *   decoder, BPE merges, RobertaProcessing / TemplateProcessing, offset
+ *   trimming, added tokens with lstrip/rstrip (<mask>);
+ * - Unigram (XLM-R, SentencePiece): Precompiled charsmap and the other
+ *   normalizers (NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, Prepend),
+ *   Metaspace pre-tokenizer and decoder, Viterbi over the piece scores.
+ *
+ * Loads `tokenizer.json` or, when that file is absent, the older layouts
+ * Hugging Face converts to the same pipelines: `vocab.txt` (WordPiece) or
+ * `vocab.json` + `merges.txt` (RoBERTa's byte-level BPE), each with
+ * `tokenizer_config.json` and `special_tokens_map.json` when present. Any
+ * other component is refused with BERT_E_UNSUPPORTED naming it and what is
+ * supported.
  *
  * Threading: a loaded tokenizer is read-only; any number of threads may call
  * the encode/decode functions at once, each with its own `bert_encoding`. */
@@ -18,6 +29,13 @@
 #include "status.h"
 
 struct bert_tokenizer;
+
+/* The model a tokenizer runs. */
+enum bert_tokenizer_kind {
+    BERT_TOKENIZER_WORDPIECE = 0,
+    BERT_TOKENIZER_BPE,     /* byte-level or plain BPE */
+    BERT_TOKENIZER_UNIGRAM, /* SentencePiece Unigram */
+};
 
 enum bert_truncation_side {
     BERT_TRUNCATE_RIGHT = 0, /* drop tokens from the end (Hugging Face's default) */
@@ -53,9 +71,10 @@ struct bert_encoding {
 void bert_encoding_free(struct bert_encoding *enc);
 
 /* Load from a checkpoint folder: `dir/tokenizer.json` if present, otherwise
- * `dir/vocab.txt` with `dir/tokenizer_config.json` and
- * `dir/special_tokens_map.json` when present. On failure returns an error
- * naming the file and the problem and sets *out to NULL.
+ * `dir/vocab.txt`, otherwise `dir/vocab.json` + `dir/merges.txt`, with
+ * `dir/tokenizer_config.json` and `dir/special_tokens_map.json` when
+ * present. On failure returns an error naming the file and the problem and
+ * sets *out to NULL.
  *
  * As transformers does, tokenizer_config.json may override a tokenizer.json
  * BertNormalizer (do_lower_case, strip_accents, tokenize_chinese_chars: only
@@ -103,17 +122,35 @@ const char *bert_tokenizer_id_to_token(const struct bert_tokenizer *tok, int32_t
 /* The id of an exact token string, or -1. */
 int32_t bert_tokenizer_token_to_id(const struct bert_tokenizer *tok, const char *token);
 
-/* Ids of the roles the pipelines need; -1 when the tokenizer has none. */
+/* Ids of the roles the pipelines need; -1 when the tokenizer has none. The
+ * roles come from tokenizer_config.json / special_tokens_map.json when
+ * loaded from a folder, otherwise from the file: cls and sep from the
+ * post-processor, pad from its padding settings, unk from the model, mask
+ * "[MASK]" or "<mask>", bos "<s>" and eos "</s>" when those tokens exist. */
 int32_t bert_tokenizer_mask_id(const struct bert_tokenizer *tok);
 int32_t bert_tokenizer_pad_id(const struct bert_tokenizer *tok);
 int32_t bert_tokenizer_cls_id(const struct bert_tokenizer *tok);
 int32_t bert_tokenizer_sep_id(const struct bert_tokenizer *tok);
 int32_t bert_tokenizer_unk_id(const struct bert_tokenizer *tok);
+int32_t bert_tokenizer_bos_id(const struct bert_tokenizer *tok);
+int32_t bert_tokenizer_eos_id(const struct bert_tokenizer *tok);
+
+/* The model the tokenizer runs, and its name ("WordPiece", "BPE",
+ * "Unigram"). */
+enum bert_tokenizer_kind bert_tokenizer_kind(const struct bert_tokenizer *tok);
+const char *bert_tokenizer_kind_name(enum bert_tokenizer_kind kind);
+
+/* Whether the model expects token type ids: tokenizer_config.json's
+ * model_input_names when it lists them, otherwise true when the
+ * post-processor gives some token a non-zero type id (BERT's pair template)
+ * and false otherwise (RoBERTa, XLM-R: every type id is 0). */
+bool bert_tokenizer_uses_type_ids(const struct bert_tokenizer *tok);
 
 /* True when `id` is a special token (added token with "special": true). */
 bool bert_tokenizer_is_special(const struct bert_tokenizer *tok, int32_t id);
 
-/* The mask token's text ("[MASK]"), used in error messages and docs. */
+/* The mask token's text ("[MASK]", "<mask>"), used in error messages and
+ * docs; NULL when there is no mask token. */
 const char *bert_tokenizer_mask_token(const struct bert_tokenizer *tok);
 
 /* Truncation length written in tokenizer.json ("truncation": {"max_length"}),
@@ -121,9 +158,11 @@ const char *bert_tokenizer_mask_token(const struct bert_tokenizer *tok);
 size_t bert_tokenizer_json_max_length(const struct bert_tokenizer *tok);
 
 /* Decode ids to text as Hugging Face's `tokenizer.decode(ids,
- * skip_special_tokens=skip_special)` does for this tokenizer: the WordPiece
- * decoder ("##" joins, cleanup of spaces before punctuation and
- * contractions). Ids without a token are skipped. A tokenizer from
+ * skip_special_tokens=skip_special)` does for this tokenizer: its decoder
+ * (WordPiece: "##" joins and cleanup of spaces before punctuation and
+ * contractions; ByteLevel: the bytes back, invalid UTF-8 as U+FFFD;
+ * Metaspace: "▁" back to spaces) or, without one, the tokens joined by
+ * spaces. Ids without a token are skipped. A tokenizer from
  * bert_tokenizer_load or bert_tokenizer_load_vocab then applies transformers'
  * clean_up_tokenization when tokenizer_config.json's
  * clean_up_tokenization_spaces says so (default true, BertTokenizer's

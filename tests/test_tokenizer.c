@@ -3,11 +3,14 @@
  * Parity: every line of tests/data/tokenizer/<name>.jsonl (made by the
  * reference, Hugging Face `tokenizers`, see tests/tokenizer/README.md) must
  * give identical ids, type ids, byte offsets, special masks and sequence
- * ids, and the listed decodes. Then llama.cpp's bge vectors, and unit tests
+ * ids, and the listed decodes. Then llama.cpp's bge and roberta vectors, and unit tests
  * for errors, decode, truncation, roles and hostile input.
  *
  *   test_tokenizer                 all tests
- *   test_tokenizer --bench FILE    tokens/s over the first column of a TSV */
+ *   test_tokenizer --bench FILE [TOKENIZER]
+ *                                  tokens/s over the first column of a TSV
+ *                                  (TOKENIZER: a folder or a tokenizer.json,
+ *                                  default the MiniLM folder) */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +74,13 @@ static const struct suite suites[] = {
     {"bert-base-chinese (tokenizer.json folder)", "dir", DATA "bert-base-chinese-json",
      DATA "bert-base-chinese-json.jsonl", false},
     {"custom (tokenizer.json)", "json", DATA "custom/tokenizer.json", DATA "custom.jsonl", true},
+    {"roberta-base (vocab.json + merges.txt folder)", "dir", DATA "roberta-base",
+     DATA "roberta-base.jsonl", false},
+    {"modernbert-style (tokenizer.json)", "json", DATA "modernbert/tokenizer.json",
+     DATA "modernbert.jsonl", true},
+    {"xlmr-style (tokenizer.json)", "json", DATA "xlmr/tokenizer.json", DATA "xlmr.jsonl", true},
+    {"unigram-options (tokenizer.json)", "json", DATA "unigram-options/tokenizer.json",
+     DATA "unigram-options.jsonl", true},
 };
 
 /* Print s (at most 120 bytes) with control characters escaped. */
@@ -236,21 +246,26 @@ static void run_suite(const struct suite *s, double *sst_tokens, double *sst_sec
     fclose(f);
     fprintf(stderr,
             "%-45s %zu/%zu lines identical (ids, type ids, offsets, masks); %zu/%zu decodes; "
-            "%zu lines where transformers.js departs\n",
-            s->name, identical, lines, decodes_same, decodes, departures);
+            "%zu lines where transformers.js departs; SST-2 lines at %.0f tokens/s\n",
+            s->name, identical, lines, decodes_same, decodes, departures,
+            *sst_seconds > 0 ? *sst_tokens / *sst_seconds : 0.0);
     CHECK(lines >= 900);
     CHECK_INT_EQ(identical, lines);
     bert_encoding_free(&enc);
     bert_tokenizer_free(tok);
 }
 
-/* llama.cpp's tokenizer vectors for bge-small (bert-base-uncased vocabulary),
- * ids without [CLS]/[SEP]. */
-static void test_bge_vectors(void)
+/* llama.cpp's tokenizer vectors (ids without specials, made by Hugging
+ * Face): bge-small (bert-base-uncased vocabulary) and stsb-roberta-base
+ * (roberta-base's byte-level BPE). */
+static void test_llama_vectors(const char *name, const char *dir, const char *stem)
 {
-    struct bert_tokenizer *tok = load_or_die("dir", DATA "minilm");
-    FILE *fi = fopen(DATA "ggml-vocab-bert-bge.gguf.inp", "r");
-    FILE *fo = fopen(DATA "ggml-vocab-bert-bge.gguf.out", "r");
+    struct bert_tokenizer *tok = load_or_die("dir", dir);
+    char inp_path[256], out_path[256];
+    snprintf(inp_path, sizeof inp_path, DATA "%s.inp", stem);
+    snprintf(out_path, sizeof out_path, DATA "%s.out", stem);
+    FILE *fi = fopen(inp_path, "r");
+    FILE *fo = fopen(out_path, "r");
     CHECK(fi && fo);
     if (!fi || !fo) {
         if (fi)
@@ -288,11 +303,11 @@ static void test_bge_vectors(void)
         if (strcmp(got, want) == 0)
             same++;
         else
-            fprintf(stderr, "bge vector %d: got \"%s\", expected \"%s\"\n", total, got, want);
+            fprintf(stderr, "%s vector %d: got \"%s\", expected \"%s\"\n", name, total, got, want);
         p = end + strlen(sep);
     }
     fclose(fo);
-    fprintf(stderr, "%-45s %d/%d vectors identical\n", "llama.cpp bge vectors", same, total);
+    fprintf(stderr, "llama.cpp %-35s %d/%d vectors identical\n", name, same, total);
     CHECK_INT_EQ(total, 46);
     CHECK_INT_EQ(same, total);
     bert_encoding_free(&enc);
@@ -336,11 +351,13 @@ static void test_invalid_utf8(const struct bert_tokenizer *tok)
         CHECK_INT_EQ(encode_str(tok, "fine", cases[i].bytes, NULL, &enc, &err), BERT_E_INVALID);
         CHECK_CONTAINS(err.message, "pair is not valid UTF-8");
     }
-    /* Embedded NUL is valid UTF-8 (and removed by clean_text). */
+    /* Embedded NUL is valid UTF-8 (and removed by BERT's clean_text). */
     struct bert_error err;
     CHECK_INT_EQ(bert_tokenizer_encode(tok, "a\0b", 3, NULL, 0, NULL, &enc, &err), BERT_OK);
-    CHECK_INT_EQ(enc.n, 3); /* [CLS] ab [SEP] */
-    CHECK_INT_EQ(enc.stop[1], 3);
+    if (bert_tokenizer_kind(tok) == BERT_TOKENIZER_WORDPIECE) {
+        CHECK_INT_EQ(enc.n, 3); /* [CLS] ab [SEP] */
+        CHECK_INT_EQ(enc.stop[1], 3);
+    }
     CHECK_INT_EQ(bert_tokenizer_encode(tok, NULL, 5, NULL, 0, NULL, &enc, &err), BERT_E_INVALID);
     CHECK_INT_EQ(bert_tokenizer_encode(tok, NULL, 0, NULL, 0, NULL, &enc, &err), BERT_OK);
     CHECK_INT_EQ(enc.n, 2);
@@ -440,6 +457,68 @@ static void test_roles(void)
     bert_tokenizer_free(tok);
 }
 
+static void test_roles_bpe_unigram(void)
+{
+    struct bert_tokenizer *tok = load_or_die("dir", DATA "roberta-base");
+    CHECK_INT_EQ(bert_tokenizer_kind(tok), BERT_TOKENIZER_BPE);
+    CHECK_STR_EQ(bert_tokenizer_kind_name(bert_tokenizer_kind(tok)), "BPE");
+    CHECK_INT_EQ(bert_tokenizer_vocab_size(tok), 50265);
+    CHECK_INT_EQ(bert_tokenizer_cls_id(tok), 0);
+    CHECK_INT_EQ(bert_tokenizer_bos_id(tok), 0);
+    CHECK_INT_EQ(bert_tokenizer_pad_id(tok), 1);
+    CHECK_INT_EQ(bert_tokenizer_sep_id(tok), 2);
+    CHECK_INT_EQ(bert_tokenizer_eos_id(tok), 2);
+    CHECK_INT_EQ(bert_tokenizer_unk_id(tok), 3);
+    CHECK_INT_EQ(bert_tokenizer_mask_id(tok), 50264);
+    CHECK_STR_EQ(bert_tokenizer_mask_token(tok), "<mask>");
+    CHECK(!bert_tokenizer_uses_type_ids(tok));
+    CHECK_STR_EQ(bert_tokenizer_id_to_token(tok, 31414), "Hello");
+    CHECK_INT_EQ(bert_tokenizer_token_to_id(tok, "\xC4\xA0world"), 232); /* "Gworld" */
+    struct bert_encoding enc = {0};
+    struct bert_error err = {0};
+    /* Pairs: <s> a </s></s> b </s>, every type id 0. */
+    CHECK_INT_EQ(encode_str(tok, "Hello", "world", NULL, &enc, &err), BERT_OK);
+    const int32_t want[] = {0, 31414, 2, 2, 8331, 2};
+    CHECK_INT_EQ(enc.n, 6);
+    for (size_t i = 0; i < enc.n && i < 6; i++) {
+        CHECK_INT_EQ(enc.ids[i], want[i]);
+        CHECK_INT_EQ(enc.type_ids[i], 0);
+    }
+    char *s = bert_tokenizer_decode(tok, enc.ids, enc.n, true);
+    CHECK_STR_EQ(s, "Helloworld");
+    free(s);
+    /* Invalid UTF-8 out of the byte-level decoder becomes U+FFFD: "Ã" is
+     * the byte 0xC3, the first half of "é". */
+    const int32_t half[] = {31414, bert_tokenizer_token_to_id(tok, "\xC3\x83"), 232};
+    s = bert_tokenizer_decode(tok, half, 3, false);
+    CHECK_STR_EQ(s, "Hello\xEF\xBF\xBD world");
+    free(s);
+    bert_encoding_free(&enc);
+    bert_tokenizer_free(tok);
+
+    tok = load_or_die("json", DATA "modernbert/tokenizer.json");
+    CHECK_INT_EQ(bert_tokenizer_kind(tok), BERT_TOKENIZER_BPE);
+    CHECK_STR_EQ(bert_tokenizer_mask_token(tok), "[MASK]");
+    CHECK_INT_EQ(bert_tokenizer_mask_id(tok), bert_tokenizer_token_to_id(tok, "[MASK]"));
+    CHECK_INT_EQ(bert_tokenizer_cls_id(tok), bert_tokenizer_token_to_id(tok, "[CLS]"));
+    CHECK(bert_tokenizer_cls_id(tok) > 50264);
+    CHECK_INT_EQ(bert_tokenizer_pad_id(tok), bert_tokenizer_token_to_id(tok, "[PAD]"));
+    CHECK(bert_tokenizer_uses_type_ids(tok)); /* its pair template has $B:1 */
+    bert_tokenizer_free(tok);
+
+    tok = load_or_die("json", DATA "xlmr/tokenizer.json");
+    CHECK_INT_EQ(bert_tokenizer_kind(tok), BERT_TOKENIZER_UNIGRAM);
+    CHECK_STR_EQ(bert_tokenizer_kind_name(bert_tokenizer_kind(tok)), "Unigram");
+    CHECK_INT_EQ(bert_tokenizer_cls_id(tok), 0);
+    CHECK_INT_EQ(bert_tokenizer_pad_id(tok), 1);
+    CHECK_INT_EQ(bert_tokenizer_eos_id(tok), 2);
+    CHECK_INT_EQ(bert_tokenizer_unk_id(tok), 3);
+    CHECK_STR_EQ(bert_tokenizer_mask_token(tok), "<mask>");
+    CHECK_INT_EQ(bert_tokenizer_mask_id(tok), (int32_t)bert_tokenizer_vocab_size(tok) - 1);
+    CHECK(!bert_tokenizer_uses_type_ids(tok));
+    bert_tokenizer_free(tok);
+}
+
 static void test_decode(void)
 {
     struct bert_tokenizer *folder = load_or_die("dir", DATA "minilm");
@@ -519,7 +598,7 @@ static void expect_load_error(const char *kind, const char *path, enum bert_stat
 static void test_load_errors(void)
 {
     expect_load_error("dir", "/nonexistent/model", BERT_E_IO, "/nonexistent/model",
-                      "no tokenizer.json or vocab.txt");
+                      "no tokenizer.json, vocab.txt or vocab.json + merges.txt");
     expect_load_error("json", "/nonexistent/tokenizer.json", BERT_E_IO,
                       "/nonexistent/tokenizer.json", "cannot open");
     expect_load_error("vocab", "/nonexistent/vocab.txt", BERT_E_IO, "/nonexistent/vocab.txt",
@@ -538,14 +617,14 @@ static void test_load_errors(void)
         {"{\"model\": {\"vocab\": ", BERT_E_FORMAT, "line 1"},
         {"[1, 2]", BERT_E_FORMAT, "expected a JSON object"},
         {"{}", BERT_E_FORMAT, "model: missing"},
-        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}", BERT_E_UNSUPPORTED,
-         "model type \"BPE\""},
+        {"{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}", BERT_E_UNSUPPORTED,
+         "model type \"WordLevel\" is not supported (only WordPiece, BPE and Unigram)"},
         {"{\"model\": {\"vocab\": {\"a\": \"x\"}}}", BERT_E_FORMAT, "model.vocab[\"a\"]"},
         {"{\"model\": {\"vocab\": {\"a\": -1}}}", BERT_E_FORMAT, "model.vocab[\"a\"]"},
         {"{\"model\": {\"vocab\": {}}}", BERT_E_FORMAT, "vocabulary is empty"},
         {"{\"model\": {\"vocab\": {\"a\": 0}}}", BERT_E_FORMAT, "unknown token \"[UNK]\""},
-        {"{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": \"NFKC\"}}",
-         BERT_E_UNSUPPORTED, "normalizer type \"NFKC\""},
+        {"{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": \"Nmt\"}}",
+         BERT_E_UNSUPPORTED, "normalizer type \"Nmt\" is not supported (only BertNormalizer, NFC"},
         {"{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": "
          "\"BertNormalizer\", \"lowercase\": 1}}",
          BERT_E_FORMAT, "normalizer.lowercase"},
@@ -557,6 +636,52 @@ static void test_load_errors(void)
          BERT_E_FORMAT, "added_tokens[0]"},
         {"{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"truncation\": {\"max_length\": -3}}",
          BERT_E_FORMAT, "truncation.max_length"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a b c\"]}}",
+         BERT_E_FORMAT, "model.merges[0]: expected \"a b\""},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [[\"a\", \"b\"]]}}",
+         BERT_E_FORMAT, "model.merges[0]: a token of the merge or the merged token is not in"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"dropout\": 0.1}}",
+         BERT_E_UNSUPPORTED, "model.dropout"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"unk_token\": "
+         "\"<unk>\"}}",
+         BERT_E_FORMAT, "model.unk_token"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": "
+         "{\"type\": \"BertPreTokenizer\"}}",
+         BERT_E_UNSUPPORTED, "BertPreTokenizer is supported with a WordPiece model only"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": "
+         "{\"type\": \"Whitespace\"}}",
+         BERT_E_UNSUPPORTED, "pre_tokenizer type \"Whitespace\" is not supported (only BertPreTokenizer, "
+         "ByteLevel and Metaspace)"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"decoder\": "
+         "{\"type\": \"Fuse\"}}",
+         BERT_E_UNSUPPORTED, "decoder type \"Fuse\" is not supported (only WordPiece, ByteLevel and "
+         "Metaspace)"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"post_processor\": "
+         "{\"type\": \"Odd\"}}",
+         BERT_E_UNSUPPORTED, "post_processor type \"Odd\" is not supported (only TemplateProcessing, "
+         "BertProcessing, RobertaProcessing, ByteLevel"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", -1.0]], \"unk_id\": null}}",
+         BERT_E_UNSUPPORTED, "model.unk_id"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", -1.0]], \"unk_id\": 1}}",
+         BERT_E_FORMAT, "model.unk_id"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\"]], \"unk_id\": 0}}",
+         BERT_E_FORMAT, "model.vocab[0]: expected [piece, score]"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0]], \"unk_id\": 0}, "
+         "\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": \"AAA*\"}}",
+         BERT_E_FORMAT, "normalizer.precompiled_charsmap: not valid base64"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0]], \"unk_id\": 0}, "
+         "\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": \"/////w==\"}}",
+         BERT_E_FORMAT, "the trie size is larger than the blob"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0]], \"unk_id\": 0}, "
+         "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, {\"type\": "
+         "\"Replace\", \"pattern\": {\"Regex\": \"[a-z]+\"}, \"content\": \"\"}]}}",
+         BERT_E_UNSUPPORTED, "normalizer.normalizers[1]: the regex \"[a-z]+\" is not supported"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0]], \"unk_id\": 0}, "
+         "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"ab\"}}",
+         BERT_E_FORMAT, "pre_tokenizer.replacement: expected one character"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0]], \"unk_id\": 0}, "
+         "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"prepend_scheme\": \"sometimes\"}}",
+         BERT_E_FORMAT, "pre_tokenizer.prepend_scheme"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         write_file(dir, "tokenizer.json", bad[i].json, strlen(bad[i].json));
@@ -712,10 +837,74 @@ static void test_hostile_input(const struct bert_tokenizer *tok)
     bert_encoding_free(&enc);
 }
 
-/* tokens/s over the first column of a TSV (header skipped). */
-static int bench(const char *path)
+/* Hostile input for the byte-level and Unigram pipelines: long words (the
+ * BPE merge loop must stay O(n log n)), long space runs, random bytes. */
+static void test_hostile_generic(const char *name, const struct bert_tokenizer *tok)
 {
-    struct bert_tokenizer *tok = load_or_die("dir", DATA "minilm");
+    struct bert_encoding enc = {0};
+    struct bert_error err = {0};
+    size_t big_len = 1 << 20;
+    char *big = malloc(big_len + 1);
+    const char *piece = "H\xC3\xA9llo w\xC3\xB6rld, \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80 it's "
+                        "<mask> [MASK] \t\x01  ";
+    size_t plen = strlen(piece), used = 0;
+    while (used + plen <= big_len) {
+        memcpy(big + used, piece, plen);
+        used += plen;
+    }
+    double t0 = now_seconds();
+    CHECK_INT_EQ(bert_tokenizer_encode(tok, big, used, NULL, 0, NULL, &enc, &err), BERT_OK);
+    double mixed = now_seconds() - t0;
+    CHECK(enc.n > used / plen * 10);
+    check_offsets_sane(&enc, used);
+    size_t n_mixed = enc.n;
+    /* One 1 MB word, then 1 MB of spaces: every byte covered, in order. */
+    memset(big, 'x', big_len);
+    t0 = now_seconds();
+    CHECK_INT_EQ(bert_tokenizer_encode(tok, big, big_len, NULL, 0, NULL, &enc, &err), BERT_OK);
+    double word = now_seconds() - t0;
+    CHECK(enc.n > 2);
+    check_offsets_sane(&enc, big_len);
+    CHECK_INT_EQ(enc.stop[enc.n - 2], big_len);
+    memset(big, ' ', big_len);
+    CHECK_INT_EQ(bert_tokenizer_encode(tok, big, big_len, NULL, 0, NULL, &enc, &err), BERT_OK);
+    check_offsets_sane(&enc, big_len);
+    fprintf(stderr, "%s: 1 MB mixed input: %zu tokens in %.3f s; 1 MB word in %.3f s\n", name,
+            n_mixed, mixed, word);
+    uint32_t seed = 777;
+    size_t valid = 0;
+    for (int round = 0; round < 20000; round++) {
+        size_t n = (size_t)(round % 64) + 1;
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            uint8_t b = (uint8_t)(seed >> 16);
+            big[i] = (char)(round % 3 == 0 ? b : (b & 0x80 ? (b | 0xC0) & 0xEF : b));
+        }
+        struct bert_encode_options o = bert_encode_options_default();
+        o.max_length = round % 5 ? 0 : 8 + (size_t)(round % 7);
+        o.truncate = true;
+        o.side = round % 2 ? BERT_TRUNCATE_LEFT : BERT_TRUNCATE_RIGHT;
+        enum bert_status st = bert_tokenizer_encode(tok, big, n, big, n / 2, &o, &enc, &err);
+        CHECK(st == BERT_OK || st == BERT_E_INVALID);
+        if (st == BERT_OK) {
+            valid++;
+            check_offsets_sane(&enc, n);
+            char *d = bert_tokenizer_decode(tok, enc.ids, enc.n, round % 2);
+            CHECK(d != NULL);
+            free(d);
+        }
+    }
+    CHECK(valid > 100);
+    free(big);
+    bert_encoding_free(&enc);
+}
+
+/* tokens/s over the first column of a TSV (header skipped). */
+static int bench(const char *path, const char *tokenizer)
+{
+    struct stat st;
+    bool is_dir = stat(tokenizer, &st) == 0 && S_ISDIR(st.st_mode);
+    struct bert_tokenizer *tok = load_or_die(is_dir ? "dir" : "json", tokenizer);
     FILE *f = fopen(path, "r");
     if (f == NULL) {
         perror(path);
@@ -756,8 +945,8 @@ static int bench(const char *path)
 
 int main(int argc, char **argv)
 {
-    if (argc == 3 && strcmp(argv[1], "--bench") == 0)
-        return bench(argv[2]);
+    if ((argc == 3 || argc == 4) && strcmp(argv[1], "--bench") == 0)
+        return bench(argv[2], argc == 4 ? argv[3] : DATA "minilm");
     double sst_tokens = 0, sst_seconds = 0;
     for (size_t i = 0; i < sizeof suites / sizeof *suites; i++) {
         double tokens = 0, seconds = 0;
@@ -769,13 +958,24 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "SST-2 (minilm): %.0f tokens in %.3f s: %.0f tokens/s\n", sst_tokens,
             sst_seconds, sst_tokens / sst_seconds);
-    test_bge_vectors();
+    test_llama_vectors("bge", DATA "minilm", "ggml-vocab-bert-bge.gguf");
+    test_llama_vectors("roberta", DATA "roberta-base", "ggml-vocab-roberta-bpe.gguf");
     struct bert_tokenizer *tok = load_or_die("dir", DATA "minilm");
     test_invalid_utf8(tok);
     test_truncation(tok);
     test_hostile_input(tok);
     bert_tokenizer_free(tok);
     test_roles();
+    test_roles_bpe_unigram();
+    static const char *const other[][2] = {{"dir", DATA "roberta-base"},
+                                           {"json", DATA "modernbert/tokenizer.json"},
+                                           {"json", DATA "xlmr/tokenizer.json"}};
+    for (size_t i = 0; i < 3; i++) {
+        tok = load_or_die(other[i][0], other[i][1]);
+        test_invalid_utf8(tok);
+        test_hostile_generic(other[i][1] + strlen(DATA), tok);
+        bert_tokenizer_free(tok);
+    }
     test_decode();
     test_load_errors();
     return check_exit();
