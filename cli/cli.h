@@ -11,6 +11,9 @@ enum {
     CLI_NOT_A_COMMAND = -1,
 };
 
+/* CPUs this process may use (affinity mask), at least 1. */
+size_t cli_cpus(void);
+
 /* tokenize, embed, fill-mask, classify (cli/request.c). */
 int cli_request_command(const char *name, int argc, char **argv);
 

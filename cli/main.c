@@ -1,10 +1,20 @@
 /* `bert`: the engine offline. Route subcommands read a request as JSON on
  * stdin (or JSON Lines with --jsonl) and write the response the server
  * would send. */
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+
+size_t cli_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    int n = CPU_COUNT(&set);
+    return n > 0 ? (size_t)n : 1;
+}
 
 static void usage(FILE *out)
 {

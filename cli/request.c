@@ -111,14 +111,14 @@ static char *read_stdin(size_t *len)
 }
 
 static bool runner_init(struct runner *r, const struct bert_model *model, size_t max_tokens,
-                        struct bert_error *err)
+                        size_t threads, struct bert_error *err)
 {
     memset(r, 0, sizeof *r);
     r->model = model;
     size_t max_seq = model->max_input_tokens;
     if (max_tokens < max_seq)
         max_tokens = max_seq;
-    r->scratch = bert_scratch_new(model, max_tokens, max_seq, err);
+    r->scratch = bert_scratch_new(model, max_tokens, max_seq, threads, err);
     r->ids = malloc(max_tokens * sizeof *r->ids);
     r->type_ids = malloc(max_tokens * sizeof *r->type_ids);
     r->seq_start = malloc((max_tokens + 1) * sizeof *r->seq_start);
@@ -162,15 +162,15 @@ int cli_request_command(const char *name, int argc, char **argv)
         {"max-batch-tokens", CLI_OPT_SIZE, &max_batch_tokens, "tokens per forward pass (8192)"},
         {"max-client-batch", CLI_OPT_SIZE, &max_client_batch, "inputs per request (1048576)"},
         {"max-top-k", CLI_OPT_SIZE, &max_top_k, "largest top_k (100)"},
-        {"threads", CLI_OPT_SIZE, &threads, "BLAS threads (OpenBLAS default)"},
+        {"threads", CLI_OPT_SIZE, &threads, "compute threads (available CPUs)"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
     if (!cli_parse(name, argc, argv, opts, n_opts)) {
         cli_print_options(opts, n_opts);
         return CLI_EXIT_USAGE;
     }
-    if (threads > 0)
-        openblas_set_num_threads((int)threads);
+    /* The engine's team splits the products; OpenBLAS runs inside it. */
+    openblas_set_num_threads(1);
 
     struct bert_error err = {0};
     struct bert_model *model;
@@ -180,7 +180,7 @@ int cli_request_command(const char *name, int argc, char **argv)
     }
     struct runner r;
     int rc = CLI_EXIT_OK;
-    if (!runner_init(&r, model, max_batch_tokens, &err)) {
+    if (!runner_init(&r, model, max_batch_tokens, threads ? threads : cli_cpus(), &err)) {
         fprintf(stderr, "bert %s: %s\n", name, err.message);
         rc = CLI_EXIT_FAILURE;
         goto done;

@@ -10,6 +10,9 @@
 #include "kernels.h"
 #include "scratch.h"
 
+/* Below this many rows per member, products are split by columns. */
+#define MIN_ROWS_PER_MEMBER 32
+
 /* Views are 64-byte aligned so GEMMs and vector loops start on cache lines. */
 static size_t round_floats(size_t n)
 {
@@ -17,7 +20,7 @@ static size_t round_floats(size_t n)
 }
 
 struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max_tokens,
-                                      size_t max_seq_len, struct bert_error *err)
+                                      size_t max_seq_len, size_t threads, struct bert_error *err)
 {
     const struct bert_config *c = &model->config;
     if (max_tokens == 0 || max_seq_len == 0 || max_seq_len > max_tokens) {
@@ -26,23 +29,37 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
                        max_seq_len, max_tokens);
         return NULL;
     }
+    struct bert_scratch *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        bert_error_set(err, BERT_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    s->team = bert_team_new(threads, err);
+    if (s->team == NULL) {
+        free(s);
+        return NULL;
+    }
+    const size_t members = bert_team_size(s->team);
     const size_t T = max_tokens, H = c->hidden_size, FF = c->intermediate_size;
+    s->attn_floats = round_floats(attention_workspace_floats(max_seq_len, H / c->num_heads));
     size_t sizes[] = {
-        round_floats(T * H),                         /* x */
-        round_floats(T * 3 * H),                     /* qkv */
-        round_floats(T * H),                         /* ctx */
-        round_floats(T * H),                         /* tmp */
-        round_floats(T * FF),                         /* ffn */
-        round_floats(attention_workspace_floats(max_seq_len, H / c->num_heads)), /* attention */
+        round_floats(T * H),     /* x */
+        round_floats(T * 3 * H), /* qkv */
+        round_floats(T * H),     /* ctx */
+        round_floats(T * H),     /* tmp */
+        round_floats(T * FF),    /* ffn */
+        members * s->attn_floats,
         model->weights.mlm_dense_w ? round_floats(MLM_ROW_BLOCK * c->vocab_size) : 0,
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += sizes[i];
-
-    struct bert_scratch *s = calloc(1, sizeof *s);
-    float *mem = s ? aligned_alloc(64, total * sizeof(float)) : NULL;
-    if (mem == NULL) {
+    float *mem = aligned_alloc(64, total * sizeof(float));
+    s->masks = calloc(max_tokens, sizeof *s->masks);
+    if (mem == NULL || s->masks == NULL) {
+        free(mem);
+        free(s->masks);
+        bert_team_free(s->team);
         free(s);
         bert_error_set(err, BERT_E_NOMEM, "out of memory allocating %zu MiB of scratch",
                        total * sizeof(float) >> 20);
@@ -64,21 +81,54 @@ void bert_scratch_free(struct bert_scratch *s)
 {
     if (s == NULL)
         return;
+    bert_team_free(s->team);
     free(s->memory);
+    free(s->masks);
     free(s);
 }
 
 size_t bert_scratch_max_tokens(const struct bert_scratch *s) { return s->max_tokens; }
 size_t bert_scratch_max_seq_len(const struct bert_scratch *s) { return s->max_seq_len; }
 size_t bert_scratch_bytes(const struct bert_scratch *s) { return s->bytes; }
+size_t bert_scratch_threads(const struct bert_scratch *s) { return bert_team_size(s->team); }
 
-/* Y (rows, out) = X (rows, in) W^T, with W (out, in) as torch.nn.Linear
- * stores it; the bias is left to the fused kernel that follows. */
+struct bert_share bert_share_of(size_t rows, size_t member, size_t n_members)
+{
+    struct bert_share p = {.member = member, .n_members = n_members, .rows = rows};
+    bert_team_share(rows, member, n_members, &p.r0, &p.r1);
+    p.by_rows = n_members == 1 || rows >= MIN_ROWS_PER_MEMBER * n_members;
+    return p;
+}
+
+void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t *c1)
+{
+    if (p->by_rows) {
+        *c0 = 0;
+        *c1 = out;
+    } else {
+        bert_team_share(out, p->member, p->n_members, c0, c1);
+    }
+}
+
 static void linear(const float *x, size_t rows, size_t in, const float *w, size_t out, float *y,
                    size_t ldy)
 {
+    if (rows == 0 || out == 0)
+        return;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x,
                 (int)in, w, (int)in, 0.0f, y, (int)ldy);
+}
+
+void bert_linear_share(const struct bert_share *p, const float *x, size_t in, const float *w,
+                       size_t out, float *y, size_t ldy)
+{
+    if (p->by_rows) {
+        linear(x + p->r0 * in, p->r1 - p->r0, in, w, out, y + p->r0 * ldy, ldy);
+    } else {
+        size_t c0, c1;
+        bert_share_cols(p, out, &c0, &c1);
+        linear(x, p->rows, in, w + c0 * in, c1 - c0, y + c0, ldy);
+    }
 }
 
 static enum bert_status check_batch(const struct bert_model *model, const struct bert_scratch *s,
@@ -113,76 +163,124 @@ static enum bert_status check_batch(const struct bert_model *model, const struct
     return BERT_OK;
 }
 
-/* x = LayerNorm(word + position + token type) (BERT sec. 3.2). Positions
- * restart at 0 for every packed sequence. */
-static void embed(const struct bert_model *model, const struct bert_batch *b, float *x)
+struct encode_job {
+    const struct bert_model *model;
+    struct bert_scratch *s;
+    const struct bert_batch *b;
+};
+
+/* x = LayerNorm(word + position + token type) (BERT sec. 3.2) for this
+ * member's rows. Positions restart at 0 for every packed sequence. */
+static void embed_rows(const struct bert_model *model, const struct bert_batch *b, size_t r0,
+                       size_t r1, float *x)
 {
     const struct bert_weights *w = &model->weights;
     const size_t H = model->config.hidden_size;
-    for (size_t i = 0; i < b->n_seqs; i++) {
-        for (size_t t = b->seq_start[i]; t < b->seq_start[i + 1]; t++) {
-            size_t pos = t - b->seq_start[i];
-            const float *we = w->word_emb + (size_t)b->ids[t] * H;
-            const float *pe = w->pos_emb + pos * H;
-            const float *te = w->type_emb + (size_t)b->type_ids[t] * H;
-            float *row = x + t * H;
-            for (size_t k = 0; k < H; k++)
-                row[k] = we[k] + pe[k] + te[k];
-        }
+    size_t seq = 0;
+    while (b->seq_start[seq + 1] <= r0)
+        seq++;
+    for (size_t t = r0; t < r1; t++) {
+        while (b->seq_start[seq + 1] <= t)
+            seq++;
+        size_t pos = t - b->seq_start[seq];
+        const float *we = w->word_emb + (size_t)b->ids[t] * H;
+        const float *pe = w->pos_emb + pos * H;
+        const float *te = w->type_emb + (size_t)b->type_ids[t] * H;
+        float *row = x + t * H;
+        for (size_t k = 0; k < H; k++)
+            row[k] = we[k] + pe[k] + te[k];
     }
-    kernel_add_layernorm(x, NULL, NULL, w->emb_ln_g, w->emb_ln_b, b->n_tokens, H,
+    kernel_add_layernorm(x + r0 * H, NULL, NULL, w->emb_ln_g, w->emb_ln_b, r1 - r0, H,
                          model->config.layer_norm_eps);
 }
 
-/* Attention per sequence and head: sequences never see each other's tokens,
- * which is what packing without padding needs. */
+/* Attention per sequence and head, handed out one (sequence, head) at a time
+ * so members stay busy whatever the sequence lengths. Sequences never see
+ * each other's tokens: that is what packing without padding needs. */
 static void attention(const struct bert_model *model, struct bert_scratch *s,
-                      const struct bert_batch *b)
+                      const struct bert_batch *b, size_t member)
 {
     const size_t H = model->config.hidden_size, A = model->config.num_heads, D = H / A;
-    const size_t ld = 3 * H;
+    const size_t ld = 3 * H, items = b->n_seqs * A;
     const float scale = 1.0f / sqrtf((float)D);
-    for (size_t i = 0; i < b->n_seqs; i++) {
+    float *work = s->attn + member * s->attn_floats;
+    size_t item;
+    while ((item = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed)) < items) {
+        size_t i = item / A, h = item % A;
         size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
-        for (size_t h = 0; h < A; h++) {
-            const float *q = s->qkv + r0 * ld + h * D;
-            attention_head(q, q + H, q + 2 * H, ld, n, D, scale, s->ctx + r0 * H + h * D, H,
-                           s->attn);
-        }
+        const float *q = s->qkv + r0 * ld + h * D;
+        attention_head(q, q + H, q + 2 * H, ld, n, D, scale, s->ctx + r0 * H + h * D, H, work);
     }
 }
 
-static void layer_forward(const struct bert_model *model, const struct bert_layer_weights *l,
-                          struct bert_scratch *s, const struct bert_batch *b)
+/* One post-LN Transformer layer (BERT keeps the original order) for this
+ * member; *x and *tmp swap so *x ends as the layer's output. */
+static void layer_forward(const struct encode_job *job, const struct bert_layer_weights *l,
+                          const struct bert_share *p, struct bert_team *team, float **x,
+                          float **tmp)
 {
-    const struct bert_config *c = &model->config;
-    const size_t T = b->n_tokens, H = c->hidden_size, FF = c->intermediate_size;
+    const struct bert_config *c = &job->model->config;
+    struct bert_scratch *s = job->s;
+    const size_t T = p->rows, H = c->hidden_size, FF = c->intermediate_size;
+    const size_t rows = p->r1 - p->r0;
+    size_t c0, c1;
 
-    /* Q, K and V land side by side in one (T, 3H) matrix. */
-    linear(s->x, T, H, l->query_w, H, s->qkv, 3 * H);
-    linear(s->x, T, H, l->key_w, H, s->qkv + H, 3 * H);
-    linear(s->x, T, H, l->value_w, H, s->qkv + 2 * H, 3 * H);
-    kernel_add_bias(s->qkv, l->query_b, T, H, 3 * H);
-    kernel_add_bias(s->qkv + H, l->key_b, T, H, 3 * H);
-    kernel_add_bias(s->qkv + 2 * H, l->value_b, T, H, 3 * H);
-    attention(model, s, b);
+    /* Q, K and V land side by side in one (T, 3H) matrix; the bias goes on
+     * the part this member computed. */
+    bert_linear_share(p, *x, H, l->query_w, H, s->qkv, 3 * H);
+    bert_linear_share(p, *x, H, l->key_w, H, s->qkv + H, 3 * H);
+    bert_linear_share(p, *x, H, l->value_w, H, s->qkv + 2 * H, 3 * H);
+    bert_share_cols(p, H, &c0, &c1);
+    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : T;
+    const float *biases[3] = {l->query_b, l->key_b, l->value_b};
+    for (size_t k = 0; k < 3; k++)
+        kernel_add_bias(s->qkv + r0 * 3 * H + k * H + c0, biases[k] + c0, nr, c1 - c0, 3 * H);
+    if (p->member == 0)
+        atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
+    bert_team_barrier(team);
+    attention(job->model, s, job->b, p->member);
+    bert_team_barrier(team);
 
-    /* Post-LN residual blocks (BERT keeps the original Transformer order). */
-    linear(s->ctx, T, H, l->attn_out_w, H, s->tmp, H);
-    kernel_add_layernorm(s->tmp, s->x, l->attn_out_b, l->attn_ln_g, l->attn_ln_b, T, H,
-                         c->layer_norm_eps);
-    float *swap = s->x;
-    s->x = s->tmp;
-    s->tmp = swap;
+    bert_linear_share(p, s->ctx, H, l->attn_out_w, H, *tmp, H);
+    if (!p->by_rows)
+        bert_team_barrier(team);
+    kernel_add_layernorm(*tmp + p->r0 * H, *x + p->r0 * H, l->attn_out_b, l->attn_ln_g,
+                         l->attn_ln_b, rows, H, c->layer_norm_eps);
+    float *swap = *x;
+    *x = *tmp;
+    *tmp = swap;
+    if (!p->by_rows)
+        bert_team_barrier(team);
 
-    linear(s->x, T, H, l->ffn_in_w, FF, s->ffn, FF);
-    kernel_bias_activation(s->ffn, l->ffn_in_b, T, FF, c->activation);
-    linear(s->ffn, T, FF, l->ffn_out_w, H, s->tmp, H);
-    kernel_add_layernorm(s->tmp, s->x, l->ffn_out_b, l->ffn_ln_g, l->ffn_ln_b, T, H,
-                         c->layer_norm_eps);
-    swap = s->x;
-    s->x = s->tmp;
-    s->tmp = swap;
+    bert_linear_share(p, *x, H, l->ffn_in_w, FF, s->ffn, FF);
+    bert_share_cols(p, FF, &c0, &c1);
+    kernel_bias_activation(s->ffn + r0 * FF + c0, l->ffn_in_b + c0, nr, c1 - c0, FF,
+                           c->activation);
+    if (!p->by_rows)
+        bert_team_barrier(team);
+    bert_linear_share(p, s->ffn, FF, l->ffn_out_w, H, *tmp, H);
+    if (!p->by_rows)
+        bert_team_barrier(team);
+    kernel_add_layernorm(*tmp + p->r0 * H, *x + p->r0 * H, l->ffn_out_b, l->ffn_ln_g,
+                         l->ffn_ln_b, rows, H, c->layer_norm_eps);
+    swap = *x;
+    *x = *tmp;
+    *tmp = swap;
+    if (!p->by_rows)
+        bert_team_barrier(team);
+}
+
+static void encode_member(void *arg, size_t member, size_t n_members)
+{
+    const struct encode_job *job = arg;
+    struct bert_scratch *s = job->s;
+    const struct bert_share p = bert_share_of(job->b->n_tokens, member, n_members);
+    embed_rows(job->model, job->b, p.r0, p.r1, s->x);
+    if (!p.by_rows)
+        bert_team_barrier(s->team);
+    float *x = s->x, *tmp = s->tmp;
+    for (size_t l = 0; l < job->model->config.num_layers; l++)
+        layer_forward(job, &job->model->weights.layers[l], &p, s->team, &x, &tmp);
 }
 
 enum bert_status bert_encode(const struct bert_model *model, struct bert_scratch *s,
@@ -192,9 +290,9 @@ enum bert_status bert_encode(const struct bert_model *model, struct bert_scratch
     enum bert_status st = check_batch(model, s, batch, err);
     if (st != BERT_OK)
         return st;
-    embed(model, batch, s->x);
-    for (size_t l = 0; l < model->config.num_layers; l++)
-        layer_forward(model, &model->weights.layers[l], s, batch);
+    struct encode_job job = {model, s, batch};
+    bert_team_run(s->team, encode_member, &job);
+    /* Every layer swaps x and tmp twice, so the result is back in x. */
     *hidden = s->x;
     return BERT_OK;
 }

@@ -19,18 +19,24 @@ struct bert_batch {
     const size_t *seq_start;  /* (n_seqs + 1) */
 };
 
-/* Per-thread working memory, sized once for at most `max_tokens` packed
- * tokens and sequences of at most `max_seq_len` tokens. */
+/* A worker's working memory, sized once for at most `max_tokens` packed
+ * tokens and sequences of at most `max_seq_len` tokens, and its compute
+ * team: `threads` threads (the caller's included; 0 or 1: the caller only)
+ * share each forward pass. OpenBLAS should then run single-threaded
+ * (openblas_set_num_threads(1)): the team splits the products itself. */
 struct bert_scratch;
 
 struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max_tokens,
-                                      size_t max_seq_len, struct bert_error *err);
+                                      size_t max_seq_len, size_t threads,
+                                      struct bert_error *err);
 /* NULL is a no-op. */
 void bert_scratch_free(struct bert_scratch *s);
 size_t bert_scratch_max_tokens(const struct bert_scratch *s);
 size_t bert_scratch_max_seq_len(const struct bert_scratch *s);
 /* Bytes of memory the scratch holds. */
 size_t bert_scratch_bytes(const struct bert_scratch *s);
+/* Threads in its compute team. */
+size_t bert_scratch_threads(const struct bert_scratch *s);
 
 /* Run the encoder. On success *hidden points to the final hidden states
  * (T x H, row-major) inside the scratch, valid until its next use. Fails with

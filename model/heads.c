@@ -7,6 +7,8 @@
 
 #include "kernels.h"
 #include "scratch.h"
+#include "simd.h"
+#include "vmath.h"
 
 size_t bert_count_masks(const struct bert_model *model, const struct bert_batch *batch, size_t i)
 {
@@ -53,7 +55,8 @@ void bert_pool(const float *hidden, size_t H, size_t row0, size_t n, enum bert_p
 }
 
 /* Pooler (dense + tanh on [CLS]) then the classifier, for every classify
- * sequence at once: one GEMM each over the gathered [CLS] rows. */
+ * sequence at once: one GEMM each over the gathered [CLS] rows. Small, so
+ * one member does it. */
 static void run_classify(const struct bert_model *model, struct bert_scratch *s,
                          const struct bert_batch *b, const float *hidden,
                          const struct bert_seq_task *tasks)
@@ -61,7 +64,7 @@ static void run_classify(const struct bert_model *model, struct bert_scratch *s,
     const struct bert_weights *w = &model->weights;
     const size_t H = model->config.hidden_size, C = model->config.num_labels;
     float *gathered = s->ctx; /* (m, H) [CLS] rows; the encoder is done with ctx */
-    float *pooled = s->tmp;   /* (m, H) then logits (m, C) after it */
+    float *pooled = s->tmp;   /* (m, H) */
     size_t m = 0;
     for (size_t i = 0; i < b->n_seqs; i++)
         if (tasks[i].task == BERT_TASK_CLASSIFY)
@@ -99,17 +102,34 @@ static void topk_insert(float *scores, int32_t *ids, uint32_t k, uint32_t *have,
     ids[pos] = id;
 }
 
+/* max and sum of exp(l - max) over a vocabulary row. */
+BERT_HOT
+static void softmax_stats(const float *logits, size_t V, float *max_out, float *sum_out)
+{
+    const size_t nv = V - V % VLANES;
+    vf16 vmax = vf16_splat(logits[0]);
+    for (size_t j = 0; j < nv; j += VLANES)
+        vmax = vf16_max(vmax, vf16_load(logits + j));
+    float max = vf16_hmax(vmax);
+    for (size_t j = nv; j < V; j++)
+        max = logits[j] > max ? logits[j] : max;
+    vf16 vsum = {0};
+    for (size_t j = 0; j < nv; j += VLANES)
+        vsum += vf16_exp(vf16_load(logits + j) - max);
+    float sum = vf16_sum(vsum);
+    for (size_t j = nv; j < V; j++)
+        sum += vmath_exp(logits[j] - max);
+    *max_out = max;
+    *sum_out = sum;
+}
+
 /* Softmax over the vocabulary row and the task's top-k, written at mask
  * `ord` of the sequence. Probabilities are exp(l - max) / sum like
  * torch.softmax; only the k winners are normalised. */
 static void mlm_select(const float *logits, size_t V, const struct bert_seq_task *t, size_t ord)
 {
-    float max = logits[0];
-    for (size_t j = 1; j < V; j++)
-        max = logits[j] > max ? logits[j] : max;
-    float sum = 0.0f;
-    for (size_t j = 0; j < V; j++)
-        sum += expf(logits[j] - max);
+    float max, sum;
+    softmax_stats(logits, V, &max, &sum);
     int32_t *ids = t->top_ids + ord * t->top_k;
     float *probs = t->top_probs + ord * t->top_k;
     uint32_t have = 0;
@@ -121,69 +141,110 @@ static void mlm_select(const float *logits, size_t V, const struct bert_seq_task
             topk_insert(probs, ids, t->top_k, &have, logits[j], (int32_t)j);
     }
     for (uint32_t j = 0; j < have; j++)
-        probs[j] = expf(probs[j] - max) / sum;
+        probs[j] = vmath_exp(probs[j] - max) / sum;
 }
 
-static void mlm_block(const struct bert_model *model, struct bert_scratch *s, size_t m,
-                      const struct bert_seq_task *tasks)
+struct heads_job {
+    const struct bert_model *model;
+    struct bert_scratch *s;
+    const struct bert_batch *b;
+    const float *hidden;
+    const struct bert_seq_task *tasks;
+    bool any_classify;
+    size_t n_masks;
+};
+
+/* The MLM head, only at [MASK] rows, MLM_ROW_BLOCK of them at a time: the
+ * members gather and transform their share of the rows, split the
+ * vocabulary projection by columns, then take the top-k of their rows. */
+static void fill_mask_member(const struct heads_job *job, size_t member, size_t n_members)
 {
+    const struct bert_model *model = job->model;
     const struct bert_weights *w = &model->weights;
     const struct bert_config *c = &model->config;
+    struct bert_scratch *s = job->s;
     const size_t H = c->hidden_size, V = c->vocab_size;
-    float *rows = s->ctx;            /* (m, H) gathered mask rows */
-    float *transformed = s->tmp;     /* (m, H) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)H, (int)H, 1.0f, rows,
-                (int)H, w->mlm_dense_w, (int)H, 0.0f, transformed, (int)H);
-    kernel_bias_activation(transformed, w->mlm_dense_b, m, H, c->activation);
-    kernel_add_layernorm(transformed, NULL, NULL, w->mlm_ln_g, w->mlm_ln_b, m, H,
-                         c->layer_norm_eps);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)V, (int)H, 1.0f,
-                transformed, (int)H, w->mlm_decoder_w, (int)H, 0.0f, s->logits, (int)V);
-    kernel_add_bias(s->logits, w->mlm_decoder_b, m, V, V);
-    for (size_t r = 0; r < m; r++)
-        mlm_select(s->logits + r * V, V, &tasks[s->mlm_seq[r]], s->mlm_ord[r]);
+    for (size_t first = 0; first < job->n_masks; first += MLM_ROW_BLOCK) {
+        const size_t m = job->n_masks - first < MLM_ROW_BLOCK ? job->n_masks - first
+                                                               : MLM_ROW_BLOCK;
+        const struct bert_mask_row *rows = s->masks + first;
+        size_t r0, r1;
+        bert_team_share(m, member, n_members, &r0, &r1);
+        for (size_t r = r0; r < r1; r++)
+            memcpy(s->ctx + r * H, job->hidden + rows[r].row * H, H * sizeof(float));
+        if (r1 > r0) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(r1 - r0), (int)H, (int)H,
+                        1.0f, s->ctx + r0 * H, (int)H, w->mlm_dense_w, (int)H, 0.0f,
+                        s->tmp + r0 * H, (int)H);
+            kernel_bias_activation(s->tmp + r0 * H, w->mlm_dense_b, r1 - r0, H, H,
+                                   c->activation);
+            kernel_add_layernorm(s->tmp + r0 * H, NULL, NULL, w->mlm_ln_g, w->mlm_ln_b, r1 - r0,
+                                 H, c->layer_norm_eps);
+        }
+        bert_team_barrier(s->team);
+        size_t v0, v1;
+        bert_team_share(V, member, n_members, &v0, &v1);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)(v1 - v0), (int)H,
+                    1.0f, s->tmp, (int)H, w->mlm_decoder_w + v0 * H, (int)H, 0.0f,
+                    s->logits + v0, (int)V);
+        kernel_add_bias(s->logits + v0, w->mlm_decoder_b + v0, m, v1 - v0, V);
+        bert_team_barrier(s->team);
+        for (size_t r = r0; r < r1; r++)
+            mlm_select(s->logits + r * V, V, &job->tasks[rows[r].seq], rows[r].ord);
+        bert_team_barrier(s->team);
+    }
 }
 
-/* The MLM head runs only at [MASK] rows, MLM_ROW_BLOCK of them at a time. */
-static void run_fill_mask(const struct bert_model *model, struct bert_scratch *s,
-                          const struct bert_batch *b, const float *hidden,
-                          const struct bert_seq_task *tasks)
+static void heads_member(void *arg, size_t member, size_t n_members)
 {
-    const size_t H = model->config.hidden_size;
+    const struct heads_job *job = arg;
+    const struct bert_batch *b = job->b;
+    const size_t H = job->model->config.hidden_size;
+    size_t i0, i1;
+    bert_team_share(b->n_seqs, member, n_members, &i0, &i1);
+    for (size_t i = i0; i < i1; i++) {
+        const struct bert_seq_task *t = &job->tasks[i];
+        if (t->task == BERT_TASK_EMBED)
+            bert_pool(job->hidden, H, b->seq_start[i], b->seq_start[i + 1] - b->seq_start[i],
+                      t->pooling, t->normalize, t->embedding);
+    }
+    if (job->any_classify && member == 0)
+        run_classify(job->model, job->s, b, job->hidden, job->tasks);
+    if (job->n_masks > 0) {
+        bert_team_barrier(job->s->team); /* classify is done with ctx and tmp */
+        fill_mask_member(job, member, n_members);
+    }
+}
+
+/* Index the [MASK] rows of the fill-mask sequences, in order. */
+static size_t find_masks(const struct bert_model *model, struct bert_scratch *s,
+                         const struct bert_batch *b, const struct bert_seq_task *tasks)
+{
     const int32_t mask = bert_tokenizer_mask_id(model->tokenizer);
-    size_t m = 0;
+    size_t n = 0;
     for (size_t i = 0; i < b->n_seqs; i++) {
         if (tasks[i].task != BERT_TASK_FILL_MASK)
             continue;
         size_t ord = 0;
-        for (size_t t = b->seq_start[i]; t < b->seq_start[i + 1]; t++) {
-            if (b->ids[t] != mask)
-                continue;
-            memcpy(s->ctx + m * H, hidden + t * H, H * sizeof(float));
-            s->mlm_seq[m] = i;
-            s->mlm_ord[m] = ord++;
-            if (++m == MLM_ROW_BLOCK) {
-                mlm_block(model, s, m, tasks);
-                m = 0;
-            }
-        }
+        for (size_t t = b->seq_start[i]; t < b->seq_start[i + 1]; t++)
+            if (b->ids[t] == mask)
+                s->masks[n++] = (struct bert_mask_row){t, i, ord++};
     }
-    if (m > 0)
-        mlm_block(model, s, m, tasks);
+    return n;
 }
 
 enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s,
                           const struct bert_batch *batch, const struct bert_seq_task *tasks,
                           struct bert_error *err)
 {
-    bool any_classify = false, any_mlm = false;
+    struct heads_job job = {.model = model, .s = s, .b = batch, .tasks = tasks};
     for (size_t i = 0; i < batch->n_seqs; i++) {
         const struct bert_seq_task *t = &tasks[i];
         if (t->task == BERT_TASK_CLASSIFY) {
             if (!model->can_classify)
                 return bert_error_set(err, BERT_E_INVALID,
                                       "this checkpoint has no classification head");
-            any_classify = true;
+            job.any_classify = true;
         } else if (t->task == BERT_TASK_FILL_MASK) {
             if (!model->can_fill_mask)
                 return bert_error_set(err, BERT_E_INVALID,
@@ -191,22 +252,12 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
             if (t->top_k == 0 || (t->targets != NULL && t->top_k > t->n_targets))
                 return bert_error_set(err, BERT_E_INVALID,
                                       "sequence %zu: top_k %u is invalid", i, t->top_k);
-            any_mlm = true;
         }
     }
-    const float *hidden;
-    enum bert_status st = bert_encode(model, s, batch, &hidden, err);
+    enum bert_status st = bert_encode(model, s, batch, &job.hidden, err);
     if (st != BERT_OK)
         return st;
-    const size_t H = model->config.hidden_size;
-    for (size_t i = 0; i < batch->n_seqs; i++) {
-        if (tasks[i].task == BERT_TASK_EMBED)
-            bert_pool(hidden, H, batch->seq_start[i], batch->seq_start[i + 1] - batch->seq_start[i],
-                      tasks[i].pooling, tasks[i].normalize, tasks[i].embedding);
-    }
-    if (any_classify)
-        run_classify(model, s, batch, hidden, tasks);
-    if (any_mlm)
-        run_fill_mask(model, s, batch, hidden, tasks);
+    job.n_masks = find_masks(model, s, batch, tasks);
+    bert_team_run(s->team, heads_member, &job);
     return BERT_OK;
 }

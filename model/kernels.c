@@ -70,12 +70,12 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
 }
 
 BERT_HOT
-void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n,
+void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
                             enum bert_activation act)
 {
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
-        float *row = x + r * n;
+        float *row = x + r * ld;
         for (size_t i = 0; i < nv; i += VLANES)
             vf16_store(row + i, activation16(vf16_load(row + i) + vf16_load(bias + i), act));
         for (size_t i = nv; i < n; i++)

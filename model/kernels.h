@@ -14,8 +14,8 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
                           const float *gamma, const float *beta, size_t rows, size_t n,
                           float eps);
 
-/* x[r] = act(x[r] + bias) for each row of width n. */
-void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n,
+/* x[r] = act(x[r] + bias) for each row of width n, rows ld floats apart. */
+void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
                             enum bert_activation act);
 
 /* x[r] += bias for rows of width n with row stride ld. */

@@ -99,8 +99,8 @@ static char *info_json(const struct server *s)
         (json_int_t)s->engine.limits.max_input_tokens, "labels", labels, "capabilities", caps,
         "pooling", bert_pooling_name(s->engine.defaults.pooling), "normalize",
         s->engine.defaults.normalize, "dtype", "f32", "workers", "threads",
-        (json_int_t)s->pool_settings.threads, "blas_threads",
-        (json_int_t)openblas_get_num_threads(), "scratch_bytes",
+        (json_int_t)s->pool_settings.threads, "compute_threads",
+        (json_int_t)s->pool_settings.threads_per_worker, "scratch_bytes",
         (json_int_t)(s->pool ? pool_scratch_bytes(s->pool) : 0), "config",
         server_config_to_json(&s->cfg));
     char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
@@ -119,8 +119,8 @@ static void on_engine_ready(uv_async_t *async)
     }
     s->engine.info_json = info_json(s);
     http_set_engine(s->http, &s->engine);
-    log_msg(LOG_INFO, "ready: %zu workers, %d BLAS threads each, %zu MiB scratch",
-            s->pool_settings.threads, openblas_get_num_threads(),
+    log_msg(LOG_INFO, "ready: %zu workers, %zu compute threads each, %zu MiB scratch",
+            s->pool_settings.threads, s->pool_settings.threads_per_worker,
             pool_scratch_bytes(s->pool) >> 20);
 }
 
@@ -166,18 +166,24 @@ static void configure_engine(struct server *s)
     };
 }
 
-/* Workers x BLAS threads never exceed the CPUs this process may use (its
- * affinity mask and cgroup quota), so a 2-CPU container is not
- * oversubscribed. */
+/* By default one worker whose compute team has every CPU this process may
+ * use (its affinity mask and cgroup quota): a lone request gets all of them,
+ * and under load the batcher keeps the worker's batches full. Workers x
+ * compute threads never exceed those CPUs unless configured so, so a 2-CPU
+ * container is not oversubscribed. OpenBLAS runs single-threaded inside
+ * each team, which splits the products itself. */
 static void choose_threads(struct server *s)
 {
     unsigned cpus = cpu_available();
     size_t workers = s->cfg.workers.threads > 0 ? (size_t)s->cfg.workers.threads : 1;
-    int blas = s->cfg.workers.blas_threads > 0 ? s->cfg.workers.blas_threads
-                                               : (int)(cpus / workers > 0 ? cpus / workers : 1);
+    size_t team = s->cfg.workers.blas_threads > 0 ? (size_t)s->cfg.workers.blas_threads
+                  : cpus / workers > 0               ? cpus / workers
+                                                     : 1;
     s->pool_settings.threads = workers;
-    openblas_set_num_threads(blas);
-    log_msg(LOG_INFO, "%u CPUs available: %zu workers x %d BLAS threads", cpus, workers, blas);
+    s->pool_settings.threads_per_worker = team;
+    openblas_set_num_threads(1);
+    log_msg(LOG_INFO, "%u CPUs available: %zu workers x %zu compute threads", cpus, workers,
+            team);
 }
 
 static int run(struct server *s)

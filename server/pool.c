@@ -183,7 +183,8 @@ struct pool *pool_start(const struct bert_model *model, struct batcher *batcher,
     for (size_t i = 0; i < s->threads; i++) {
         struct worker *w = &p->workers[i];
         w->pool = p;
-        w->scratch = bert_scratch_new(model, s->max_batch_tokens, s->max_seq_len, err);
+        w->scratch = bert_scratch_new(model, s->max_batch_tokens, s->max_seq_len,
+                                      s->threads_per_worker, err);
         if (w->scratch == NULL)
             goto fail;
         w->items = calloc(s->max_batch_sequences, sizeof *w->items);

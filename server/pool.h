@@ -29,7 +29,8 @@ void completions_push(struct completions *c, struct srv_request *req);
 struct srv_request *completions_take(struct completions *c);
 
 struct pool_settings {
-    size_t threads;
+    size_t threads;             /* workers */
+    size_t threads_per_worker;  /* each worker's compute team */
     size_t max_batch_tokens;
     size_t max_batch_sequences;
     size_t max_seq_len;

@@ -130,9 +130,9 @@ static const struct config_key config_keys[] = {
                "most tokens waiting; more get 429"),
 
     KEY_NUMBER(workers, threads, "--threads", "N", "0", 0, 1024,
-               "inference worker threads (0: one per CPU)"),
+               "inference workers (0: one)"),
     KEY_NUMBER(workers, blas_threads, "--blas-threads", "N", "0", 0, 1024,
-               "BLAS threads per worker (0: automatic)"),
+               "compute threads per worker (0: CPUs / workers)"),
 
     KEY_ENUM(log, level, "--log-level", enum server_config_log_level, config_log_level_names,
              "info", "least severe level logged"),

@@ -720,6 +720,61 @@ static void check_config(const struct run *r, json_t *init)
     }
 }
 
+/* Run every input alone and all of them packed on a scratch with `threads`
+ * compute threads, and compare with the goldens. */
+static bool run_threads(struct run *r, size_t threads, json_t *outputs, json_t *f32_outputs,
+                        const struct tolerance *same_tol, const struct tolerance *loose_tol,
+                        const char *variant_label)
+{
+    struct bert_error err = {0};
+    char label[160];
+    snprintf(label, sizeof label, "%s%s", variant_label, threads > 1 ? " x2" : "");
+    r->scratch = bert_scratch_new(r->model, r->total_tokens, r->longest, threads, &err);
+    CHECK(r->scratch != NULL);
+    bool ok = r->scratch != NULL;
+
+    struct result *single = xcalloc(r->n_inputs, sizeof *single);
+    struct result *packed = xcalloc(r->n_inputs, sizeof *packed);
+    for (size_t i = 0; ok && i < r->n_inputs; i++)
+        ok = run_batch(r, i, 1, &single[i]);
+    ok = ok && run_batch(r, 0, r->n_inputs, packed);
+    if (ok) {
+        struct errors e_single, e_packed, e_loose;
+        errors_init(&e_single);
+        errors_init(&e_packed);
+        errors_init(&e_loose);
+        double packed_diff = 0.0;
+        size_t packed_ids = 0;
+        for (size_t i = 0; i < r->n_inputs; i++) {
+            json_t *want = json_array_get(outputs, i);
+            compare_golden(r, &single[i], want, same_tol->all_top_ids, &e_single);
+            compare_golden(r, &packed[i], want, same_tol->all_top_ids, &e_packed);
+            if (f32_outputs != NULL)
+                compare_golden(r, &single[i], json_array_get(f32_outputs, i),
+                               loose_tol->all_top_ids, &e_loose);
+            packed_diff = max_of(packed_diff, compare_results(r, &packed[i], &single[i],
+                                                              &packed_ids));
+        }
+        check_errors(label, "one by one", &e_single, same_tol);
+        check_errors(label, "packed", &e_packed, same_tol);
+        printf("%-24s %-14s max abs %.3g, %zu top-k id differences\n", label,
+               "packed-single", packed_diff, packed_ids);
+        CHECK(packed_diff <= PACKED_ABS);
+        CHECK_INT_EQ(packed_ids, 0);
+        if (f32_outputs != NULL)
+            check_errors(label, "vs f32 golden", &e_loose, loose_tol);
+    }
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        result_free(&single[i]);
+        result_free(&packed[i]);
+    }
+    free(single);
+    free(packed);
+    bert_scratch_free(r->scratch);
+    r->scratch = NULL;
+    return ok;
+}
+
 /* Rebuild, load and run one dtype variant; returns false when the variant
  * could not be run at all. */
 static bool run_variant(struct run *r, json_t *golden, json_t *variant, json_t *f32_outputs,
@@ -768,51 +823,13 @@ static bool run_variant(struct run *r, json_t *golden, json_t *variant, json_t *
         check_tokenizer(r, json_object_get(golden, "inputs"));
         check_config(r, json_object_get(golden, "init"));
     }
-    r->scratch = bert_scratch_new(model, r->total_tokens, r->longest, &err);
-    CHECK(r->scratch != NULL);
     json_t *outputs = json_object_get(variant, "outputs");
     CHECK_INT_EQ(json_array_size(outputs), r->n_inputs);
-    bool ok = r->scratch != NULL && json_array_size(outputs) == r->n_inputs;
-
-    struct result *single = xcalloc(r->n_inputs, sizeof *single);
-    struct result *packed = xcalloc(r->n_inputs, sizeof *packed);
-    for (size_t i = 0; ok && i < r->n_inputs; i++)
-        ok = run_batch(r, i, 1, &single[i]);
-    ok = ok && run_batch(r, 0, r->n_inputs, packed);
-    if (ok) {
-        struct errors e_single, e_packed, e_loose;
-        errors_init(&e_single);
-        errors_init(&e_packed);
-        errors_init(&e_loose);
-        double packed_diff = 0.0;
-        size_t packed_ids = 0;
-        for (size_t i = 0; i < r->n_inputs; i++) {
-            json_t *want = json_array_get(outputs, i);
-            compare_golden(r, &single[i], want, same_tol->all_top_ids, &e_single);
-            compare_golden(r, &packed[i], want, same_tol->all_top_ids, &e_packed);
-            if (f32_outputs != NULL)
-                compare_golden(r, &single[i], json_array_get(f32_outputs, i),
-                               loose_tol->all_top_ids, &e_loose);
-            packed_diff = max_of(packed_diff, compare_results(r, &packed[i], &single[i],
-                                                              &packed_ids));
-        }
-        check_errors(label, "one by one", &e_single, same_tol);
-        check_errors(label, "packed", &e_packed, same_tol);
-        printf("%-24s %-14s max abs %.3g, %zu top-k id differences\n", label,
-               "packed-single", packed_diff, packed_ids);
-        CHECK(packed_diff <= PACKED_ABS);
-        CHECK_INT_EQ(packed_ids, 0);
-        if (f32_outputs != NULL)
-            check_errors(label, "vs f32 golden", &e_loose, loose_tol);
-    }
-    for (size_t i = 0; i < r->n_inputs; i++) {
-        result_free(&single[i]);
-        result_free(&packed[i]);
-    }
-    free(single);
-    free(packed);
-    bert_scratch_free(r->scratch);
-    r->scratch = NULL;
+    bool ok = json_array_size(outputs) == r->n_inputs;
+    /* One compute thread, then a team of two: few rows split the products by
+     * columns, many rows by rows; both must give the golden answers. */
+    for (size_t threads = 1; ok && threads <= 2; threads++)
+        ok = run_threads(r, threads, outputs, f32_outputs, same_tol, loose_tol, label);
     bert_model_free(model);
     r->model = NULL;
     return ok;
