@@ -7,11 +7,9 @@
 #include <cblas.h>
 
 #include "attention.h"
+#include "linear.h"
 #include "kernels.h"
 #include "scratch.h"
-
-/* Below this many rows per member, products are split by columns. */
-#define MIN_ROWS_PER_MEMBER 32
 
 /* Views are 64-byte aligned so GEMMs and vector loops start on cache lines. */
 static size_t round_floats(size_t n)
@@ -91,45 +89,6 @@ size_t bert_scratch_max_tokens(const struct bert_scratch *s) { return s->max_tok
 size_t bert_scratch_max_seq_len(const struct bert_scratch *s) { return s->max_seq_len; }
 size_t bert_scratch_bytes(const struct bert_scratch *s) { return s->bytes; }
 size_t bert_scratch_threads(const struct bert_scratch *s) { return bert_team_size(s->team); }
-
-struct bert_share bert_share_of(size_t rows, size_t member, size_t n_members)
-{
-    struct bert_share p = {.member = member, .n_members = n_members, .rows = rows};
-    bert_team_share(rows, member, n_members, &p.r0, &p.r1);
-    p.by_rows = n_members == 1 || rows >= MIN_ROWS_PER_MEMBER * n_members;
-    return p;
-}
-
-void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t *c1)
-{
-    if (p->by_rows) {
-        *c0 = 0;
-        *c1 = out;
-    } else {
-        bert_team_share(out, p->member, p->n_members, c0, c1);
-    }
-}
-
-static void linear(const float *x, size_t rows, size_t in, const float *w, size_t out, float *y,
-                   size_t ldy)
-{
-    if (rows == 0 || out == 0)
-        return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x,
-                (int)in, w, (int)in, 0.0f, y, (int)ldy);
-}
-
-void bert_linear_share(const struct bert_share *p, const float *x, size_t in, const float *w,
-                       size_t out, float *y, size_t ldy)
-{
-    if (p->by_rows) {
-        linear(x + p->r0 * in, p->r1 - p->r0, in, w, out, y + p->r0 * ldy, ldy);
-    } else {
-        size_t c0, c1;
-        bert_share_cols(p, out, &c0, &c1);
-        linear(x, p->rows, in, w + c0 * in, c1 - c0, y + c0, ldy);
-    }
-}
 
 static enum bert_status check_batch(const struct bert_model *model, const struct bert_scratch *s,
                                     const struct bert_batch *b, struct bert_error *err)

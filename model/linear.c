@@ -1,0 +1,47 @@
+#include "linear.h"
+
+#include <cblas.h>
+
+#include "team.h"
+
+/* Below this many rows per member, products are split by columns. */
+#define MIN_ROWS_PER_MEMBER 32
+
+struct bert_share bert_share_of(size_t rows, size_t member, size_t n_members)
+{
+    struct bert_share p = {.member = member, .n_members = n_members, .rows = rows};
+    bert_team_share(rows, member, n_members, &p.r0, &p.r1);
+    p.by_rows = n_members == 1 || rows >= MIN_ROWS_PER_MEMBER * n_members;
+    return p;
+}
+
+void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t *c1)
+{
+    if (p->by_rows) {
+        *c0 = 0;
+        *c1 = out;
+    } else {
+        bert_team_share(out, p->member, p->n_members, c0, c1);
+    }
+}
+
+static void linear(const float *x, size_t rows, size_t in, const float *w, size_t out, float *y,
+                   size_t ldy)
+{
+    if (rows == 0 || out == 0)
+        return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x,
+                (int)in, w, (int)in, 0.0f, y, (int)ldy);
+}
+
+void bert_linear_share(const struct bert_share *p, const float *x, size_t in, const float *w,
+                       size_t out, float *y, size_t ldy)
+{
+    if (p->by_rows) {
+        linear(x + p->r0 * in, p->r1 - p->r0, in, w, out, y + p->r0 * ldy, ldy);
+    } else {
+        size_t c0, c1;
+        bert_share_cols(p, out, &c0, &c1);
+        linear(x, p->rows, in, w + c0 * in, c1 - c0, y + c0, ldy);
+    }
+}
