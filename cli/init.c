@@ -46,11 +46,15 @@ int cli_init_command(int argc, char **argv)
     c->layer_norm_eps = 1e-12f;
     c->pooling = BERT_POOLING_MEAN;
     const char *out = NULL, *dtype = "f32", *labels = NULL, *act = "gelu", *pooling = "mean";
-    const char *problem = NULL;
+    const char *problem = NULL, *model_type = "bert";
     double eps = 1e-12;
     struct cli_opt opts[] = {
         {"out", CLI_OPT_STRING, &out, "checkpoint folder to write (required)"},
         {"tokenizer", CLI_OPT_STRING, &o.tokenizer_dir, "folder to copy tokenizer files from (required)"},
+        {"model-type", CLI_OPT_STRING, &model_type,
+         "bert, distilbert, roberta, xlm-roberta, camembert, electra (bert)"},
+        {"embedding-size", CLI_OPT_SIZE, &c->embedding_size,
+         "ELECTRA embedding width, projected to --hidden (hidden)"},
         {"layers", CLI_OPT_SIZE, &c->num_layers, "encoder layers (2)"},
         {"hidden", CLI_OPT_SIZE, &c->hidden_size, "hidden size (128)"},
         {"heads", CLI_OPT_SIZE, &c->num_heads, "attention heads (2)"},
@@ -64,7 +68,8 @@ int cli_init_command(int argc, char **argv)
         {"bias-range", CLI_OPT_DOUBLE, &o.bias_range, "biases uniform in [-r, r] (0)"},
         {"ln-range", CLI_OPT_DOUBLE, &o.ln_range, "LayerNorm gamma 1 +- r, beta +- r (0)"},
         {"dtype", CLI_OPT_STRING, &dtype, "f32, f16 or bf16 (f32)"},
-        {"prefix", CLI_OPT_FLAG, &o.prefix, "name tensors with the 'bert.' prefix"},
+        {"prefix", CLI_OPT_FLAG, &o.prefix,
+         "name encoder tensors with the family prefix ('bert.', 'roberta.', ...)"},
         {"mlm", CLI_OPT_FLAG, &o.mlm, "add a masked-LM head"},
         {"untied-decoder", CLI_OPT_FLAG, &o.untied_decoder, "MLM decoder not tied to embeddings"},
         {"pooler", CLI_OPT_FLAG, &o.pooler, "add the pooler"},
@@ -84,6 +89,11 @@ int cli_init_command(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     c->layer_norm_eps = (float)eps;
+    if (strlen(model_type) >= sizeof c->model_type) {
+        fprintf(stderr, "bert init: --model-type '%s' is too long\n", model_type);
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(c->model_type, sizeof c->model_type, "%s", model_type);
     if (strcmp(dtype, "f32") == 0)
         o.dtype = BERT_DTYPE_F32;
     else if (strcmp(dtype, "f16") == 0)

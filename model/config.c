@@ -9,8 +9,6 @@
 
 #include "fileutil.h"
 
-static const char SUPPORTED_MODEL_TYPES[] = "bert";
-
 static const struct {
     const char *name;
     enum bert_activation act;
@@ -22,6 +20,7 @@ static const struct {
     {"relu", BERT_ACTIVATION_RELU},
     {"silu", BERT_ACTIVATION_SILU},
     {"swish", BERT_ACTIVATION_SILU},
+    {"tanh", BERT_ACTIVATION_TANH},
 };
 
 static const char *const pooling_names[] = {
@@ -131,6 +130,111 @@ static enum bert_status parse_labels(const char *name, json_t *root, struct bert
     return BERT_OK;
 }
 
+static enum bert_status parse_activation(const char *name, json_t *root, const char *key,
+                                         enum bert_activation *out, struct bert_error *err)
+{
+    json_t *act = json_object_get(root, key);
+    const char *act_name = act == NULL || json_is_null(act) ? "gelu" : json_string_value(act);
+    for (size_t i = 0; act_name && i < sizeof activation_table / sizeof activation_table[0]; i++) {
+        if (strcmp(act_name, activation_table[i].name) == 0) {
+            *out = activation_table[i].act;
+            return BERT_OK;
+        }
+    }
+    return bert_error_set(err, BERT_E_UNSUPPORTED,
+                          "%s: %s \"%.40s\" is not supported (supported: gelu, "
+                          "gelu_new, gelu_pytorch_tanh, gelu_fast, relu, silu, swish, tanh)",
+                          name, key, act_name ? act_name : "(not a string)");
+}
+
+/* BertConfig keys, shared by RoBERTa and ELECTRA (which adds embedding_size). */
+static enum bert_status parse_bert_geometry(const char *name, json_t *root,
+                                            struct bert_config *cfg, struct bert_error *err)
+{
+    enum bert_status st;
+    if ((st = get_size(name, root, "vocab_size", 0, &cfg->vocab_size, err)) ||
+        (st = get_size(name, root, "hidden_size", 0, &cfg->hidden_size, err)) ||
+        (st = get_size(name, root, "num_hidden_layers", 0, &cfg->num_layers, err)) ||
+        (st = get_size(name, root, "num_attention_heads", 0, &cfg->num_heads, err)) ||
+        (st = get_size(name, root, "intermediate_size", 0, &cfg->intermediate_size, err)) ||
+        (st = get_size(name, root, "max_position_embeddings", 512,
+                       &cfg->max_position_embeddings, err)) ||
+        (st = get_size(name, root, "type_vocab_size", 2, &cfg->type_vocab_size, err)))
+        return st;
+    /* ElectraConfig's embedding_size defaults to 128. */
+    cfg->embedding_size = cfg->hidden_size;
+    if (cfg->family == BERT_FAMILY_ELECTRA &&
+        (st = get_size(name, root, "embedding_size", 128, &cfg->embedding_size, err)))
+        return st;
+
+    json_t *eps = json_object_get(root, "layer_norm_eps");
+    cfg->layer_norm_eps = 1e-12f;
+    if (eps != NULL && !json_is_null(eps)) {
+        if (!json_is_number(eps) || json_number_value(eps) <= 0 || json_number_value(eps) > 1)
+            return bert_error_set(err, BERT_E_FORMAT,
+                                  "%s: \"layer_norm_eps\" must be a number in (0, 1]", name);
+        cfg->layer_norm_eps = (float)json_number_value(eps);
+    }
+    return parse_activation(name, root, "hidden_act", &cfg->activation, err);
+}
+
+/* DistilBertConfig names its keys differently, has no token types, and
+ * fixes every LayerNorm's eps at 1e-12. Sinusoidal position embeddings are
+ * stored in the checkpoint like learned ones, so they need nothing here. */
+static enum bert_status parse_distilbert_geometry(const char *name, json_t *root,
+                                                  struct bert_config *cfg,
+                                                  struct bert_error *err)
+{
+    enum bert_status st;
+    if ((st = get_size(name, root, "vocab_size", 0, &cfg->vocab_size, err)) ||
+        (st = get_size(name, root, "dim", 768, &cfg->hidden_size, err)) ||
+        (st = get_size(name, root, "n_layers", 6, &cfg->num_layers, err)) ||
+        (st = get_size(name, root, "n_heads", 12, &cfg->num_heads, err)) ||
+        (st = get_size(name, root, "hidden_dim", 3072, &cfg->intermediate_size, err)) ||
+        (st = get_size(name, root, "max_position_embeddings", 512,
+                       &cfg->max_position_embeddings, err)))
+        return st;
+    cfg->embedding_size = cfg->hidden_size;
+    cfg->type_vocab_size = 0;
+    cfg->layer_norm_eps = 1e-12f;
+    return parse_activation(name, root, "activation", &cfg->activation, err);
+}
+
+/* What differs between families beyond the geometry: where positions start
+ * and the activations of the heads (modeling_*.py of each family). */
+static enum bert_status set_family_details(const char *name, struct bert_config *cfg,
+                                           struct bert_error *err)
+{
+    cfg->position_offset = 0;
+    cfg->pooler_activation = BERT_ACTIVATION_TANH;
+    cfg->mlm_activation = cfg->activation;
+    switch (cfg->family) {
+    case BERT_FAMILY_ROBERTA:
+        /* create_position_ids_from_input_ids: padding_idx + 1 onwards. */
+        if (cfg->pad_token_id < 0 ||
+            (size_t)cfg->pad_token_id + 2 > cfg->max_position_embeddings)
+            return bert_error_set(err, BERT_E_FORMAT,
+                                  "%s: pad_token_id %d leaves no position embeddings (RoBERTa "
+                                  "positions start at pad_token_id + 1; max_position_embeddings "
+                                  "is %zu)",
+                                  name, cfg->pad_token_id, cfg->max_position_embeddings);
+        cfg->position_offset = (size_t)cfg->pad_token_id + 1;
+        cfg->mlm_activation = BERT_ACTIVATION_GELU; /* RobertaLMHead calls gelu */
+        break;
+    case BERT_FAMILY_DISTILBERT:
+        cfg->pooler_activation = BERT_ACTIVATION_RELU; /* pre_classifier + ReLU */
+        break;
+    case BERT_FAMILY_ELECTRA:
+        /* ElectraClassificationHead and ElectraGeneratorPredictions use gelu. */
+        cfg->pooler_activation = BERT_ACTIVATION_GELU;
+        cfg->mlm_activation = BERT_ACTIVATION_GELU;
+        break;
+    default:
+        break;
+    }
+    return BERT_OK;
+}
+
 static enum bert_status parse_root(const char *name, json_t *root, struct bert_config *cfg,
                                    struct bert_error *err)
 {
@@ -150,11 +254,11 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
     if (model_type == NULL)
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: no \"model_type\" (supported: %s)", name,
-                              SUPPORTED_MODEL_TYPES);
-    if (strcmp(model_type, "bert") != 0)
+                              bert_family_supported_types());
+    if (!bert_family_from_model_type(model_type, &cfg->family))
         return bert_error_set(err, BERT_E_UNSUPPORTED,
                               "%s: model_type \"%.40s\" is not supported (supported: %s)", name,
-                              model_type, SUPPORTED_MODEL_TYPES);
+                              model_type, bert_family_supported_types());
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", model_type);
 
     json_t *pet = json_object_get(root, "position_embedding_type");
@@ -171,47 +275,22 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               "not supported; bertserve runs encoders",
                               name);
 
-    enum bert_status st;
-    if ((st = get_size(name, root, "vocab_size", 0, &cfg->vocab_size, err)) ||
-        (st = get_size(name, root, "hidden_size", 0, &cfg->hidden_size, err)) ||
-        (st = get_size(name, root, "num_hidden_layers", 0, &cfg->num_layers, err)) ||
-        (st = get_size(name, root, "num_attention_heads", 0, &cfg->num_heads, err)) ||
-        (st = get_size(name, root, "intermediate_size", 0, &cfg->intermediate_size, err)) ||
-        (st = get_size(name, root, "max_position_embeddings", 512,
-                       &cfg->max_position_embeddings, err)) ||
-        (st = get_size(name, root, "type_vocab_size", 2, &cfg->type_vocab_size, err)))
+    enum bert_status st = cfg->family == BERT_FAMILY_DISTILBERT
+                              ? parse_distilbert_geometry(name, root, cfg, err)
+                              : parse_bert_geometry(name, root, cfg, err);
+    if (st != BERT_OK)
         return st;
     if (cfg->hidden_size % cfg->num_heads != 0)
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: hidden_size %zu is not a multiple of num_attention_heads %zu",
                               name, cfg->hidden_size, cfg->num_heads);
 
-    json_t *eps = json_object_get(root, "layer_norm_eps");
-    cfg->layer_norm_eps = 1e-12f;
-    if (eps != NULL && !json_is_null(eps)) {
-        if (!json_is_number(eps) || json_number_value(eps) <= 0 || json_number_value(eps) > 1)
-            return bert_error_set(err, BERT_E_FORMAT,
-                                  "%s: \"layer_norm_eps\" must be a number in (0, 1]", name);
-        cfg->layer_norm_eps = (float)json_number_value(eps);
-    }
-
-    json_t *act = json_object_get(root, "hidden_act");
-    const char *act_name = act == NULL || json_is_null(act) ? "gelu" : json_string_value(act);
-    bool found = false;
-    for (size_t i = 0; act_name && i < sizeof activation_table / sizeof activation_table[0]; i++) {
-        if (strcmp(act_name, activation_table[i].name) == 0) {
-            cfg->activation = activation_table[i].act;
-            found = true;
-        }
-    }
-    if (!found)
-        return bert_error_set(err, BERT_E_UNSUPPORTED,
-                              "%s: hidden_act \"%.40s\" is not supported (supported: gelu, "
-                              "gelu_new, gelu_pytorch_tanh, gelu_fast, relu, silu, swish)",
-                              name, act_name ? act_name : "(not a string)");
-
     json_t *pad = json_object_get(root, "pad_token_id");
-    cfg->pad_token_id = json_is_integer(pad) ? (int32_t)json_integer_value(pad) : 0;
+    /* RobertaConfig's default pad_token_id is 1. */
+    int32_t pad_default = cfg->family == BERT_FAMILY_ROBERTA ? 1 : 0;
+    cfg->pad_token_id = json_is_integer(pad) ? (int32_t)json_integer_value(pad) : pad_default;
+    if ((st = set_family_details(name, cfg, err)) != BERT_OK)
+        return st;
 
     json_t *tie = json_object_get(root, "tie_word_embeddings");
     cfg->tie_word_embeddings = tie == NULL || json_is_null(tie) || json_is_true(tie);
@@ -389,25 +468,43 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
         [BERT_PROBLEM_MULTI_LABEL] = "multi_label_classification",
         [BERT_PROBLEM_REGRESSION] = "regression",
     };
+    const char *model_type = cfg->model_type[0] ? cfg->model_type : "bert";
+    char arch[96];
+    snprintf(arch, sizeof arch, "%sModel", bert_family_class_prefix(model_type));
     json_object_set_new(root, "architectures",
-                        json_pack("[s]", cfg->architecture[0] ? cfg->architecture : "BertModel"));
-    json_object_set_new(root, "model_type", json_string("bert"));
+                        json_pack("[s]", cfg->architecture[0] ? cfg->architecture : arch));
+    json_object_set_new(root, "model_type", json_string(model_type));
     json_object_set_new(root, "vocab_size", json_integer((json_int_t)cfg->vocab_size));
-    json_object_set_new(root, "hidden_size", json_integer((json_int_t)cfg->hidden_size));
-    json_object_set_new(root, "num_hidden_layers", json_integer((json_int_t)cfg->num_layers));
-    json_object_set_new(root, "num_attention_heads", json_integer((json_int_t)cfg->num_heads));
-    json_object_set_new(root, "intermediate_size",
-                        json_integer((json_int_t)cfg->intermediate_size));
+    if (cfg->family == BERT_FAMILY_DISTILBERT) {
+        json_object_set_new(root, "dim", json_integer((json_int_t)cfg->hidden_size));
+        json_object_set_new(root, "n_layers", json_integer((json_int_t)cfg->num_layers));
+        json_object_set_new(root, "n_heads", json_integer((json_int_t)cfg->num_heads));
+        json_object_set_new(root, "hidden_dim", json_integer((json_int_t)cfg->intermediate_size));
+        json_object_set_new(root, "activation", json_string(activation_name(cfg->activation)));
+        json_object_set_new(root, "sinusoidal_pos_embds", json_false());
+        json_object_set_new(root, "dropout", json_real(0.1));
+        json_object_set_new(root, "attention_dropout", json_real(0.1));
+    } else {
+        json_object_set_new(root, "hidden_size", json_integer((json_int_t)cfg->hidden_size));
+        if (cfg->family == BERT_FAMILY_ELECTRA)
+            json_object_set_new(root, "embedding_size",
+                                json_integer((json_int_t)cfg->embedding_size));
+        json_object_set_new(root, "num_hidden_layers", json_integer((json_int_t)cfg->num_layers));
+        json_object_set_new(root, "num_attention_heads", json_integer((json_int_t)cfg->num_heads));
+        json_object_set_new(root, "intermediate_size",
+                            json_integer((json_int_t)cfg->intermediate_size));
+        json_object_set_new(root, "type_vocab_size",
+                            json_integer((json_int_t)cfg->type_vocab_size));
+        json_object_set_new(root, "layer_norm_eps", json_real(cfg->layer_norm_eps));
+        json_object_set_new(root, "hidden_act", json_string(activation_name(cfg->activation)));
+        json_object_set_new(root, "hidden_dropout_prob", json_real(0.1));
+        json_object_set_new(root, "attention_probs_dropout_prob", json_real(0.1));
+        json_object_set_new(root, "position_embedding_type", json_string("absolute"));
+    }
     json_object_set_new(root, "max_position_embeddings",
                         json_integer((json_int_t)cfg->max_position_embeddings));
-    json_object_set_new(root, "type_vocab_size", json_integer((json_int_t)cfg->type_vocab_size));
-    json_object_set_new(root, "layer_norm_eps", json_real(cfg->layer_norm_eps));
-    json_object_set_new(root, "hidden_act", json_string(activation_name(cfg->activation)));
-    json_object_set_new(root, "hidden_dropout_prob", json_real(0.1));
-    json_object_set_new(root, "attention_probs_dropout_prob", json_real(0.1));
     json_object_set_new(root, "initializer_range", json_real(0.02));
     json_object_set_new(root, "pad_token_id", json_integer(cfg->pad_token_id));
-    json_object_set_new(root, "position_embedding_type", json_string("absolute"));
     json_object_set_new(root, "tie_word_embeddings", json_boolean(cfg->tie_word_embeddings));
     json_object_set_new(root, "id2label", id2label);
     json_object_set_new(root, "label2id", label2id);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "names.h"
 #include "status.h"
 
 enum bert_activation {
@@ -14,6 +15,7 @@ enum bert_activation {
     BERT_ACTIVATION_GELU_TANH, /* tanh approximation ("gelu_new", "gelu_pytorch_tanh", "gelu_fast") */
     BERT_ACTIVATION_RELU,
     BERT_ACTIVATION_SILU,      /* "silu", "swish" */
+    BERT_ACTIVATION_TANH,      /* the BERT / RoBERTa classification dense layer */
 };
 
 enum bert_pooling {
@@ -30,16 +32,21 @@ enum bert_problem_type {
 };
 
 struct bert_config {
-    char model_type[32];         /* "bert" */
+    char model_type[32];         /* "bert", "distilbert", "roberta", "xlm-roberta", ... */
+    enum bert_family family;     /* from model_type */
     size_t vocab_size;
+    size_t embedding_size;       /* E: ELECTRA's embedding width, projected to H; else H */
     size_t hidden_size;          /* H */
     size_t num_layers;           /* L */
     size_t num_heads;            /* A; H % A == 0 */
     size_t intermediate_size;    /* I */
     size_t max_position_embeddings;
-    size_t type_vocab_size;
+    size_t type_vocab_size;      /* 0: the family has no token types (DistilBERT) */
+    size_t position_offset;      /* first position id: RoBERTa pad_token_id + 1, else 0 */
     float layer_norm_eps;
     enum bert_activation activation;
+    enum bert_activation pooler_activation; /* the dense layer before the classifier */
+    enum bert_activation mlm_activation;    /* the MLM head's transform */
     int32_t pad_token_id;
 
     /* Classification head. num_labels is 2 when config.json says nothing,

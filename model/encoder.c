@@ -38,13 +38,17 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
         return NULL;
     }
     const size_t members = bert_team_size(s->team);
-    const size_t T = max_tokens, H = c->hidden_size, FF = c->intermediate_size;
+    const size_t T = max_tokens, H = c->hidden_size, E = c->embedding_size;
+    /* ffn also holds ELECTRA's (T, E) embeddings before their projection,
+     * tmp the MLM transform's (rows, E) output. */
+    const size_t FF = c->intermediate_size > E ? c->intermediate_size : E;
+    const size_t HE = H > E ? H : E;
     s->attn_floats = round_floats(attention_workspace_floats(max_seq_len, H / c->num_heads));
     size_t sizes[] = {
         round_floats(T * H),     /* x */
         round_floats(T * 3 * H), /* qkv */
         round_floats(T * H),     /* ctx */
-        round_floats(T * H),     /* tmp */
+        round_floats(T * HE),    /* tmp */
         round_floats(T * FF),    /* ffn */
         members * s->attn_floats,
         model->weights.mlm_dense_w ? round_floats(MLM_ROW_BLOCK * c->vocab_size) : 0,
@@ -102,17 +106,18 @@ static enum bert_status check_batch(const struct bert_model *model, const struct
                               b->n_tokens, s->max_tokens);
     for (size_t i = 0; i < b->n_seqs; i++) {
         size_t n = b->seq_start[i + 1] - b->seq_start[i];
+        const size_t positions = c->max_position_embeddings - c->position_offset;
         if (b->seq_start[i + 1] < b->seq_start[i] || n == 0 || n > s->max_seq_len ||
-            n > c->max_position_embeddings)
+            n > positions)
             return bert_error_set(err, BERT_E_INVALID,
                                   "sequence %zu has %zu tokens (must be 1..%zu)", i, n,
-                                  s->max_seq_len < c->max_position_embeddings
-                                      ? s->max_seq_len
-                                      : c->max_position_embeddings);
+                                  s->max_seq_len < positions ? s->max_seq_len : positions);
     }
+    /* Families without token types (DistilBERT) ignore the type ids. */
+    const bool typed = model->weights.type_emb != NULL;
     for (size_t t = 0; t < b->n_tokens; t++) {
-        if (b->ids[t] < 0 || (size_t)b->ids[t] >= c->vocab_size || b->type_ids[t] < 0 ||
-            (size_t)b->type_ids[t] >= c->type_vocab_size)
+        if (b->ids[t] < 0 || (size_t)b->ids[t] >= c->vocab_size ||
+            (typed && (b->type_ids[t] < 0 || (size_t)b->type_ids[t] >= c->type_vocab_size)))
             return bert_error_set(err, BERT_E_INVALID,
                                   "token %zu: id %d / type id %d out of range (vocab %zu, types "
                                   "%zu)",
@@ -129,25 +134,32 @@ struct encode_job {
 };
 
 /* x = LayerNorm(word + position + token type) (BERT sec. 3.2) for this
- * member's rows. Positions restart at 0 for every packed sequence. */
+ * member's rows, E wide. Positions restart for every packed sequence, at
+ * position_offset (RoBERTa numbers them from padding_idx + 1); families
+ * without token types add none. */
 static void embed_rows(const struct bert_model *model, const struct bert_batch *b, size_t r0,
                        size_t r1, float *x)
 {
     const struct bert_weights *w = &model->weights;
-    const size_t H = model->config.hidden_size;
+    const size_t H = model->config.embedding_size;
+    const size_t offset = model->config.position_offset;
     size_t seq = 0;
     while (b->seq_start[seq + 1] <= r0)
         seq++;
     for (size_t t = r0; t < r1; t++) {
         while (b->seq_start[seq + 1] <= t)
             seq++;
-        size_t pos = t - b->seq_start[seq];
+        size_t pos = offset + t - b->seq_start[seq];
         const float *we = w->word_emb + (size_t)b->ids[t] * H;
         const float *pe = w->pos_emb + pos * H;
-        const float *te = w->type_emb + (size_t)b->type_ids[t] * H;
         float *row = x + t * H;
         for (size_t k = 0; k < H; k++)
-            row[k] = we[k] + pe[k] + te[k];
+            row[k] = we[k] + pe[k];
+        if (w->type_emb != NULL) {
+            const float *te = w->type_emb + (size_t)b->type_ids[t] * H;
+            for (size_t k = 0; k < H; k++)
+                row[k] += te[k];
+        }
     }
     kernel_add_layernorm(x + r0 * H, NULL, NULL, w->emb_ln_g, w->emb_ln_b, r1 - r0, H,
                          model->config.layer_norm_eps);
@@ -233,10 +245,22 @@ static void encode_member(void *arg, size_t member, size_t n_members)
 {
     const struct encode_job *job = arg;
     struct bert_scratch *s = job->s;
+    const struct bert_weights *w = &job->model->weights;
     const struct bert_share p = bert_share_of(job->b->n_tokens, member, n_members);
-    embed_rows(job->model, job->b, p.r0, p.r1, s->x);
+    embed_rows(job->model, job->b, p.r0, p.r1, w->emb_proj_w ? s->ffn : s->x);
     if (!p.by_rows)
         bert_team_barrier(s->team);
+    if (w->emb_proj_w != NULL) {
+        /* ElectraEmbeddings: LayerNorm at width E, then embeddings_project to H. */
+        const size_t E = job->model->config.embedding_size, H = job->model->config.hidden_size;
+        size_t c0, c1;
+        bert_linear_share(&p, s->ffn, E, w->emb_proj_w, H, s->x, H);
+        bert_share_cols(&p, H, &c0, &c1);
+        size_t r0 = p.by_rows ? p.r0 : 0, nr = p.by_rows ? p.r1 - p.r0 : p.rows;
+        kernel_add_bias(s->x + r0 * H + c0, w->emb_proj_b + c0, nr, c1 - c0, H);
+        if (!p.by_rows)
+            bert_team_barrier(s->team);
+    }
     float *x = s->x, *tmp = s->tmp;
     for (size_t l = 0; l < job->model->config.num_layers; l++)
         layer_forward(job, &job->model->weights.layers[l], &p, s->team, &x, &tmp);

@@ -54,9 +54,10 @@ void bert_pool(const float *hidden, size_t H, size_t row0, size_t n, enum bert_p
     }
 }
 
-/* Pooler (dense + tanh on [CLS]) then the classifier, for every classify
- * sequence at once: one GEMM each over the gathered [CLS] rows. Small, so
- * one member does it. */
+/* Pooler (dense + the family's activation on the first token: tanh for
+ * BERT and RoBERTa, ReLU for DistilBERT, GELU for ELECTRA) then the
+ * classifier, for every classify sequence at once: one GEMM each over the
+ * gathered first rows. Small, so one member does it. */
 static void run_classify(const struct bert_model *model, struct bert_scratch *s,
                          const struct bert_batch *b, const float *hidden,
                          const struct bert_seq_task *tasks)
@@ -73,7 +74,7 @@ static void run_classify(const struct bert_model *model, struct bert_scratch *s,
         return;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)H, (int)H, 1.0f, gathered,
                 (int)H, w->pooler_w, (int)H, 0.0f, pooled, (int)H);
-    kernel_bias_tanh(pooled, w->pooler_b, m, H);
+    kernel_bias_activation(pooled, w->pooler_b, m, H, H, model->config.pooler_activation);
     /* Logits go into the gather buffer, which is free again. */
     float *logits = gathered;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)C, (int)H, 1.0f, pooled,
@@ -163,7 +164,7 @@ static void fill_mask_member(const struct heads_job *job, size_t member, size_t 
     const struct bert_weights *w = &model->weights;
     const struct bert_config *c = &model->config;
     struct bert_scratch *s = job->s;
-    const size_t H = c->hidden_size, V = c->vocab_size;
+    const size_t H = c->hidden_size, E = c->embedding_size, V = c->vocab_size;
     for (size_t first = 0; first < job->n_masks; first += MLM_ROW_BLOCK) {
         const size_t m = job->n_masks - first < MLM_ROW_BLOCK ? job->n_masks - first
                                                                : MLM_ROW_BLOCK;
@@ -173,19 +174,19 @@ static void fill_mask_member(const struct heads_job *job, size_t member, size_t 
         for (size_t r = r0; r < r1; r++)
             memcpy(s->ctx + r * H, job->hidden + rows[r].row * H, H * sizeof(float));
         if (r1 > r0) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(r1 - r0), (int)H, (int)H,
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(r1 - r0), (int)E, (int)H,
                         1.0f, s->ctx + r0 * H, (int)H, w->mlm_dense_w, (int)H, 0.0f,
-                        s->tmp + r0 * H, (int)H);
-            kernel_bias_activation(s->tmp + r0 * H, w->mlm_dense_b, r1 - r0, H, H,
-                                   c->activation);
-            kernel_add_layernorm(s->tmp + r0 * H, NULL, NULL, w->mlm_ln_g, w->mlm_ln_b, r1 - r0,
-                                 H, c->layer_norm_eps);
+                        s->tmp + r0 * E, (int)E);
+            kernel_bias_activation(s->tmp + r0 * E, w->mlm_dense_b, r1 - r0, E, E,
+                                   c->mlm_activation);
+            kernel_add_layernorm(s->tmp + r0 * E, NULL, NULL, w->mlm_ln_g, w->mlm_ln_b, r1 - r0,
+                                 E, c->layer_norm_eps);
         }
         bert_team_barrier(s->team);
         size_t v0, v1;
         bert_team_share(V, member, n_members, &v0, &v1);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)(v1 - v0), (int)H,
-                    1.0f, s->tmp, (int)H, w->mlm_decoder_w + v0 * H, (int)H, 0.0f,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)(v1 - v0), (int)E,
+                    1.0f, s->tmp, (int)E, w->mlm_decoder_w + v0 * E, (int)E, 0.0f,
                     s->logits + v0, (int)V);
         kernel_add_bias(s->logits + v0, w->mlm_decoder_b + v0, m, v1 - v0, V);
         bert_team_barrier(s->team);

@@ -18,6 +18,8 @@ VINLINE vf16 activation16(vf16 v, enum bert_activation act)
         return vf16_max(v, vf16_splat(0.0f));
     case BERT_ACTIVATION_SILU:
         return v / (1.0f + vf16_exp(-v));
+    case BERT_ACTIVATION_TANH:
+        return vf16_tanh(v);
     }
     return v;
 }
@@ -125,18 +127,5 @@ void kernel_softmax_rows(float *x, size_t rows, size_t n, size_t ld)
             vf16_store(row + i, vf16_load(row + i) * inv);
         for (size_t i = nv; i < n; i++)
             row[i] *= inv;
-    }
-}
-
-BERT_HOT
-void kernel_bias_tanh(float *x, const float *bias, size_t rows, size_t n)
-{
-    const size_t nv = n - n % VLANES;
-    for (size_t r = 0; r < rows; r++) {
-        float *row = x + r * n;
-        for (size_t i = 0; i < nv; i += VLANES)
-            vf16_store(row + i, vf16_tanh(vf16_load(row + i) + vf16_load(bias + i)));
-        for (size_t i = nv; i < n; i++)
-            row[i] = vmath_tanh(row[i] + bias[i]);
     }
 }

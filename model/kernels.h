@@ -24,9 +24,6 @@ void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t 
 /* Softmax of each row (width n, stride ld) in place. */
 void kernel_softmax_rows(float *x, size_t rows, size_t n, size_t ld);
 
-/* x = tanh(x + bias) per row. */
-void kernel_bias_tanh(float *x, const float *bias, size_t rows, size_t n);
-
 /* One activation value (for tests and the trainer). */
 float kernel_activation(float v, enum bert_activation act);
 

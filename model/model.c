@@ -7,11 +7,12 @@
 
 #include "fileutil.h"
 
-/* The checkpoint's own limit: position embeddings, narrowed by
+/* The checkpoint's own limit: position embeddings (those from
+ * position_offset on: RoBERTa's 514 give 512), narrowed by
  * sentence-transformers' max_seq_length when the folder sets one. */
 static size_t model_max_input_tokens(const struct bert_config *c)
 {
-    size_t limit = c->max_position_embeddings;
+    size_t limit = c->max_position_embeddings - c->position_offset;
     if (c->st_max_seq_length > 0 && c->st_max_seq_length < limit)
         limit = c->st_max_seq_length;
     return limit;

@@ -110,58 +110,75 @@ static void synth_list_free(struct synth_list *l)
     free(l->names);
 }
 
+/* Add tensor `t` (of layer `layer`) under the family's name; families
+ * without that tensor skip it. */
+static bool synth_add_named(struct synth_list *l, const struct bert_synth_options *o,
+                            const struct bert_config *c, enum bert_tensor t, size_t layer,
+                            enum param_kind kind, size_t d0, size_t d1)
+{
+    char name[200];
+    if (!bert_tensor_name(c->family, t, layer, o->prefix, name, sizeof name))
+        return true;
+    return synth_add(l, o, name, kind, d0, d1);
+}
+
 static bool build_tensors(struct synth_list *l, const struct bert_synth_options *o,
                           const struct bert_config *c)
 {
-    const char *p = o->prefix ? "bert." : "";
-    const size_t H = c->hidden_size, FF = c->intermediate_size;
-    char n[160];
-#define ADD(kind, d0, d1, ...)                                                 \
-    do {                                                                       \
-        snprintf(n, sizeof n, __VA_ARGS__);                                    \
-        if (!synth_add(l, o, n, kind, d0, d1))                                 \
-            return false;                                                      \
-    } while (0)
-    ADD(PARAM_WEIGHT, c->vocab_size, H, "%sembeddings.word_embeddings.weight", p);
-    ADD(PARAM_WEIGHT, c->max_position_embeddings, H, "%sembeddings.position_embeddings.weight", p);
-    ADD(PARAM_WEIGHT, c->type_vocab_size, H, "%sembeddings.token_type_embeddings.weight", p);
-    ADD(PARAM_LN_GAMMA, H, 0, "%sembeddings.LayerNorm.weight", p);
-    ADD(PARAM_LN_BETA, H, 0, "%sembeddings.LayerNorm.bias", p);
-    for (size_t i = 0; i < c->num_layers; i++) {
-        static const char *const qkv[] = {"query", "key", "value"};
-        for (int k = 0; k < 3; k++) {
-            ADD(PARAM_WEIGHT, H, H, "%sencoder.layer.%zu.attention.self.%s.weight", p, i, qkv[k]);
-            ADD(PARAM_BIAS, H, 0, "%sencoder.layer.%zu.attention.self.%s.bias", p, i, qkv[k]);
-        }
-        ADD(PARAM_WEIGHT, H, H, "%sencoder.layer.%zu.attention.output.dense.weight", p, i);
-        ADD(PARAM_BIAS, H, 0, "%sencoder.layer.%zu.attention.output.dense.bias", p, i);
-        ADD(PARAM_LN_GAMMA, H, 0, "%sencoder.layer.%zu.attention.output.LayerNorm.weight", p, i);
-        ADD(PARAM_LN_BETA, H, 0, "%sencoder.layer.%zu.attention.output.LayerNorm.bias", p, i);
-        ADD(PARAM_WEIGHT, FF, H, "%sencoder.layer.%zu.intermediate.dense.weight", p, i);
-        ADD(PARAM_BIAS, FF, 0, "%sencoder.layer.%zu.intermediate.dense.bias", p, i);
-        ADD(PARAM_WEIGHT, H, FF, "%sencoder.layer.%zu.output.dense.weight", p, i);
-        ADD(PARAM_BIAS, H, 0, "%sencoder.layer.%zu.output.dense.bias", p, i);
-        ADD(PARAM_LN_GAMMA, H, 0, "%sencoder.layer.%zu.output.LayerNorm.weight", p, i);
-        ADD(PARAM_LN_BETA, H, 0, "%sencoder.layer.%zu.output.LayerNorm.bias", p, i);
-    }
-    if (o->pooler || o->classifier) {
-        ADD(PARAM_WEIGHT, H, H, "%spooler.dense.weight", p);
-        ADD(PARAM_BIAS, H, 0, "%spooler.dense.bias", p);
-    }
-    if (o->mlm) {
-        ADD(PARAM_WEIGHT, H, H, "cls.predictions.transform.dense.weight");
-        ADD(PARAM_BIAS, H, 0, "cls.predictions.transform.dense.bias");
-        ADD(PARAM_LN_GAMMA, H, 0, "cls.predictions.transform.LayerNorm.weight");
-        ADD(PARAM_LN_BETA, H, 0, "cls.predictions.transform.LayerNorm.bias");
-        ADD(PARAM_BIAS, c->vocab_size, 0, "cls.predictions.bias");
-        if (o->untied_decoder)
-            ADD(PARAM_WEIGHT, c->vocab_size, H, "cls.predictions.decoder.weight");
-    }
-    if (o->classifier) {
-        ADD(PARAM_WEIGHT, c->num_labels, H, "classifier.weight");
-        ADD(PARAM_BIAS, c->num_labels, 0, "classifier.bias");
-    }
-#undef ADD
+    const size_t H = c->hidden_size, E = c->embedding_size, FF = c->intermediate_size;
+    const size_t V = c->vocab_size;
+    const struct {
+        enum bert_tensor t;
+        enum param_kind kind;
+        size_t d0, d1;
+        bool per_layer;
+        bool want;
+    } plan[] = {
+        {BERT_TENSOR_WORD_EMB, PARAM_WEIGHT, V, E, false, true},
+        {BERT_TENSOR_POS_EMB, PARAM_WEIGHT, c->max_position_embeddings, E, false, true},
+        {BERT_TENSOR_TYPE_EMB, PARAM_WEIGHT, c->type_vocab_size, E, false,
+         c->type_vocab_size > 0},
+        {BERT_TENSOR_EMB_LN_G, PARAM_LN_GAMMA, E, 0, false, true},
+        {BERT_TENSOR_EMB_LN_B, PARAM_LN_BETA, E, 0, false, true},
+        {BERT_TENSOR_EMB_PROJ_W, PARAM_WEIGHT, H, E, false, E != H},
+        {BERT_TENSOR_EMB_PROJ_B, PARAM_BIAS, H, 0, false, E != H},
+        {BERT_TENSOR_LAYER_QUERY_W, PARAM_WEIGHT, H, H, true, true},
+        {BERT_TENSOR_LAYER_QUERY_B, PARAM_BIAS, H, 0, true, true},
+        {BERT_TENSOR_LAYER_KEY_W, PARAM_WEIGHT, H, H, true, true},
+        {BERT_TENSOR_LAYER_KEY_B, PARAM_BIAS, H, 0, true, true},
+        {BERT_TENSOR_LAYER_VALUE_W, PARAM_WEIGHT, H, H, true, true},
+        {BERT_TENSOR_LAYER_VALUE_B, PARAM_BIAS, H, 0, true, true},
+        {BERT_TENSOR_LAYER_ATTN_OUT_W, PARAM_WEIGHT, H, H, true, true},
+        {BERT_TENSOR_LAYER_ATTN_OUT_B, PARAM_BIAS, H, 0, true, true},
+        {BERT_TENSOR_LAYER_ATTN_LN_G, PARAM_LN_GAMMA, H, 0, true, true},
+        {BERT_TENSOR_LAYER_ATTN_LN_B, PARAM_LN_BETA, H, 0, true, true},
+        {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT, FF, H, true, true},
+        {BERT_TENSOR_LAYER_FFN_IN_B, PARAM_BIAS, FF, 0, true, true},
+        {BERT_TENSOR_LAYER_FFN_OUT_W, PARAM_WEIGHT, H, FF, true, true},
+        {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, true, true},
+        {BERT_TENSOR_LAYER_FFN_LN_G, PARAM_LN_GAMMA, H, 0, true, true},
+        {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, true, true},
+        {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, false, o->pooler || o->classifier},
+        {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, false, o->pooler || o->classifier},
+        {BERT_TENSOR_MLM_DENSE_W, PARAM_WEIGHT, E, H, false, o->mlm},
+        {BERT_TENSOR_MLM_DENSE_B, PARAM_BIAS, E, 0, false, o->mlm},
+        {BERT_TENSOR_MLM_LN_G, PARAM_LN_GAMMA, E, 0, false, o->mlm},
+        {BERT_TENSOR_MLM_LN_B, PARAM_LN_BETA, E, 0, false, o->mlm},
+        {BERT_TENSOR_MLM_DECODER_B, PARAM_BIAS, V, 0, false, o->mlm},
+        {BERT_TENSOR_MLM_DECODER_W, PARAM_WEIGHT, V, E, false, o->mlm && o->untied_decoder},
+        {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, false, o->classifier},
+        {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, false, o->classifier},
+    };
+    const size_t n = sizeof plan / sizeof plan[0];
+    for (size_t k = 0; k < n; k++)
+        if (plan[k].want && !plan[k].per_layer &&
+            !synth_add_named(l, o, c, plan[k].t, 0, plan[k].kind, plan[k].d0, plan[k].d1))
+            return false;
+    for (size_t i = 0; i < c->num_layers; i++)
+        for (size_t k = 0; k < n; k++)
+            if (plan[k].per_layer &&
+                !synth_add_named(l, o, c, plan[k].t, i, plan[k].kind, plan[k].d0, plan[k].d1))
+                return false;
     return true;
 }
 
@@ -260,9 +277,25 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
         c.vocab_size = bert_tokenizer_vocab_size(tok);
         bert_tokenizer_free(tok);
     }
+    if (c.model_type[0] == '\0')
+        snprintf(c.model_type, sizeof c.model_type, "bert");
+    if (!bert_family_from_model_type(c.model_type, &c.family))
+        return bert_error_set(err, BERT_E_INVALID, "model type '%s' is not one of %s",
+                              c.model_type, bert_family_supported_types());
+    if (c.family == BERT_FAMILY_DISTILBERT)
+        c.type_vocab_size = 0;
+    else if (c.type_vocab_size == 0)
+        return bert_error_set(err, BERT_E_INVALID, "%s needs at least one token type",
+                              c.model_type);
+    if (c.family != BERT_FAMILY_ELECTRA || c.embedding_size == 0)
+        c.embedding_size = c.hidden_size;
+    /* RoBERTa tokenizers put <pad> at 1; positions start after it. */
+    if (c.family == BERT_FAMILY_ROBERTA)
+        c.pad_token_id = 1;
     if (c.hidden_size == 0 || c.num_heads == 0 || c.hidden_size % c.num_heads != 0 ||
-        c.num_layers == 0 || c.intermediate_size == 0 || c.max_position_embeddings == 0 ||
-        c.type_vocab_size == 0 || (o->classifier && c.num_labels == 0))
+        c.num_layers == 0 || c.intermediate_size == 0 ||
+        c.max_position_embeddings <= (size_t)c.pad_token_id + 1 ||
+        (o->classifier && c.num_labels == 0))
         return bert_error_set(err, BERT_E_INVALID,
                               "invalid geometry: hidden %zu, heads %zu, layers %zu, "
                               "intermediate %zu, positions %zu, types %zu, labels %zu",
@@ -270,10 +303,11 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
                               c.max_position_embeddings, c.type_vocab_size, c.num_labels);
     c.tie_word_embeddings = !o->untied_decoder;
     if (c.architecture[0] == '\0')
-        snprintf(c.architecture, sizeof c.architecture, "%s",
-                 o->classifier ? "BertForSequenceClassification"
-                 : o->mlm      ? "BertForMaskedLM"
-                               : "BertModel");
+        snprintf(c.architecture, sizeof c.architecture, "%s%s",
+                 bert_family_class_prefix(c.model_type),
+                 o->classifier ? "ForSequenceClassification"
+                 : o->mlm      ? "ForMaskedLM"
+                               : "Model");
 
     enum bert_status st = file_mkdirs(dir, err);
     if (st != BERT_OK)

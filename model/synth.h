@@ -21,12 +21,14 @@
 #include "safetensors.h"
 
 struct bert_synth_options {
-    struct bert_config config; /* geometry, labels, activation, eps; vocab_size 0: tokenizer's */
+    struct bert_config config; /* geometry, labels, activation, eps; vocab_size 0: tokenizer's;
+                                  model_type ("" is "bert") picks the family and its tensor
+                                  names; embedding_size 0: hidden_size (ELECTRA only) */
     uint64_t seed;
     double weight_std;
     double bias_range;
     double ln_range;
-    bool prefix;               /* "bert." tensor names (BertFor* checkpoints) */
+    bool prefix;               /* the family's encoder prefix ("bert.", "roberta.", ...) */
     bool mlm;                  /* cls.predictions.* */
     bool untied_decoder;       /* write an independent cls.predictions.decoder.weight */
     bool pooler;

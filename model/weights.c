@@ -14,7 +14,7 @@ struct binding {
 
 struct binder {
     const struct safetensors_file *file;
-    const char *prefix; /* "bert." or "" */
+    bool prefixed; /* encoder names carry the family prefix */
     struct binding *list;
     size_t n, cap;
     size_t arena_floats;
@@ -60,140 +60,162 @@ static enum bert_status add_binding(struct binder *b, const struct safetensors_t
     return BERT_OK;
 }
 
-static const struct safetensors_tensor *lookup(const struct binder *b, const char *name,
-                                               bool prefixed)
+static const struct safetensors_tensor *find_tensor(const struct binder *b,
+                                                    enum bert_family family, bool prefixed,
+                                                    enum bert_tensor tensor, size_t layer,
+                                                    char *name, size_t size)
 {
-    char full[256];
-    snprintf(full, sizeof full, "%s%s", prefixed ? b->prefix : "", name);
-    return safetensors_find(b->file, full);
+    if (!bert_tensor_name(family, tensor, layer, prefixed, name, size))
+        return NULL;
+    const struct safetensors_tensor *t = safetensors_find(b->file, name);
+    char alt[256];
+    if (t == NULL && bert_tensor_alt_name(family, tensor, layer, prefixed, alt, sizeof alt))
+        t = safetensors_find(b->file, alt);
+    return t;
 }
 
-/* Bind a required tensor; `name` is relative to the encoder prefix when
- * `prefixed`. LayerNorm parameters may use the old gamma/beta names. */
-static enum bert_status need(struct binder *b, const char *name, bool prefixed,
-                             const float **dst, size_t ndim, size_t d0, size_t d1)
+static bool has(const struct binder *b, const struct bert_config *c, enum bert_tensor tensor)
 {
-    const struct safetensors_tensor *t = lookup(b, name, prefixed);
-    if (t == NULL) {
-        const char *ln = strstr(name, "LayerNorm.");
-        if (ln != NULL) {
-            char alt[256];
-            bool is_weight = strcmp(ln, "LayerNorm.weight") == 0;
-            snprintf(alt, sizeof alt, "%.*sLayerNorm.%s", (int)(ln - name), name,
-                     is_weight ? "gamma" : "beta");
-            t = lookup(b, alt, prefixed);
-        }
-    }
+    char name[256];
+    return find_tensor(b, c->family, b->prefixed, tensor, 0, name, sizeof name) != NULL;
+}
+
+/* Bind a required tensor of layer `layer` (ignored for the others). */
+static enum bert_status need(struct binder *b, const struct bert_config *c,
+                             enum bert_tensor tensor, size_t layer, const float **dst,
+                             size_t ndim, size_t d0, size_t d1)
+{
+    char name[256];
+    const struct safetensors_tensor *t =
+        find_tensor(b, c->family, b->prefixed, tensor, layer, name, sizeof name);
     if (t == NULL)
-        return bert_error_set(b->err, BERT_E_FORMAT, "%s: missing tensor '%s%s'",
-                              b->file->path ? b->file->path : "model.safetensors",
-                              prefixed ? b->prefix : "", name);
+        return bert_error_set(b->err, BERT_E_FORMAT, "%s: missing tensor '%s'",
+                              b->file->path ? b->file->path : "model.safetensors", name);
     size_t shape[2] = {d0, d1};
     return add_binding(b, t, dst, ndim, shape);
-}
-
-static bool has(const struct binder *b, const char *name, bool prefixed)
-{
-    return lookup(b, name, prefixed) != NULL;
 }
 
 static enum bert_status bind_layer(struct binder *b, const struct bert_config *c, size_t i,
                                    struct bert_layer_weights *l)
 {
     const size_t H = c->hidden_size, I = c->intermediate_size;
-    char n[128];
+    const struct {
+        enum bert_tensor tensor;
+        const float **dst;
+        size_t ndim, d0, d1;
+    } params[] = {
+        {BERT_TENSOR_LAYER_QUERY_W, &l->query_w, 2, H, H},
+        {BERT_TENSOR_LAYER_QUERY_B, &l->query_b, 1, H, 0},
+        {BERT_TENSOR_LAYER_KEY_W, &l->key_w, 2, H, H},
+        {BERT_TENSOR_LAYER_KEY_B, &l->key_b, 1, H, 0},
+        {BERT_TENSOR_LAYER_VALUE_W, &l->value_w, 2, H, H},
+        {BERT_TENSOR_LAYER_VALUE_B, &l->value_b, 1, H, 0},
+        {BERT_TENSOR_LAYER_ATTN_OUT_W, &l->attn_out_w, 2, H, H},
+        {BERT_TENSOR_LAYER_ATTN_OUT_B, &l->attn_out_b, 1, H, 0},
+        {BERT_TENSOR_LAYER_ATTN_LN_G, &l->attn_ln_g, 1, H, 0},
+        {BERT_TENSOR_LAYER_ATTN_LN_B, &l->attn_ln_b, 1, H, 0},
+        {BERT_TENSOR_LAYER_FFN_IN_W, &l->ffn_in_w, 2, I, H},
+        {BERT_TENSOR_LAYER_FFN_IN_B, &l->ffn_in_b, 1, I, 0},
+        {BERT_TENSOR_LAYER_FFN_OUT_W, &l->ffn_out_w, 2, H, I},
+        {BERT_TENSOR_LAYER_FFN_OUT_B, &l->ffn_out_b, 1, H, 0},
+        {BERT_TENSOR_LAYER_FFN_LN_G, &l->ffn_ln_g, 1, H, 0},
+        {BERT_TENSOR_LAYER_FFN_LN_B, &l->ffn_ln_b, 1, H, 0},
+    };
     enum bert_status st = BERT_OK;
-#define NEED(suffix, dst, ndim, d0, d1)                                             \
-    do {                                                                            \
-        snprintf(n, sizeof n, "encoder.layer.%zu.%s", i, suffix);                   \
-        if ((st = need(b, n, true, &(dst), ndim, d0, d1)) != BERT_OK)               \
-            return st;                                                              \
-    } while (0)
-    NEED("attention.self.query.weight", l->query_w, 2, H, H);
-    NEED("attention.self.query.bias", l->query_b, 1, H, 0);
-    NEED("attention.self.key.weight", l->key_w, 2, H, H);
-    NEED("attention.self.key.bias", l->key_b, 1, H, 0);
-    NEED("attention.self.value.weight", l->value_w, 2, H, H);
-    NEED("attention.self.value.bias", l->value_b, 1, H, 0);
-    NEED("attention.output.dense.weight", l->attn_out_w, 2, H, H);
-    NEED("attention.output.dense.bias", l->attn_out_b, 1, H, 0);
-    NEED("attention.output.LayerNorm.weight", l->attn_ln_g, 1, H, 0);
-    NEED("attention.output.LayerNorm.bias", l->attn_ln_b, 1, H, 0);
-    NEED("intermediate.dense.weight", l->ffn_in_w, 2, I, H);
-    NEED("intermediate.dense.bias", l->ffn_in_b, 1, I, 0);
-    NEED("output.dense.weight", l->ffn_out_w, 2, H, I);
-    NEED("output.dense.bias", l->ffn_out_b, 1, H, 0);
-    NEED("output.LayerNorm.weight", l->ffn_ln_g, 1, H, 0);
-    NEED("output.LayerNorm.bias", l->ffn_ln_b, 1, H, 0);
-#undef NEED
+    for (size_t k = 0; k < sizeof params / sizeof params[0] && st == BERT_OK; k++)
+        st = need(b, c, params[k].tensor, i, params[k].dst, params[k].ndim, params[k].d0,
+                  params[k].d1);
     return st;
+}
+
+static enum bert_status bind_embeddings(struct binder *b, const struct bert_config *c,
+                                        struct bert_weights *w)
+{
+    const size_t E = c->embedding_size, H = c->hidden_size;
+    enum bert_status st;
+    if ((st = need(b, c, BERT_TENSOR_WORD_EMB, 0, &w->word_emb, 2, c->vocab_size, E)) ||
+        (st = need(b, c, BERT_TENSOR_POS_EMB, 0, &w->pos_emb, 2, c->max_position_embeddings,
+                   E)) ||
+        (st = need(b, c, BERT_TENSOR_EMB_LN_G, 0, &w->emb_ln_g, 1, E, 0)) ||
+        (st = need(b, c, BERT_TENSOR_EMB_LN_B, 0, &w->emb_ln_b, 1, E, 0)))
+        return st;
+    if (c->type_vocab_size > 0 &&
+        (st = need(b, c, BERT_TENSOR_TYPE_EMB, 0, &w->type_emb, 2, c->type_vocab_size, E)))
+        return st;
+    /* ElectraEmbeddings project only when the widths differ. */
+    if (E != H && ((st = need(b, c, BERT_TENSOR_EMB_PROJ_W, 0, &w->emb_proj_w, 2, H, E)) ||
+                   (st = need(b, c, BERT_TENSOR_EMB_PROJ_B, 0, &w->emb_proj_b, 1, H, 0))))
+        return st;
+    return BERT_OK;
+}
+
+static enum bert_status bind_mlm(struct binder *b, const struct bert_config *c,
+                                 struct bert_weights *w)
+{
+    const size_t E = c->embedding_size, H = c->hidden_size, V = c->vocab_size;
+    enum bert_status st;
+    if ((st = need(b, c, BERT_TENSOR_MLM_DENSE_W, 0, &w->mlm_dense_w, 2, E, H)) ||
+        (st = need(b, c, BERT_TENSOR_MLM_DENSE_B, 0, &w->mlm_dense_b, 1, E, 0)) ||
+        (st = need(b, c, BERT_TENSOR_MLM_LN_G, 0, &w->mlm_ln_g, 1, E, 0)) ||
+        (st = need(b, c, BERT_TENSOR_MLM_LN_B, 0, &w->mlm_ln_b, 1, E, 0)))
+        return st;
+    /* HF drops the decoder weight from the file when it is tied. */
+    if (has(b, c, BERT_TENSOR_MLM_DECODER_W)) {
+        if ((st = need(b, c, BERT_TENSOR_MLM_DECODER_W, 0, &w->mlm_decoder_w, 2, V, E)))
+            return st;
+    } else if (!c->tie_word_embeddings) {
+        char name[256];
+        bert_tensor_name(c->family, BERT_TENSOR_MLM_DECODER_W, 0, false, name, sizeof name);
+        return bert_error_set(b->err, BERT_E_FORMAT,
+                              "%s: missing tensor '%s' (config.json sets tie_word_embeddings "
+                              "false)",
+                              b->file->path, name);
+    }
+    return need(b, c, BERT_TENSOR_MLM_DECODER_B, 0, &w->mlm_decoder_b, 1, V, 0);
 }
 
 static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
                                  struct bert_weights *w)
 {
-    const size_t H = c->hidden_size, V = c->vocab_size;
+    const size_t H = c->hidden_size;
     enum bert_status st;
-    if ((st = need(b, "embeddings.word_embeddings.weight", true, &w->word_emb, 2, V, H)) ||
-        (st = need(b, "embeddings.position_embeddings.weight", true, &w->pos_emb, 2,
-                   c->max_position_embeddings, H)) ||
-        (st = need(b, "embeddings.token_type_embeddings.weight", true, &w->type_emb, 2,
-                   c->type_vocab_size, H)) ||
-        (st = need(b, "embeddings.LayerNorm.weight", true, &w->emb_ln_g, 1, H, 0)) ||
-        (st = need(b, "embeddings.LayerNorm.bias", true, &w->emb_ln_b, 1, H, 0)))
+    if ((st = bind_embeddings(b, c, w)) != BERT_OK)
         return st;
     for (size_t i = 0; i < c->num_layers; i++)
         if ((st = bind_layer(b, c, i, &w->layers[i])) != BERT_OK)
             return st;
-    char extra[96];
-    snprintf(extra, sizeof extra, "encoder.layer.%zu.output.dense.weight", c->num_layers);
-    if (has(b, extra, true))
+    char extra[256];
+    bert_tensor_name(c->family, BERT_TENSOR_LAYER_FFN_OUT_W, c->num_layers, b->prefixed, extra,
+                     sizeof extra);
+    if (safetensors_find(b->file, extra) != NULL)
         return bert_error_set(b->err, BERT_E_FORMAT,
                               "%s: has tensors for more than the %zu layers config.json declares "
-                              "(found '%s%s')",
-                              b->file->path, c->num_layers, b->prefix, extra);
+                              "(found '%s')",
+                              b->file->path, c->num_layers, extra);
 
-    if (has(b, "pooler.dense.weight", true) &&
-        ((st = need(b, "pooler.dense.weight", true, &w->pooler_w, 2, H, H)) ||
-         (st = need(b, "pooler.dense.bias", true, &w->pooler_b, 1, H, 0))))
+    if (has(b, c, BERT_TENSOR_POOLER_W) &&
+        ((st = need(b, c, BERT_TENSOR_POOLER_W, 0, &w->pooler_w, 2, H, H)) ||
+         (st = need(b, c, BERT_TENSOR_POOLER_B, 0, &w->pooler_b, 1, H, 0))))
         return st;
-
-    if (has(b, "cls.predictions.transform.dense.weight", false)) {
-        if ((st = need(b, "cls.predictions.transform.dense.weight", false, &w->mlm_dense_w, 2, H,
-                       H)) ||
-            (st = need(b, "cls.predictions.transform.dense.bias", false, &w->mlm_dense_b, 1, H,
-                       0)) ||
-            (st = need(b, "cls.predictions.transform.LayerNorm.weight", false, &w->mlm_ln_g, 1, H,
-                       0)) ||
-            (st = need(b, "cls.predictions.transform.LayerNorm.bias", false, &w->mlm_ln_b, 1, H,
-                       0)))
-            return st;
-        /* HF drops the decoder weight from the file when it is tied. */
-        if (has(b, "cls.predictions.decoder.weight", false)) {
-            if ((st = need(b, "cls.predictions.decoder.weight", false, &w->mlm_decoder_w, 2, V,
-                           H)))
-                return st;
-        } else if (!c->tie_word_embeddings) {
-            return bert_error_set(b->err, BERT_E_FORMAT,
-                                  "%s: missing tensor 'cls.predictions.decoder.weight' "
-                                  "(config.json sets tie_word_embeddings false)",
-                                  b->file->path);
-        }
-        const char *bias = has(b, "cls.predictions.bias", false) ? "cls.predictions.bias"
-                                                                  : "cls.predictions.decoder.bias";
-        if ((st = need(b, bias, false, &w->mlm_decoder_b, 1, V, 0)))
-            return st;
-    }
-
-    if (has(b, "classifier.weight", false)) {
+    if (has(b, c, BERT_TENSOR_MLM_DENSE_W) && (st = bind_mlm(b, c, w)) != BERT_OK)
+        return st;
+    if (has(b, c, BERT_TENSOR_CLASSIFIER_W)) {
         /* Pointers are only set by materialise(), so ask the file. */
-        if (!has(b, "pooler.dense.weight", true))
+        if (!has(b, c, BERT_TENSOR_POOLER_W)) {
+            char cls[256], pool[256];
+            bert_tensor_name(c->family, BERT_TENSOR_CLASSIFIER_W, 0, b->prefixed, cls,
+                             sizeof cls);
+            bert_tensor_name(c->family, BERT_TENSOR_POOLER_W, 0, b->prefixed, pool,
+                             sizeof pool);
             return bert_error_set(b->err, BERT_E_FORMAT,
-                                  "%s: has 'classifier.weight' but no '%spooler.dense.weight' "
-                                  "(BertForSequenceClassification needs both)",
-                                  b->file->path, b->prefix);
-        if ((st = need(b, "classifier.weight", false, &w->classifier_w, 2, c->num_labels, H)) ||
-            (st = need(b, "classifier.bias", false, &w->classifier_b, 1, c->num_labels, 0)))
+                                  "%s: has '%s' but no '%s' (the classification head needs "
+                                  "both)",
+                                  b->file->path, cls, pool);
+        }
+        if ((st = need(b, c, BERT_TENSOR_CLASSIFIER_W, 0, &w->classifier_w, 2, c->num_labels,
+                       H)) ||
+            (st = need(b, c, BERT_TENSOR_CLASSIFIER_B, 0, &w->classifier_b, 1, c->num_labels,
+                       0)))
             return st;
     }
     return BERT_OK;
@@ -233,8 +255,9 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
 {
     memset(w, 0, sizeof *w);
     struct binder b = {.file = file, .err = err};
-    w->prefixed = safetensors_find(file, "bert.embeddings.word_embeddings.weight") != NULL;
-    b.prefix = w->prefixed ? "bert." : "";
+    char word[256];
+    bert_tensor_name(cfg->family, BERT_TENSOR_WORD_EMB, 0, true, word, sizeof word);
+    w->prefixed = b.prefixed = safetensors_find(file, word) != NULL;
     w->layers = calloc(cfg->num_layers, sizeof *w->layers);
     if (w->layers == NULL)
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");

@@ -1,5 +1,6 @@
-/* Binds the tensors of a safetensors file to the BERT parameter layout,
- * checking every name, dtype and shape against the config. F32 tensors are
+/* Binds the tensors of a safetensors file to the encoder parameter layout,
+ * under the names of the config's family (names.h), checking every name,
+ * dtype and shape against the config. F32 tensors are
  * used in place from the mapping; F16/BF16 (and any misaligned F32) tensors
  * are converted once into one owned arena. */
 #ifndef BERT_WEIGHTS_H
@@ -22,24 +23,28 @@ struct bert_layer_weights {
 };
 
 struct bert_weights {
-    const float *word_emb;                /* (V, H) */
-    const float *pos_emb;                 /* (P, H) */
-    const float *type_emb;                /* (type_vocab, H) */
-    const float *emb_ln_g, *emb_ln_b;     /* (H), (H) */
+    const float *word_emb;                /* (V, E); E == H except for ELECTRA */
+    const float *pos_emb;                 /* (P, E) */
+    const float *type_emb;                /* (type_vocab, E); NULL without token types */
+    const float *emb_ln_g, *emb_ln_b;     /* (E), (E) */
+    const float *emb_proj_w, *emb_proj_b; /* (H, E), (H); NULL when E == H */
     struct bert_layer_weights *layers;    /* (L) */
 
-    /* Optional heads: NULL when the checkpoint has none. */
+    /* Optional heads: NULL when the checkpoint has none. The pooler is the
+     * dense layer the classifier reads (BERT pooler, DistilBERT
+     * pre_classifier, RoBERTa / ELECTRA classifier.dense). The MLM head
+     * works at width E (ELECTRA's generator; H elsewhere). */
     const float *pooler_w, *pooler_b;     /* (H, H), (H) */
-    const float *mlm_dense_w, *mlm_dense_b; /* (H, H), (H) */
-    const float *mlm_ln_g, *mlm_ln_b;     /* (H), (H) */
-    const float *mlm_decoder_w;           /* (V, H); word_emb when tied */
+    const float *mlm_dense_w, *mlm_dense_b; /* (E, H), (E) */
+    const float *mlm_ln_g, *mlm_ln_b;     /* (E), (E) */
+    const float *mlm_decoder_w;           /* (V, E); word_emb when tied */
     const float *mlm_decoder_b;           /* (V) */
     const float *classifier_w;            /* (num_labels, H) */
     const float *classifier_b;            /* (num_labels) */
 
     float *arena;                         /* converted tensors, owned */
     size_t arena_floats;
-    bool prefixed;                        /* names carried the "bert." prefix */
+    bool prefixed;                        /* names carried the family prefix ("bert.", ...) */
 };
 
 /* Bind `file`'s tensors for `cfg`. Errors name the file, the tensor and the

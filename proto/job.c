@@ -121,6 +121,12 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
                                                     in->pair, in->pair_len, &opts, enc, &berr);
         if (st != BERT_OK)
             return encode_failed(job, model, i, &opts, st, &berr, err);
+        /* Models with one token type (RoBERTa, XLM-R) have no pair types: a
+         * tokenizer template that still marks the second text 1 must not
+         * index past their type embeddings. (The encoder ignores type ids
+         * of models with none, like DistilBERT.) */
+        if (model->config.type_vocab_size == 1)
+            memset(enc->type_ids, 0, enc->n * sizeof *enc->type_ids);
         job->n_tokens += enc->n;
         job->n_truncated += enc->truncated ? 1 : 0;
     }

@@ -88,9 +88,10 @@ static char *info_json(const struct server *s)
     if (m->can_fill_mask)
         json_array_append_new(caps, json_string("fill-mask"));
     json_t *root = json_pack(
-        "{s:s, s:{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b, s:s}, "
-        "s:{s:I, s:I, s:I}, s:o}",
+        "{s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b, "
+        "s:s}, s:{s:I, s:I, s:I}, s:o}",
         "version", BERTSERVE_VERSION, "model", "path", m->dir, "model_type", c->model_type,
+        "family", bert_family_name(c->family),
         "architecture", c->architecture, "vocab_size", (json_int_t)c->vocab_size,
         "hidden_size", (json_int_t)c->hidden_size, "num_layers", (json_int_t)c->num_layers,
         "num_heads", (json_int_t)c->num_heads, "intermediate_size",

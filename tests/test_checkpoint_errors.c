@@ -375,6 +375,9 @@ static void missing_tensor(const char *d)
 static void shape_vs_config(const char *d) { config_set(d, "intermediate_size", json_integer(96)); }
 static void fewer_layers(const char *d) { config_set(d, "num_hidden_layers", json_integer(1)); }
 static void gpt2(const char *d) { config_set(d, "model_type", json_string("gpt2")); }
+static void modernbert(const char *d) { config_set(d, "model_type", json_string("modernbert")); }
+/* A BERT checkpoint declared as RoBERTa: the binder looks for RoBERTa's names. */
+static void roberta_names(const char *d) { config_set(d, "model_type", json_string("roberta")); }
 static void no_layers_key(const char *d) { config_set(d, "num_hidden_layers", NULL); }
 static void heads_3(const char *d) { config_set(d, "num_attention_heads", json_integer(3)); }
 static void act_foo(const char *d) { config_set(d, "hidden_act", json_string("foo")); }
@@ -440,6 +443,10 @@ static const struct bad_case cases[] = {
      {"more than the 1 layers", "bert.encoder.layer.1."}},
     {"model-type-gpt2", gpt2, BERT_E_UNSUPPORTED, "config.json",
      {"model_type \"gpt2\"", "supported: bert"}},
+    {"model-type-modernbert", modernbert, BERT_E_UNSUPPORTED, "config.json",
+     {"model_type \"modernbert\"", "supported: bert, distilbert, roberta, xlm-roberta"}},
+    {"bert-weights-as-roberta", roberta_names, BERT_E_FORMAT, "model.safetensors",
+     {"missing tensor 'embeddings.word_embeddings.weight'", NULL}},
     {"relative-key", relative_key, BERT_E_UNSUPPORTED, "config.json",
      {"position_embedding_type \"relative_key\"", NULL}},
     {"hidden-act-foo", act_foo, BERT_E_UNSUPPORTED, "config.json", {"hidden_act \"foo\"", NULL}},

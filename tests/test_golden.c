@@ -211,6 +211,7 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
         return false;
     }
     const struct init_field fields[] = {
+        {"embedding-size", &c->embedding_size, NULL, NULL},
         {"layers", &c->num_layers, NULL, NULL},
         {"hidden", &c->hidden_size, NULL, NULL},
         {"heads", &c->num_heads, NULL, NULL},
@@ -229,7 +230,7 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
         {"normalize", NULL, NULL, &o->st_normalize},
     };
     static const char *const special_keys[] = {"seed", "eps", "act", "pooling", "problem-type",
-                                               "labels"};
+                                               "labels", "model-type"};
     const size_t n_fields = sizeof fields / sizeof fields[0];
     const size_t n_keys = n_fields + sizeof special_keys / sizeof special_keys[0];
     if (json_object_size(init) != n_keys) {
@@ -243,6 +244,10 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
         const char *s = json_string_value(v);
         bool ok = false;
         if (set_field(fields, n_fields, key, v, &ok)) {
+        } else if (strcmp(key, "model-type") == 0) {
+            ok = s != NULL && strlen(s) < sizeof c->model_type;
+            if (ok)
+                snprintf(c->model_type, sizeof c->model_type, "%s", s);
         } else if (strcmp(key, "seed") == 0) {
             ok = json_is_integer(v);
             o->seed = (uint64_t)json_integer_value(v);
@@ -381,8 +386,10 @@ static void class_probabilities(const struct bert_config *c, const float *logits
         out[i] = (float)p[i];
 }
 
-/* BertPooler on the [CLS] row, in double: checks the binding of the pooler
- * weights, which only the classifier uses inside the engine. */
+/* The pooler (BertPooler, DistilBERT pre_classifier, RoBERTa / ELECTRA
+ * classifier.dense) on the first row, in double: checks the binding of the
+ * pooler weights and the family's activation, which only the classifier
+ * uses inside the engine. */
 static float *pooler_output(const struct bert_model *m, const float *cls)
 {
     const struct bert_weights *w = &m->weights;
@@ -394,7 +401,19 @@ static float *pooler_output(const struct bert_model *m, const float *cls)
         double acc = w->pooler_b[o];
         for (size_t k = 0; k < H; k++)
             acc += (double)w->pooler_w[o * H + k] * cls[k];
-        out[o] = (float)tanh(acc);
+        switch (m->config.pooler_activation) {
+        case BERT_ACTIVATION_TANH:
+            out[o] = (float)tanh(acc);
+            break;
+        case BERT_ACTIVATION_RELU:
+            out[o] = (float)(acc > 0 ? acc : 0);
+            break;
+        case BERT_ACTIVATION_GELU:
+            out[o] = (float)(0.5 * acc * (1.0 + erf(acc / sqrt(2.0))));
+            break;
+        default:
+            out[o] = NAN; /* no family uses another: fail the comparison */
+        }
     }
     return out;
 }

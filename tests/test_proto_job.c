@@ -431,6 +431,17 @@ static void test_classify(void)
     free(body);
     proto_job_free(&job);
 
+    /* A model with one token type (RoBERTa, XLM-R) gets no pair types; one
+     * with two keeps them (above). */
+    m.config.type_vocab_size = 1;
+    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":[[\"the cat\",\"a dog\"]]}", &job,
+                  &err));
+    int32_t single_type[7] = {0};
+    CHECK_INT_EQ(job.seqs[0].enc.n, 7);
+    CHECK(memcmp(job.seqs[0].enc.type_ids, single_type, sizeof single_type) == 0);
+    proto_job_free(&job);
+    m.config.type_vocab_size = 0;
+
     /* Sigmoid on request; top_k over the label count means all labels. */
     CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY,
                   "{\"inputs\":[\"cat\"],\"function_to_apply\":\"sigmoid\",\"top_k\":10}", &job,

@@ -31,8 +31,10 @@ sys.path.insert(0, HERE)
 import reference  # noqa: E402
 import synth  # noqa: E402
 
-TOKENIZERS = os.path.join(ROOT, "tests", "data", "tokenizers")
+TOKENIZERS = os.path.join(ROOT, "tests", "data", "tokenizer")
 OUT_DIR = os.path.join(ROOT, "tests", "data", "golden")
+# The other families' goldens run as their own ctest (test_golden_families).
+FAMILY_OUT_DIR = os.path.join(ROOT, "tests", "data", "golden-families")
 
 # The C tests' tolerances (tests/golden/README.md explains them). Near-ties
 # closer than TOPK_LOGIT_GAP in the reference could flip under float32 noise,
@@ -179,6 +181,88 @@ SPECS = [
 ]
 
 
+
+def with_mask(texts, mask):
+    """The [MASK] inputs for a tokenizer whose mask token is `mask`."""
+    return [t.replace("[MASK]", mask) for t in texts]
+
+
+# The other encoder families, on the same inputs. Each writes its task
+# model's exact Hugging Face tensor names (synth.py tensor_specs).
+SPECS += [
+    {
+        "name": "distilbert-mlm",
+        "about": "DistilBertForMaskedLM L=2 H=128 A=2: transformer.layer names, no token "
+                 "types, vocab_transform / vocab_projector head; F32 and BF16",
+        "tokenizer": "minilm",
+        "init": {**L2H128, **SPREAD, **MLM_STD, "model-type": "distilbert", "seed": 25,
+                 "prefix": True, "mlm": True},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON + MASKED + [LONG_MASKED]],
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "distilbert-classify",
+        "about": "DistilBertForSequenceClassification L=2 H=128 A=4, 3 labels: "
+                 "pre_classifier + ReLU, pairs whose type ids the model ignores",
+        "tokenizer": "minilm",
+        "init": {**L2H128, **SPREAD, "heads": 4, "model-type": "distilbert", "seed": 22,
+                 "prefix": True, "labels": "negative,neutral,positive",
+                 "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES + COMMON] + PAIRS[:3],
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "roberta-mlm",
+        "about": "RobertaForMaskedLM L=2 H=128 A=2 on the XLM-R Unigram tokenizer: "
+                 "positions from pad_token_id + 1 (514 of them), one token type, lm_head "
+                 "(gelu)",
+        "tokenizer": "xlmr",
+        "init": {**L2H128, **SPREAD, "weight-std": 0.25, "model-type": "roberta", "seed": 31,
+                 "prefix": True, "mlm": True, "type-vocab": 1, "max-position": 514,
+                 "act": "gelu_new"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON + with_mask(MASKED + [LONG_MASKED], "<mask>")],
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "xlmr-classify",
+        "about": "XLMRobertaForSequenceClassification L=2 H=128 A=4, 2 labels: "
+                 "classifier.dense + tanh + out_proj, sentence pairs, no encoder prefix "
+                 "on the heads",
+        "tokenizer": "xlmr",
+        "init": {**L2H128, **SPREAD, "heads": 4, "model-type": "xlm-roberta", "seed": 32,
+                 "prefix": True, "labels": "no,yes", "type-vocab": 1, "max-position": 514},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES + COMMON] + PAIRS,
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "electra-mlm",
+        "about": "ElectraForMaskedLM (generator) L=2 H=128 A=2 with embedding_size 64: "
+                 "embeddings_project, generator_predictions (gelu) at width 64",
+        "tokenizer": "minilm",
+        "init": {**L2H128, **SPREAD, **MLM_STD, "model-type": "electra",
+                 "embedding-size": 64, "seed": 41, "prefix": True, "mlm": True},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON + MASKED + [LONG_MASKED]],
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "electra-classify",
+        "about": "ElectraForSequenceClassification L=2 H=128 A=2 (embedding_size = hidden, "
+                 "no projection), 1 label (sigmoid) over pairs: classifier.dense + gelu",
+        "tokenizer": "minilm",
+        "init": {**L2H128, **SPREAD, "model-type": "electra", "seed": 42, "prefix": True,
+                 "labels": "LABEL_0"},
+        "dtypes": ["f32"],
+        "inputs": PAIRS + [(SENTENCES[0], SENTENCES[1]), (COMMON[0], None)],
+        "hidden": {"f32": "all"},
+    },
+]
+
+
 def tokenize(tokenizer_dir, inputs):
     """Ids from the official tokenizer: tokenizer.json as is, or the
     vocab.txt layout converted as transformers does."""
@@ -245,16 +329,16 @@ def run_reference(model, spec, dtype, tokens, mask_id, report):
         if model.pooling is not None:
             e = model.pool(h, model.pooling)
             out["embedding"] = rounded(model.l2_normalize(e) if model.normalize else e)
-        if model.has(model.prefix + "pooler.dense.weight"):
+        if model.has_pooler():
             out["pooler"] = rounded(model.pooler(h))
-        if model.has("classifier.weight"):
+        if model.has_classifier():
             logits = model.classifier_logits(h)
             probs = model.class_probabilities(logits)
             out["logits"] = rounded(logits)
             out["probabilities"] = rounded(probs)
             report["class_spread"].append(float((probs - probs.mean()).abs().max())
                                           if probs.numel() > 1 else abs(float(probs) - 0.5))
-        if model.has("cls.predictions.transform.dense.weight"):
+        if model.has_mlm():
             positions = [t for t, x in enumerate(tk["ids"]) if x == mask_id]
             masks = []
             if positions:
@@ -306,12 +390,22 @@ def compare(a, b):
     return worst
 
 
+def find_mask_id(tokenizer_dir):
+    """The id of the tokenizer's mask token ([MASK] or <mask>)."""
+    tj = os.path.join(tokenizer_dir, "tokenizer.json")
+    if os.path.exists(tj):
+        with open(tj, encoding="utf-8") as f:
+            added = json.load(f)["added_tokens"]
+        return next(t["id"] for t in added if t["content"] in ("[MASK]", "<mask>"))
+    with open(os.path.join(tokenizer_dir, "vocab.txt"), encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f].index("[MASK]")
+
+
 def make(spec, bert, work):
     tok_dir = os.path.join(TOKENIZERS, spec["tokenizer"])
     tokens = tokenize(tok_dir, spec["inputs"])
     vocab = synth.vocab_size(tok_dir)
-    with open(os.path.join(tok_dir, "vocab.txt"), encoding="utf-8") as f:
-        mask_id = [line.rstrip("\n") for line in f].index("[MASK]")
+    mask_id = find_mask_id(tok_dir)
     golden = {
         "format": 1,
         "name": spec["name"],
@@ -341,7 +435,8 @@ def make(spec, bert, work):
                                    "outputs": outputs})
         del model
     text = json.dumps(golden, ensure_ascii=False, separators=(",", ":"))
-    path = os.path.join(OUT_DIR, spec["name"] + ".json")
+    family = synth.options(spec["init"])["model-type"] != "bert"
+    path = os.path.join(FAMILY_OUT_DIR if family else OUT_DIR, spec["name"] + ".json")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text + "\n")
     size = os.path.getsize(path)
@@ -380,6 +475,7 @@ def main():
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     reference.self_check()
     os.makedirs(OUT_DIR, exist_ok=True)
+    os.makedirs(FAMILY_OUT_DIR, exist_ok=True)
     if not args.bert:
         print("warning: no --bert; generator not cross-checked against bert init",
               file=sys.stderr)

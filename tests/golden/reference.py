@@ -1,9 +1,13 @@
-"""An independent BERT reference in float64, written from torch primitives.
+"""An independent BERT-family reference in float64, written from torch primitives.
 
 It follows the published architecture (Devlin et al. 2018, "BERT", sec. 3;
 the post-LN Transformer encoder of Vaswani et al. 2017) and the Hugging Face
 checkpoint layout (tensor names, config.json keys, sentence-transformers
-pooling files). It reads checkpoints with its own minimal safetensors reader
+pooling files) of each family: BERT, DistilBERT (Sanh et al. 2019;
+modeling_distilbert.py), RoBERTa / XLM-R / CamemBERT (Liu et al. 2019;
+modeling_roberta.py: positions from padding_idx + 1, RobertaLMHead,
+RobertaClassificationHead) and ELECTRA (Clark et al. 2020;
+modeling_electra.py: embedding_size projected to hidden_size, gelu heads). It reads checkpoints with its own minimal safetensors reader
 and shares no code with the C engine: do not import our C or call our
 binaries from here.
 
@@ -64,6 +68,8 @@ def activation(name, x):
         return torch.clamp(x, min=0.0)
     if name in ("silu", "swish"):
         return x / (1.0 + torch.exp(-x))
+    if name == "tanh":
+        return torch.tanh(x)
     raise ValueError(f"hidden_act {name!r}")
 
 
@@ -77,23 +83,72 @@ def linear(x, w, b):
     return x @ w.T + b
 
 
+FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
+            "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra"}
+
+# Per family: the encoder prefix of task models, the layer prefix, and the
+# names of each layer's parameters.
+BERT_LAYER = {"q": "attention.self.query", "k": "attention.self.key",
+              "v": "attention.self.value", "o": "attention.output.dense",
+              "ln1": "attention.output.LayerNorm", "ff1": "intermediate.dense",
+              "ff2": "output.dense", "ln2": "output.LayerNorm"}
+DISTIL_LAYER = {"q": "attention.q_lin", "k": "attention.k_lin", "v": "attention.v_lin",
+                "o": "attention.out_lin", "ln1": "sa_layer_norm", "ff1": "ffn.lin1",
+                "ff2": "ffn.lin2", "ln2": "output_layer_norm"}
+LAYOUT = {
+    "bert": ("bert.", "encoder.layer.", BERT_LAYER),
+    "distilbert": ("distilbert.", "transformer.layer.", DISTIL_LAYER),
+    "roberta": ("roberta.", "encoder.layer.", BERT_LAYER),
+    "electra": ("electra.", "encoder.layer.", BERT_LAYER),
+}
+# The dense layer the classifier reads, its activation, the classifier, and
+# the MLM head's (transform, norm, decoder, bias) names.
+HEADS = {
+    "bert": ("pooler.dense", "tanh", "classifier",
+             ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+              "cls.predictions.decoder.weight", "cls.predictions.bias")),
+    "distilbert": ("pre_classifier", "relu", "classifier",
+                   ("vocab_transform", "vocab_layer_norm", "vocab_projector.weight",
+                    "vocab_projector.bias")),
+    "roberta": ("classifier.dense", "tanh", "classifier.out_proj",
+                ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder.weight",
+                 "lm_head.bias")),
+    "electra": ("classifier.dense", "gelu", "classifier.out_proj",
+                ("generator_predictions.dense", "generator_predictions.LayerNorm",
+                 "generator_lm_head.weight", "generator_lm_head.bias")),
+}
+
+
 class Bert:
-    """A loaded checkpoint folder."""
+    """A loaded checkpoint folder of any supported family."""
 
     def __init__(self, folder):
         with open(os.path.join(folder, "config.json")) as f:
             self.config = json.load(f)
         c = self.config
-        if c.get("model_type", "bert") != "bert":
-            raise ValueError("only BERT")
-        self.H = c["hidden_size"]
-        self.A = c["num_attention_heads"]
-        self.L = c["num_hidden_layers"]
-        self.eps = c.get("layer_norm_eps", 1e-12)
-        self.act = c.get("hidden_act", "gelu")
+        self.family = FAMILIES[c.get("model_type", "bert")]
+        if self.family == "distilbert":
+            self.H, self.A, self.L = c["dim"], c["n_heads"], c["n_layers"]
+            self.eps = 1e-12  # DistilBERT's LayerNorms all use 1e-12
+            self.act = c.get("activation", "gelu")
+        else:
+            self.H = c["hidden_size"]
+            self.A = c["num_attention_heads"]
+            self.L = c["num_hidden_layers"]
+            self.eps = c.get("layer_norm_eps", 1e-12)
+            self.act = c.get("hidden_act", "gelu")
+        # RoBERTa numbers positions from padding_idx + 1 (pad_token_id 1 -> 2).
+        self.position_offset = c.get("pad_token_id", 1) + 1 if self.family == "roberta" else 0
+        # RobertaLMHead and ElectraGeneratorPredictions apply gelu whatever hidden_act is.
+        self.mlm_act = "gelu" if self.family in ("roberta", "electra") else self.act
         raw = read_safetensors(os.path.join(folder, "model.safetensors"))
         self.w = {name: to_tensor(*v) for name, v in raw.items()}
-        self.prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self.w else ""
+        base, self.layer_prefix, self.layer_names = LAYOUT[self.family]
+        self.prefix = base if base + "embeddings.word_embeddings.weight" in self.w else ""
+        self.pooler_name, self.pooler_act, self.classifier_name, self.mlm_names = \
+            HEADS[self.family]
+        if self.family == "bert":
+            self.pooler_name = self.prefix + self.pooler_name
         self.pooling, self.normalize = self._sentence_transformers(folder)
 
     @staticmethod
@@ -126,39 +181,42 @@ class Bert:
         """Final hidden states (n, H) of one sequence."""
         ids = torch.tensor(ids, dtype=torch.long)
         types = torch.tensor(type_ids, dtype=torch.long)
-        pos = torch.arange(len(ids))
+        pos = torch.arange(len(ids)) + self.position_offset
         x = (self.p("embeddings.word_embeddings.weight")[ids]
-             + self.p("embeddings.position_embeddings.weight")[pos]
-             + self.p("embeddings.token_type_embeddings.weight")[types])
+             + self.p("embeddings.position_embeddings.weight")[pos])
+        if self.family != "distilbert":  # DistilBERT has no token types
+            x = x + self.p("embeddings.token_type_embeddings.weight")[types]
         x = layer_norm(x, self.p("embeddings.LayerNorm.weight"),
                        self.p("embeddings.LayerNorm.bias"), self.eps)
+        if self.has(self.prefix + "embeddings_project.weight"):  # ELECTRA, E != H
+            x = linear(x, self.p("embeddings_project.weight"), self.p("embeddings_project.bias"))
         for i in range(self.L):
-            x = self.layer(x, f"encoder.layer.{i}.")
+            x = self.layer(x, f"{self.layer_prefix}{i}.")
         return x
 
     def layer(self, x, lp):
         n, H, A = x.shape[0], self.H, self.A
         D = H // A
+        names = self.layer_names
 
-        def proj(name):
-            return linear(x, self.p(lp + name + ".weight"), self.p(lp + name + ".bias"))
+        def proj(key, inp):
+            return linear(inp, self.p(lp + names[key] + ".weight"),
+                          self.p(lp + names[key] + ".bias"))
+
+        def norm(key, inp):
+            return layer_norm(inp, self.p(lp + names[key] + ".weight"),
+                              self.p(lp + names[key] + ".bias"), self.eps)
 
         # (A, n, D) per head.
-        q = proj("attention.self.query").reshape(n, A, D).transpose(0, 1)
-        k = proj("attention.self.key").reshape(n, A, D).transpose(0, 1)
-        v = proj("attention.self.value").reshape(n, A, D).transpose(0, 1)
+        q = proj("q", x).reshape(n, A, D).transpose(0, 1)
+        k = proj("k", x).reshape(n, A, D).transpose(0, 1)
+        v = proj("v", x).reshape(n, A, D).transpose(0, 1)
         probs = softmax(q @ k.transpose(1, 2) / math.sqrt(D))
         ctx = (probs @ v).transpose(0, 1).reshape(n, H)
         # Post-LN residual blocks.
-        attn = linear(ctx, self.p(lp + "attention.output.dense.weight"),
-                      self.p(lp + "attention.output.dense.bias"))
-        x = layer_norm(attn + x, self.p(lp + "attention.output.LayerNorm.weight"),
-                       self.p(lp + "attention.output.LayerNorm.bias"), self.eps)
-        h = activation(self.act, linear(x, self.p(lp + "intermediate.dense.weight"),
-                                        self.p(lp + "intermediate.dense.bias")))
-        out = linear(h, self.p(lp + "output.dense.weight"), self.p(lp + "output.dense.bias"))
-        return layer_norm(out + x, self.p(lp + "output.LayerNorm.weight"),
-                          self.p(lp + "output.LayerNorm.bias"), self.eps)
+        x = norm("ln1", proj("o", ctx) + x)
+        h = activation(self.act, proj("ff1", x))
+        return norm("ln2", proj("ff2", h) + x)
 
     @staticmethod
     def pool(hidden, mode):
@@ -176,13 +234,26 @@ class Bert:
         """torch.nn.functional.normalize: v / max(||v||, 1e-12)."""
         return v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
 
+    def has_pooler(self):
+        return self.has(self.pooler_name + ".weight")
+
+    def has_classifier(self):
+        return self.has(self.classifier_name + ".weight")
+
+    def has_mlm(self):
+        return self.has(self.mlm_names[0] + ".weight")
+
     def pooler(self, hidden):
-        """BertPooler: tanh(dense(h_[CLS]))."""
-        return torch.tanh(linear(hidden[0], self.p("pooler.dense.weight"),
-                                 self.p("pooler.dense.bias")))
+        """The dense layer on the first token that the classifier reads:
+        BertPooler tanh, DistilBERT pre_classifier + ReLU,
+        RobertaClassificationHead dense + tanh, ElectraClassificationHead
+        dense + gelu."""
+        return activation(self.pooler_act, linear(hidden[0], self.w[self.pooler_name + ".weight"],
+                                                  self.w[self.pooler_name + ".bias"]))
 
     def classifier_logits(self, hidden):
-        return linear(self.pooler(hidden), self.w["classifier.weight"], self.w["classifier.bias"])
+        return linear(self.pooler(hidden), self.w[self.classifier_name + ".weight"],
+                      self.w[self.classifier_name + ".bias"])
 
     def class_probabilities(self, logits):
         """transformers' text-classification pipeline default function."""
@@ -195,15 +266,17 @@ class Bert:
         return softmax(logits)
 
     def mlm_logits(self, rows):
-        """BertLMPredictionHead on hidden rows (m, H) -> (m, V) logits."""
-        t = linear(rows, self.w["cls.predictions.transform.dense.weight"],
-                   self.w["cls.predictions.transform.dense.bias"])
-        t = layer_norm(activation(self.act, t), self.w["cls.predictions.transform.LayerNorm.weight"],
-                       self.w["cls.predictions.transform.LayerNorm.bias"], self.eps)
-        decoder = self.w.get("cls.predictions.decoder.weight")
+        """The family's MLM head on hidden rows (m, H) -> (m, V) logits:
+        dense (to E), activation, LayerNorm, decoder (tied: the word
+        embeddings) plus bias."""
+        dense, norm, decoder_name, bias_name = self.mlm_names
+        t = linear(rows, self.w[dense + ".weight"], self.w[dense + ".bias"])
+        t = layer_norm(activation(self.mlm_act, t), self.w[norm + ".weight"],
+                       self.w[norm + ".bias"], self.eps)
+        decoder = self.w.get(decoder_name)
         if decoder is None:  # tied to the word embeddings
             decoder = self.p("embeddings.word_embeddings.weight")
-        bias = self.w.get("cls.predictions.bias", self.w.get("cls.predictions.decoder.bias"))
+        bias = self.w.get(bias_name, self.w.get("cls.predictions.decoder.bias"))
         return t @ decoder.T + bias
 
 

@@ -27,7 +27,8 @@ WEIGHT, BIAS, LN_GAMMA, LN_BETA = "weight", "bias", "ln_gamma", "ln_beta"
 
 # `bert init` defaults (cli/init.c).
 INIT_DEFAULTS = {
-    "layers": 2, "hidden": 128, "heads": 2, "intermediate": 512, "max-position": 512,
+    "model-type": "bert", "embedding-size": 0, "layers": 2, "hidden": 128, "heads": 2,
+    "intermediate": 512, "max-position": 512,
     "type-vocab": 2, "eps": 1e-12, "act": "gelu", "seed": 0, "weight-std": 0.02,
     "bias-range": 0.0, "ln-range": 0.0, "dtype": "f32", "prefix": False, "mlm": False,
     "untied-decoder": False, "pooler": False, "labels": None, "problem-type": None,
@@ -69,7 +70,9 @@ def vocab_size(tokenizer_dir):
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             tok = json.load(f)
-        ids = list(tok["model"]["vocab"].values()) + [t["id"] for t in tok["added_tokens"]]
+        vocab = tok["model"]["vocab"]  # {token: id}, or Unigram's [[piece, score], ...]
+        ids = (list(vocab.values()) if isinstance(vocab, dict) else [len(vocab) - 1]) + \
+            [t["id"] for t in tok["added_tokens"]]
         return max(ids) + 1
     with open(os.path.join(tokenizer_dir, "vocab.txt"), encoding="utf-8") as f:
         return sum(1 for _ in f)
@@ -85,51 +88,113 @@ def options(init):
     return o
 
 
-def tensor_specs(o, vocab):
-    """(name, kind, shape) in the order model/synth.c builds them."""
-    p = "bert." if o["prefix"] else ""
-    H, FF = o["hidden"], o["intermediate"]
-    specs = [
-        (f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, H)),
-        (f"{p}embeddings.position_embeddings.weight", WEIGHT, (o["max-position"], H)),
-        (f"{p}embeddings.token_type_embeddings.weight", WEIGHT, (o["type-vocab"], H)),
-        (f"{p}embeddings.LayerNorm.weight", LN_GAMMA, (H,)),
-        (f"{p}embeddings.LayerNorm.bias", LN_BETA, (H,)),
+FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
+            "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra"}
+CLASS_PREFIX = {"bert": "Bert", "distilbert": "DistilBert", "roberta": "Roberta",
+                "xlm-roberta": "XLMRoberta", "camembert": "Camembert", "electra": "Electra"}
+
+
+def family(o):
+    return FAMILIES[o["model-type"]]
+
+
+def embedding_size(o):
+    """ELECTRA's E (0: hidden); the other families embed at H."""
+    return o["embedding-size"] or o["hidden"] if family(o) == "electra" else o["hidden"]
+
+
+def bert_layer_specs(lp, H, FF):
+    """modeling_bert.py BertLayer names (RoBERTa and ELECTRA reuse them)."""
+    specs = []
+    for k in ("query", "key", "value"):
+        specs += [(f"{lp}attention.self.{k}.weight", WEIGHT, (H, H)),
+                  (f"{lp}attention.self.{k}.bias", BIAS, (H,))]
+    return specs + [
+        (f"{lp}attention.output.dense.weight", WEIGHT, (H, H)),
+        (f"{lp}attention.output.dense.bias", BIAS, (H,)),
+        (f"{lp}attention.output.LayerNorm.weight", LN_GAMMA, (H,)),
+        (f"{lp}attention.output.LayerNorm.bias", LN_BETA, (H,)),
+        (f"{lp}intermediate.dense.weight", WEIGHT, (FF, H)),
+        (f"{lp}intermediate.dense.bias", BIAS, (FF,)),
+        (f"{lp}output.dense.weight", WEIGHT, (H, FF)),
+        (f"{lp}output.dense.bias", BIAS, (H,)),
+        (f"{lp}output.LayerNorm.weight", LN_GAMMA, (H,)),
+        (f"{lp}output.LayerNorm.bias", LN_BETA, (H,)),
     ]
+
+
+def distilbert_layer_specs(lp, H, FF):
+    """modeling_distilbert.py TransformerBlock names."""
+    specs = []
+    for k in ("q_lin", "k_lin", "v_lin", "out_lin"):
+        specs += [(f"{lp}attention.{k}.weight", WEIGHT, (H, H)),
+                  (f"{lp}attention.{k}.bias", BIAS, (H,))]
+    return specs + [
+        (f"{lp}sa_layer_norm.weight", LN_GAMMA, (H,)),
+        (f"{lp}sa_layer_norm.bias", LN_BETA, (H,)),
+        (f"{lp}ffn.lin1.weight", WEIGHT, (FF, H)),
+        (f"{lp}ffn.lin1.bias", BIAS, (FF,)),
+        (f"{lp}ffn.lin2.weight", WEIGHT, (H, FF)),
+        (f"{lp}ffn.lin2.bias", BIAS, (H,)),
+        (f"{lp}output_layer_norm.weight", LN_GAMMA, (H,)),
+        (f"{lp}output_layer_norm.bias", LN_BETA, (H,)),
+    ]
+
+
+def tensor_specs(o, vocab):
+    """(name, kind, shape) of every tensor, as Hugging Face names them for
+    the family (BertForMaskedLM, DistilBertForSequenceClassification,
+    RobertaForMaskedLM, ElectraForMaskedLM, ...)."""
+    fam = family(o)
+    p = {"bert": "bert.", "distilbert": "distilbert.", "roberta": "roberta.",
+         "electra": "electra."}[fam] if o["prefix"] else ""
+    H, FF, E = o["hidden"], o["intermediate"], embedding_size(o)
+    specs = [
+        (f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, E)),
+        (f"{p}embeddings.position_embeddings.weight", WEIGHT, (o["max-position"], E)),
+    ]
+    if fam != "distilbert":
+        specs.append((f"{p}embeddings.token_type_embeddings.weight", WEIGHT,
+                      (o["type-vocab"], E)))
+    specs += [(f"{p}embeddings.LayerNorm.weight", LN_GAMMA, (E,)),
+              (f"{p}embeddings.LayerNorm.bias", LN_BETA, (E,))]
+    if E != H:
+        specs += [(f"{p}embeddings_project.weight", WEIGHT, (H, E)),
+                  (f"{p}embeddings_project.bias", BIAS, (H,))]
     for i in range(o["layers"]):
-        lp = f"{p}encoder.layer.{i}."
-        for k in ("query", "key", "value"):
-            specs += [(f"{lp}attention.self.{k}.weight", WEIGHT, (H, H)),
-                      (f"{lp}attention.self.{k}.bias", BIAS, (H,))]
-        specs += [
-            (f"{lp}attention.output.dense.weight", WEIGHT, (H, H)),
-            (f"{lp}attention.output.dense.bias", BIAS, (H,)),
-            (f"{lp}attention.output.LayerNorm.weight", LN_GAMMA, (H,)),
-            (f"{lp}attention.output.LayerNorm.bias", LN_BETA, (H,)),
-            (f"{lp}intermediate.dense.weight", WEIGHT, (FF, H)),
-            (f"{lp}intermediate.dense.bias", BIAS, (FF,)),
-            (f"{lp}output.dense.weight", WEIGHT, (H, FF)),
-            (f"{lp}output.dense.bias", BIAS, (H,)),
-            (f"{lp}output.LayerNorm.weight", LN_GAMMA, (H,)),
-            (f"{lp}output.LayerNorm.bias", LN_BETA, (H,)),
-        ]
+        if fam == "distilbert":
+            specs += distilbert_layer_specs(f"{p}transformer.layer.{i}.", H, FF)
+        else:
+            specs += bert_layer_specs(f"{p}encoder.layer.{i}.", H, FF)
     classifier = o["labels"] is not None
     if o["pooler"] or classifier:
-        specs += [(f"{p}pooler.dense.weight", WEIGHT, (H, H)),
-                  (f"{p}pooler.dense.bias", BIAS, (H,))]
+        pooler = {"bert": f"{p}pooler.dense", "distilbert": "pre_classifier",
+                  "roberta": "classifier.dense", "electra": "classifier.dense"}[fam]
+        specs += [(f"{pooler}.weight", WEIGHT, (H, H)), (f"{pooler}.bias", BIAS, (H,))]
     if o["mlm"]:
+        dense, norm, decoder, bias = {
+            "bert": ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+                     "cls.predictions.decoder.weight", "cls.predictions.bias"),
+            "distilbert": ("vocab_transform", "vocab_layer_norm", "vocab_projector.weight",
+                           "vocab_projector.bias"),
+            "roberta": ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder.weight",
+                        "lm_head.bias"),
+            "electra": ("generator_predictions.dense", "generator_predictions.LayerNorm",
+                        "generator_lm_head.weight", "generator_lm_head.bias"),
+        }[fam]
         specs += [
-            ("cls.predictions.transform.dense.weight", WEIGHT, (H, H)),
-            ("cls.predictions.transform.dense.bias", BIAS, (H,)),
-            ("cls.predictions.transform.LayerNorm.weight", LN_GAMMA, (H,)),
-            ("cls.predictions.transform.LayerNorm.bias", LN_BETA, (H,)),
-            ("cls.predictions.bias", BIAS, (vocab,)),
+            (f"{dense}.weight", WEIGHT, (E, H)),
+            (f"{dense}.bias", BIAS, (E,)),
+            (f"{norm}.weight", LN_GAMMA, (E,)),
+            (f"{norm}.bias", LN_BETA, (E,)),
+            (bias, BIAS, (vocab,)),
         ]
         if o["untied-decoder"]:
-            specs.append(("cls.predictions.decoder.weight", WEIGHT, (vocab, H)))
+            specs.append((decoder, WEIGHT, (vocab, E)))
     if classifier:
         n = len(o["labels"].split(","))
-        specs += [("classifier.weight", WEIGHT, (n, H)), ("classifier.bias", BIAS, (n,))]
+        out = "classifier" if fam in ("bert", "distilbert") else "classifier.out_proj"
+        specs += [(f"{out}.weight", WEIGHT, (n, H)), (f"{out}.bias", BIAS, (n,))]
     return specs
 
 
@@ -163,23 +228,33 @@ def generate(o, vocab):
 
 
 def config_json(o, vocab):
-    """The config.json bert_config_write produces (the keys that matter)."""
+    """The config.json bert_config_write produces (the keys that matter), in
+    the family's own key names."""
     labels = o["labels"].split(",") if o["labels"] is not None else []
-    arch = ("BertForSequenceClassification" if labels else
-            "BertForMaskedLM" if o["mlm"] else "BertModel")
+    fam = family(o)
+    arch = CLASS_PREFIX[o["model-type"]] + ("ForSequenceClassification" if labels else
+                                            "ForMaskedLM" if o["mlm"] else "Model")
     act = {"gelu": "gelu", "gelu_new": "gelu_new", "relu": "relu", "silu": "silu"}[o["act"]]
-    cfg = {
-        "architectures": [arch], "model_type": "bert", "vocab_size": vocab,
-        "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],
-        "num_attention_heads": o["heads"], "intermediate_size": o["intermediate"],
-        "max_position_embeddings": o["max-position"], "type_vocab_size": o["type-vocab"],
-        # The C side stores eps as a float32.
-        "layer_norm_eps": float(np.float32(o["eps"])), "hidden_act": act,
-        "pad_token_id": 0, "position_embedding_type": "absolute",
-        "tie_word_embeddings": not o["untied-decoder"],
-        "id2label": {str(i): l for i, l in enumerate(labels)},
-        "label2id": {l: i for i, l in enumerate(labels)},
-    }
+    cfg = {"architectures": [arch], "model_type": o["model-type"], "vocab_size": vocab,
+           "max_position_embeddings": o["max-position"],
+           "pad_token_id": 1 if fam == "roberta" else 0,
+           "tie_word_embeddings": not o["untied-decoder"]}
+    if fam == "distilbert":
+        cfg.update({"dim": o["hidden"], "n_layers": o["layers"], "n_heads": o["heads"],
+                    "hidden_dim": o["intermediate"], "activation": act,
+                    "sinusoidal_pos_embds": False})
+    else:
+        cfg.update({
+            "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],
+            "num_attention_heads": o["heads"], "intermediate_size": o["intermediate"],
+            "type_vocab_size": o["type-vocab"],
+            # The C side stores eps as a float32.
+            "layer_norm_eps": float(np.float32(o["eps"])), "hidden_act": act,
+            "position_embedding_type": "absolute"})
+        if fam == "electra":
+            cfg["embedding_size"] = embedding_size(o)
+    cfg["id2label"] = {str(i): l for i, l in enumerate(labels)}
+    cfg["label2id"] = {l: i for i, l in enumerate(labels)}
     if o["problem-type"]:
         cfg["problem_type"] = {"single_label": "single_label_classification",
                                "multi_label": "multi_label_classification",

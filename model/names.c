@@ -1,0 +1,223 @@
+#include "names.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *model_type;
+    enum bert_family family;
+    const char *class_prefix; /* architectures[0] before "ForMaskedLM", "Model", ... */
+} model_types[] = {
+    {"bert", BERT_FAMILY_BERT, "Bert"},
+    {"distilbert", BERT_FAMILY_DISTILBERT, "DistilBert"},
+    {"roberta", BERT_FAMILY_ROBERTA, "Roberta"},
+    {"xlm-roberta", BERT_FAMILY_ROBERTA, "XLMRoberta"},
+    {"camembert", BERT_FAMILY_ROBERTA, "Camembert"},
+    {"electra", BERT_FAMILY_ELECTRA, "Electra"},
+};
+
+static const char *const family_names[BERT_FAMILY_COUNT] = {
+    [BERT_FAMILY_BERT] = "bert",
+    [BERT_FAMILY_DISTILBERT] = "distilbert",
+    [BERT_FAMILY_ROBERTA] = "roberta",
+    [BERT_FAMILY_ELECTRA] = "electra",
+};
+
+/* transformers' base_model_prefix of each family: XLM-R and CamemBERT keep
+ * "roberta". */
+static const char *const prefixes[BERT_FAMILY_COUNT] = {
+    [BERT_FAMILY_BERT] = "bert.",
+    [BERT_FAMILY_DISTILBERT] = "distilbert.",
+    [BERT_FAMILY_ROBERTA] = "roberta.",
+    [BERT_FAMILY_ELECTRA] = "electra.",
+};
+
+bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
+{
+    for (size_t i = 0; i < sizeof model_types / sizeof model_types[0]; i++) {
+        if (strcmp(model_type, model_types[i].model_type) == 0) {
+            *out = model_types[i].family;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *bert_family_supported_types(void)
+{
+    return "bert, distilbert, roberta, xlm-roberta, camembert, electra";
+}
+
+const char *bert_family_name(enum bert_family family)
+{
+    return (size_t)family < BERT_FAMILY_COUNT ? family_names[family] : "?";
+}
+
+const char *bert_family_class_prefix(const char *model_type)
+{
+    for (size_t i = 0; i < sizeof model_types / sizeof model_types[0]; i++)
+        if (strcmp(model_type, model_types[i].model_type) == 0)
+            return model_types[i].class_prefix;
+    return "Bert";
+}
+
+const char *bert_family_prefix(enum bert_family family)
+{
+    return (size_t)family < BERT_FAMILY_COUNT ? prefixes[family] : "";
+}
+
+/* A tensor's name in one family: `base` names live under the encoder
+ * prefix; NULL: the family has no such tensor. */
+struct tensor_name {
+    const char *name;
+    bool base;
+};
+
+/* BERT, RoBERTa and ELECTRA share the encoder layout (modeling_bert.py,
+ * modeling_roberta.py, modeling_electra.py). */
+#define BERT_ENCODER_NAMES                                                                  \
+    [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},                   \
+    [BERT_TENSOR_POS_EMB] = {"embeddings.position_embeddings.weight", true},                \
+    [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},             \
+    [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},                         \
+    [BERT_TENSOR_EMB_LN_B] = {"embeddings.LayerNorm.bias", true},                           \
+    [BERT_TENSOR_LAYER_QUERY_W] = {"encoder.layer.%zu.attention.self.query.weight", true},  \
+    [BERT_TENSOR_LAYER_QUERY_B] = {"encoder.layer.%zu.attention.self.query.bias", true},    \
+    [BERT_TENSOR_LAYER_KEY_W] = {"encoder.layer.%zu.attention.self.key.weight", true},      \
+    [BERT_TENSOR_LAYER_KEY_B] = {"encoder.layer.%zu.attention.self.key.bias", true},        \
+    [BERT_TENSOR_LAYER_VALUE_W] = {"encoder.layer.%zu.attention.self.value.weight", true},  \
+    [BERT_TENSOR_LAYER_VALUE_B] = {"encoder.layer.%zu.attention.self.value.bias", true},    \
+    [BERT_TENSOR_LAYER_ATTN_OUT_W] = {"encoder.layer.%zu.attention.output.dense.weight",    \
+                                      true},                                                \
+    [BERT_TENSOR_LAYER_ATTN_OUT_B] = {"encoder.layer.%zu.attention.output.dense.bias", true}, \
+    [BERT_TENSOR_LAYER_ATTN_LN_G] = {"encoder.layer.%zu.attention.output.LayerNorm.weight", \
+                                     true},                                                 \
+    [BERT_TENSOR_LAYER_ATTN_LN_B] = {"encoder.layer.%zu.attention.output.LayerNorm.bias",   \
+                                     true},                                                 \
+    [BERT_TENSOR_LAYER_FFN_IN_W] = {"encoder.layer.%zu.intermediate.dense.weight", true},   \
+    [BERT_TENSOR_LAYER_FFN_IN_B] = {"encoder.layer.%zu.intermediate.dense.bias", true},     \
+    [BERT_TENSOR_LAYER_FFN_OUT_W] = {"encoder.layer.%zu.output.dense.weight", true},        \
+    [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layer.%zu.output.dense.bias", true},          \
+    [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layer.%zu.output.LayerNorm.weight", true},     \
+    [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layer.%zu.output.LayerNorm.bias", true}
+
+static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
+    [BERT_FAMILY_BERT] = {
+        BERT_ENCODER_NAMES,
+        [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", true},
+        [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},
+        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
+        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
+        [BERT_TENSOR_MLM_DENSE_W] = {"cls.predictions.transform.dense.weight", false},
+        [BERT_TENSOR_MLM_DENSE_B] = {"cls.predictions.transform.dense.bias", false},
+        [BERT_TENSOR_MLM_LN_G] = {"cls.predictions.transform.LayerNorm.weight", false},
+        [BERT_TENSOR_MLM_LN_B] = {"cls.predictions.transform.LayerNorm.bias", false},
+        [BERT_TENSOR_MLM_DECODER_W] = {"cls.predictions.decoder.weight", false},
+        [BERT_TENSOR_MLM_DECODER_B] = {"cls.predictions.bias", false},
+    },
+    /* modeling_distilbert.py: Embeddings, TransformerBlock, the MLM's
+     * vocab_* layers and the classifier's pre_classifier. */
+    [BERT_FAMILY_DISTILBERT] = {
+        [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
+        [BERT_TENSOR_POS_EMB] = {"embeddings.position_embeddings.weight", true},
+        [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},
+        [BERT_TENSOR_EMB_LN_B] = {"embeddings.LayerNorm.bias", true},
+        [BERT_TENSOR_LAYER_QUERY_W] = {"transformer.layer.%zu.attention.q_lin.weight", true},
+        [BERT_TENSOR_LAYER_QUERY_B] = {"transformer.layer.%zu.attention.q_lin.bias", true},
+        [BERT_TENSOR_LAYER_KEY_W] = {"transformer.layer.%zu.attention.k_lin.weight", true},
+        [BERT_TENSOR_LAYER_KEY_B] = {"transformer.layer.%zu.attention.k_lin.bias", true},
+        [BERT_TENSOR_LAYER_VALUE_W] = {"transformer.layer.%zu.attention.v_lin.weight", true},
+        [BERT_TENSOR_LAYER_VALUE_B] = {"transformer.layer.%zu.attention.v_lin.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_W] = {"transformer.layer.%zu.attention.out_lin.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_B] = {"transformer.layer.%zu.attention.out_lin.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_G] = {"transformer.layer.%zu.sa_layer_norm.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_B] = {"transformer.layer.%zu.sa_layer_norm.bias", true},
+        [BERT_TENSOR_LAYER_FFN_IN_W] = {"transformer.layer.%zu.ffn.lin1.weight", true},
+        [BERT_TENSOR_LAYER_FFN_IN_B] = {"transformer.layer.%zu.ffn.lin1.bias", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_W] = {"transformer.layer.%zu.ffn.lin2.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_B] = {"transformer.layer.%zu.ffn.lin2.bias", true},
+        [BERT_TENSOR_LAYER_FFN_LN_G] = {"transformer.layer.%zu.output_layer_norm.weight", true},
+        [BERT_TENSOR_LAYER_FFN_LN_B] = {"transformer.layer.%zu.output_layer_norm.bias", true},
+        [BERT_TENSOR_POOLER_W] = {"pre_classifier.weight", false},
+        [BERT_TENSOR_POOLER_B] = {"pre_classifier.bias", false},
+        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
+        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
+        [BERT_TENSOR_MLM_DENSE_W] = {"vocab_transform.weight", false},
+        [BERT_TENSOR_MLM_DENSE_B] = {"vocab_transform.bias", false},
+        [BERT_TENSOR_MLM_LN_G] = {"vocab_layer_norm.weight", false},
+        [BERT_TENSOR_MLM_LN_B] = {"vocab_layer_norm.bias", false},
+        [BERT_TENSOR_MLM_DECODER_W] = {"vocab_projector.weight", false},
+        [BERT_TENSOR_MLM_DECODER_B] = {"vocab_projector.bias", false},
+    },
+    /* RobertaLMHead and RobertaClassificationHead. */
+    [BERT_FAMILY_ROBERTA] = {
+        BERT_ENCODER_NAMES,
+        [BERT_TENSOR_POOLER_W] = {"classifier.dense.weight", false},
+        [BERT_TENSOR_POOLER_B] = {"classifier.dense.bias", false},
+        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.out_proj.weight", false},
+        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.out_proj.bias", false},
+        [BERT_TENSOR_MLM_DENSE_W] = {"lm_head.dense.weight", false},
+        [BERT_TENSOR_MLM_DENSE_B] = {"lm_head.dense.bias", false},
+        [BERT_TENSOR_MLM_LN_G] = {"lm_head.layer_norm.weight", false},
+        [BERT_TENSOR_MLM_LN_B] = {"lm_head.layer_norm.bias", false},
+        [BERT_TENSOR_MLM_DECODER_W] = {"lm_head.decoder.weight", false},
+        [BERT_TENSOR_MLM_DECODER_B] = {"lm_head.bias", false},
+    },
+    /* ElectraModel's embeddings_project, ElectraClassificationHead and the
+     * generator's ElectraGeneratorPredictions + generator_lm_head. */
+    [BERT_FAMILY_ELECTRA] = {
+        BERT_ENCODER_NAMES,
+        [BERT_TENSOR_EMB_PROJ_W] = {"embeddings_project.weight", true},
+        [BERT_TENSOR_EMB_PROJ_B] = {"embeddings_project.bias", true},
+        [BERT_TENSOR_POOLER_W] = {"classifier.dense.weight", false},
+        [BERT_TENSOR_POOLER_B] = {"classifier.dense.bias", false},
+        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.out_proj.weight", false},
+        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.out_proj.bias", false},
+        [BERT_TENSOR_MLM_DENSE_W] = {"generator_predictions.dense.weight", false},
+        [BERT_TENSOR_MLM_DENSE_B] = {"generator_predictions.dense.bias", false},
+        [BERT_TENSOR_MLM_LN_G] = {"generator_predictions.LayerNorm.weight", false},
+        [BERT_TENSOR_MLM_LN_B] = {"generator_predictions.LayerNorm.bias", false},
+        [BERT_TENSOR_MLM_DECODER_W] = {"generator_lm_head.weight", false},
+        [BERT_TENSOR_MLM_DECODER_B] = {"generator_lm_head.bias", false},
+    },
+};
+
+static bool format_name(enum bert_family family, const char *pattern, bool base, size_t layer,
+                        bool prefixed, char *buf, size_t size)
+{
+    const char *prefix = base && prefixed ? prefixes[family] : "";
+    const char *slot = strstr(pattern, "%zu"); /* the layer number goes here */
+    int n = slot == NULL ? snprintf(buf, size, "%s%s", prefix, pattern)
+                         : snprintf(buf, size, "%s%.*s%zu%s", prefix, (int)(slot - pattern),
+                                    pattern, layer, slot + 3);
+    return n >= 0 && (size_t)n < size;
+}
+
+bool bert_tensor_name(enum bert_family family, enum bert_tensor tensor, size_t layer,
+                      bool prefixed, char *buf, size_t size)
+{
+    if ((size_t)family >= BERT_FAMILY_COUNT || (size_t)tensor >= BERT_TENSOR_COUNT)
+        return false;
+    const struct tensor_name *t = &names[family][tensor];
+    return t->name != NULL && format_name(family, t->name, t->base, layer, prefixed, buf, size);
+}
+
+bool bert_tensor_alt_name(enum bert_family family, enum bert_tensor tensor, size_t layer,
+                          bool prefixed, char *buf, size_t size)
+{
+    char name[200];
+    if (!bert_tensor_name(family, tensor, layer, prefixed, name, sizeof name))
+        return false;
+    if (tensor == BERT_TENSOR_MLM_DECODER_B && family == BERT_FAMILY_BERT)
+        return snprintf(buf, size, "cls.predictions.decoder.bias") < (int)size;
+    if (tensor == BERT_TENSOR_MLM_DECODER_B && family == BERT_FAMILY_ROBERTA)
+        return snprintf(buf, size, "lm_head.decoder.bias") < (int)size;
+    /* TF-converted BERT checkpoints name LayerNorm parameters gamma/beta. */
+    const char *ln = strstr(name, "LayerNorm.");
+    if (ln == NULL)
+        return false;
+    bool is_weight = strcmp(ln, "LayerNorm.weight") == 0;
+    int n = snprintf(buf, size, "%.*sLayerNorm.%s", (int)(ln - name), name,
+                     is_weight ? "gamma" : "beta");
+    return n >= 0 && (size_t)n < size;
+}
