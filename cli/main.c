@@ -26,6 +26,7 @@ static void usage(FILE *out)
             "  embed      --model DIR [--jsonl]\n"
             "  fill-mask  --model DIR [--jsonl]\n"
             "  classify   --model DIR [--jsonl]\n"
+            "  rerank     --model DIR [--jsonl]   {\"query\", \"texts\"} with a cross-encoder\n"
             "\n"
             "\n"
             "models:\n"

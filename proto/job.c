@@ -10,11 +10,7 @@
 
 #include "json_writer.h"
 #include "proto.h"
-
-static const char *inputs_name(enum proto_route route)
-{
-    return route == PROTO_ROUTE_OPENAI_EMBED ? "input" : "inputs";
-}
+#include "proto_internal.h"
 
 /* The tighter of the configured limit and the model's own (0: unset). */
 static size_t max_tokens(const struct bert_model *model, const struct proto_limits *limits)
@@ -50,6 +46,22 @@ static bool check_model(const struct proto_job *job, const struct bert_model *mo
             return false;
         }
         return true;
+    case PROTO_ROUTE_RERANK:
+    case PROTO_ROUTE_V1_RERANK:
+        /* A cross-encoder scores a (query, document) pair with one logit. */
+        if (!model->can_classify || model->config.num_labels != 1) {
+            if (model->can_classify)
+                proto_error_set(err, PROTO_ERR_INVALID,
+                                "this model cannot rerank: its classifier has %zu labels; a "
+                                "cross-encoder has one",
+                                model->config.num_labels);
+            else
+                proto_error_set(err, PROTO_ERR_INVALID,
+                                "this model cannot rerank: the checkpoint has no "
+                                "classification head (a cross-encoder has one with one label)");
+            return false;
+        }
+        return true;
     case PROTO_ROUTE_OPENAI_EMBED:
         if (r->dimensions && r->dimensions != model->config.hidden_size) {
             proto_error_set(err, PROTO_ERR_INVALID,
@@ -68,7 +80,7 @@ static bool encode_failed(const struct proto_job *job, const struct bert_model *
                           const struct bert_error *berr, struct proto_error *err)
 {
     const struct proto_input *in = &job->req.inputs[i];
-    const char *name = inputs_name(job->req.route);
+    const char *name = proto_inputs_name(job->req.route);
     switch (st) {
     case BERT_E_TOO_LONG: {
         /* Measure the whole input so the message says by how much. */
@@ -207,6 +219,8 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
         per_seq = hidden;
         break;
     case PROTO_ROUTE_CLASSIFY:
+    case PROTO_ROUTE_RERANK:
+    case PROTO_ROUTE_V1_RERANK:
         per_seq = labels;
         break;
     case PROTO_ROUTE_FILL_MASK: {
@@ -258,6 +272,8 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
             t->embedding = job->outputs + i * hidden;
             break;
         case PROTO_ROUTE_CLASSIFY:
+        case PROTO_ROUTE_RERANK:
+        case PROTO_ROUTE_V1_RERANK:
             t->task = BERT_TASK_CLASSIFY;
             t->logits = job->outputs + i * labels;
             break;
@@ -289,7 +305,7 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
 
     if (!check_model(job, model, err))
         goto fail;
-    if (r->route == PROTO_ROUTE_OPENAI_EMBED) {
+    if (r->route == PROTO_ROUTE_OPENAI_EMBED || r->route == PROTO_ROUTE_V1_RERANK) {
         const char *name = r->model ? r->model : defaults->model_name ? defaults->model_name : "";
         job->model_name = strdup(name);
         if (job->model_name == NULL) {
@@ -635,6 +651,10 @@ char *proto_job_respond(const struct proto_job *job, const struct bert_model *mo
         break;
     case PROTO_ROUTE_TOKENIZE:
         render_tokenize(&w, job, model);
+        break;
+    case PROTO_ROUTE_RERANK:
+    case PROTO_ROUTE_V1_RERANK:
+        ok = proto_render_rerank(&w, job);
         break;
     default:
         ok = false;

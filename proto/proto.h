@@ -29,6 +29,8 @@ enum proto_route {
     PROTO_ROUTE_CLASSIFY,        /* POST /classify */
     PROTO_ROUTE_TOKENIZE,        /* POST /tokenize */
     PROTO_ROUTE_OPENAI_EMBED,    /* POST /v1/embeddings */
+    PROTO_ROUTE_RERANK,          /* POST /rerank (text-embeddings-inference) */
+    PROTO_ROUTE_V1_RERANK,       /* POST /v1/rerank (Jina / Cohere shape) */
     PROTO_ROUTE_COUNT
 };
 
@@ -93,6 +95,7 @@ enum proto_activation {
     PROTO_ACTIVATION_NONE,
 };
 
+/* On the rerank routes every input is the pair (query, document). */
 struct proto_input {
     const char *text;         /* points into the request's JSON; not NUL-safe, use len */
     size_t text_len;
@@ -134,6 +137,13 @@ struct proto_request {
 
     /* tokenize */
     bool add_special_tokens;  /* default true */
+
+    /* rerank: "texts" (/rerank) or "documents" (/v1/rerank) are the inputs,
+     * each paired with the query */
+    const char *query;
+    size_t query_len;
+    bool return_text;         /* /rerank "return_text", /v1/rerank "return_documents" */
+    uint32_t top_n;           /* best results to return; 0: all */
 };
 
 /* Parse and validate `body` for `route`. On failure fills err and returns
@@ -163,7 +173,8 @@ struct proto_job {
 
 /* Tokenize `req`'s inputs (taking ownership of `req` even on failure) and set
  * up every sequence's task: 422 when a fill-mask input has no mask token or
- * the checkpoint lacks the route's head, 413 when an input is over
+ * the checkpoint lacks the route's head (rerank needs a one-label
+ * classifier: a cross-encoder), 413 when an input is over
  * limits->max_input_tokens without truncation. /tokenize needs no compute:
  * its job has n_seqs sequences with tasks that callers must not run. */
 bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,

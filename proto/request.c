@@ -23,6 +23,10 @@ enum param {
     PARAM_ENCODING_FORMAT,
     PARAM_DIMENSIONS,
     PARAM_USER,
+    PARAM_QUERY,
+    PARAM_RETURN_TEXT,
+    PARAM_RETURN_DOCUMENTS,
+    PARAM_TOP_N,
     PARAM_COUNT
 };
 
@@ -40,6 +44,10 @@ static const char *const param_names[PARAM_COUNT] = {
     [PARAM_ENCODING_FORMAT] = "encoding_format",
     [PARAM_DIMENSIONS] = "dimensions",
     [PARAM_USER] = "user",
+    [PARAM_QUERY] = "query",
+    [PARAM_RETURN_TEXT] = "return_text",
+    [PARAM_RETURN_DOCUMENTS] = "return_documents",
+    [PARAM_TOP_N] = "top_n",
 };
 
 #define P(name) (1u << PARAM_##name)
@@ -52,6 +60,8 @@ static const unsigned route_params[PROTO_ROUTE_COUNT] = {
     [PROTO_ROUTE_CLASSIFY] = P(RAW_SCORES) | P(FUNCTION_TO_APPLY) | P(TOP_K) | TRUNCATION,
     [PROTO_ROUTE_TOKENIZE] = P(ADD_SPECIAL_TOKENS) | TRUNCATION,
     [PROTO_ROUTE_OPENAI_EMBED] = P(MODEL) | P(ENCODING_FORMAT) | P(DIMENSIONS) | P(USER),
+    [PROTO_ROUTE_RERANK] = P(QUERY) | P(RAW_SCORES) | P(RETURN_TEXT) | P(TOP_N) | TRUNCATION,
+    [PROTO_ROUTE_V1_RERANK] = P(QUERY) | P(MODEL) | P(RETURN_DOCUMENTS) | P(TOP_N) | TRUNCATION,
 };
 
 struct parse {
@@ -59,14 +69,21 @@ struct parse {
     const struct proto_limits *limits;
     struct proto_request *req;
     struct proto_error *err;
-    const char *inputs_name;        /* "inputs", or "input" on /v1/embeddings */
+    const char *inputs_name;        /* proto_inputs_name(route) */
     json_t *inputs;                 /* borrowed from req->root */
     json_t *params[PARAM_COUNT];    /* borrowed; NULL when absent */
 };
 
-static bool is_openai(enum proto_route route)
+/* The /v1/ routes copy OpenAI's and Jina's / Cohere's bodies, which have no
+ * Hugging Face "parameters" and "options" wrappers. */
+static bool is_v1(enum proto_route route)
 {
-    return route == PROTO_ROUTE_OPENAI_EMBED;
+    return route == PROTO_ROUTE_OPENAI_EMBED || route == PROTO_ROUTE_V1_RERANK;
+}
+
+static bool is_rerank(enum proto_route route)
+{
+    return route == PROTO_ROUTE_RERANK || route == PROTO_ROUTE_V1_RERANK;
 }
 
 /* "a string", "an integer", ...: the `got ...` half of type errors. */
@@ -110,7 +127,7 @@ static bool unknown_field(struct parse *p, const char *key, bool nested)
 {
     /* List what is accepted where the unknown key stood. */
     const char *fixed[3] = {p->inputs_name, "parameters", "options"};
-    size_t n_fixed = nested ? 0 : is_openai(p->route) ? 1 : 3;
+    size_t n_fixed = nested ? 0 : is_v1(p->route) ? 1 : 3;
     char accepted[320] = "";
     size_t n = 0;
     for (size_t k = 0; k < n_fixed + PARAM_COUNT; k++) {
@@ -151,12 +168,12 @@ static bool collect_fields(struct parse *p, json_t *root)
     json_object_foreach(root, key, value) {
         if (strcmp(key, p->inputs_name) == 0) {
             p->inputs = value;
-        } else if (!is_openai(p->route) && strcmp(key, "parameters") == 0) {
+        } else if (!is_v1(p->route) && strcmp(key, "parameters") == 0) {
             if (json_is_object(value))
                 parameters = value;
             else if (!json_is_null(value))
                 return wrong_type(p, "parameters", "an object", value);
-        } else if (!is_openai(p->route) && strcmp(key, "options") == 0) {
+        } else if (!is_v1(p->route) && strcmp(key, "options") == 0) {
             /* The Inference API's options (use_cache, wait_for_model) mean
              * nothing here; accept and ignore them. */
             if (!json_is_object(value) && !json_is_null(value))
@@ -181,13 +198,19 @@ static bool pairs_allowed(enum proto_route route)
 
 static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input *in)
 {
-    if (json_is_string(v)) {
-        in->text = json_string_value(v);
-        in->text_len = json_string_length(v);
+    /* Jina and Cohere also take documents as {"text": ...}. */
+    json_t *text = p->route == PROTO_ROUTE_V1_RERANK && json_is_object(v)
+                       ? json_object_get(v, "text")
+                       : v;
+    if (json_is_string(text)) {
+        in->text = json_string_value(text);
+        in->text_len = json_string_length(text);
         return true;
     }
     char field[48];
     snprintf(field, sizeof field, "%s[%zu]", p->inputs_name, i);
+    if (p->route == PROTO_ROUTE_V1_RERANK)
+        return wrong_type(p, field, "a string or an object {\"text\": string}", v);
     if (!pairs_allowed(p->route))
         return wrong_type(p, field, "a string", v);
     if (!json_is_array(v))
@@ -219,13 +242,14 @@ static bool parse_inputs(struct parse *p)
     json_t *v = p->inputs;
     const char *expected = pairs_allowed(p->route)
                                ? "a string, a list of strings or a list of pairs [text, text_pair]"
-                               : "a string or a list of strings";
+                           : is_rerank(p->route) ? "a list of strings"
+                                                 : "a string or a list of strings";
     if (v == NULL) {
         proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", p->inputs_name);
         return false;
     }
     size_t n;
-    if (json_is_string(v)) {
+    if (json_is_string(v) && !is_rerank(p->route)) {
         n = 1;
     } else if (json_is_array(v)) {
         n = json_array_size(v);
@@ -458,6 +482,20 @@ static bool parse_params(struct parse *p)
         case PARAM_USER:
             ok = get_string(p, PARAM_USER, &s);
             break;
+        case PARAM_QUERY:
+            ok = get_string(p, PARAM_QUERY, &req->query);
+            req->query_len = ok ? json_string_length(p->params[PARAM_QUERY]) : 0;
+            break;
+        case PARAM_RETURN_TEXT:
+            ok = get_bool(p, PARAM_RETURN_TEXT, &req->return_text);
+            break;
+        case PARAM_RETURN_DOCUMENTS:
+            ok = get_bool(p, PARAM_RETURN_DOCUMENTS, &req->return_text);
+            break;
+        case PARAM_TOP_N:
+            ok = get_integer(p, PARAM_TOP_N, 1, 0, &x);
+            req->top_n = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+            break;
         case PARAM_COUNT:
             break;
         }
@@ -473,6 +511,27 @@ static bool parse_params(struct parse *p)
             return false;
         }
         req->function_to_apply = PROTO_ACTIVATION_NONE;
+    }
+    return true;
+}
+
+/* Rerank: every document becomes the pair (query, document), the input of
+ * a cross-encoder (sentence-transformers CrossEncoder.rank). */
+static bool pair_with_query(struct parse *p)
+{
+    struct proto_request *req = p->req;
+    if (!is_rerank(p->route))
+        return true;
+    if (req->query == NULL) {
+        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"query\"");
+        return false;
+    }
+    for (size_t i = 0; i < req->n_inputs; i++) {
+        struct proto_input *in = &req->inputs[i];
+        in->pair = in->text;
+        in->pair_len = in->text_len;
+        in->text = req->query;
+        in->text_len = req->query_len;
     }
     return true;
 }
@@ -512,13 +571,14 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
         .limits = limits,
         .req = req,
         .err = err,
-        .inputs_name = is_openai(route) ? "input" : "inputs",
+        .inputs_name = proto_inputs_name(route),
     };
     bool ok;
     if (!json_is_object(req->root))
         ok = wrong_type(&p, "request body", "a JSON object", req->root);
     else
-        ok = collect_fields(&p, req->root) && parse_inputs(&p) && parse_params(&p);
+        ok = collect_fields(&p, req->root) && parse_inputs(&p) && parse_params(&p) &&
+             pair_with_query(&p);
     if (!ok)
         proto_request_free(req);
     return ok;

@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "proto_internal.h"
 
 static const struct {
     const char *path;
@@ -11,6 +12,8 @@ static const struct {
     [PROTO_ROUTE_CLASSIFY] = {"/classify", "classify"},
     [PROTO_ROUTE_TOKENIZE] = {"/tokenize", "tokenize"},
     [PROTO_ROUTE_OPENAI_EMBED] = {"/v1/embeddings", "openai-embeddings"},
+    [PROTO_ROUTE_RERANK] = {"/rerank", "rerank"},
+    [PROTO_ROUTE_V1_RERANK] = {"/v1/rerank", "v1-rerank"},
 };
 
 bool proto_route_from_path(const char *path, enum proto_route *out)
@@ -32,4 +35,18 @@ const char *proto_route_path(enum proto_route route)
 const char *proto_route_name(enum proto_route route)
 {
     return route < PROTO_ROUTE_COUNT ? route_table[route].name : "?";
+}
+
+const char *proto_inputs_name(enum proto_route route)
+{
+    switch (route) {
+    case PROTO_ROUTE_OPENAI_EMBED:
+        return "input";
+    case PROTO_ROUTE_RERANK:
+        return "texts";
+    case PROTO_ROUTE_V1_RERANK:
+        return "documents";
+    default:
+        return "inputs";
+    }
 }

@@ -6,13 +6,16 @@
 
 #include <stddef.h>
 
-/* Route labels: the inference routes in proto_route order, then the rest. */
+/* Route labels: the inference routes in proto_route order (http.c casts one
+ * to the other), then the rest. */
 enum metrics_route {
     METRICS_ROUTE_EMBED,
     METRICS_ROUTE_FILL_MASK,
     METRICS_ROUTE_CLASSIFY,
     METRICS_ROUTE_TOKENIZE,
     METRICS_ROUTE_OPENAI_EMBED,
+    METRICS_ROUTE_RERANK,
+    METRICS_ROUTE_V1_RERANK,
     METRICS_ROUTE_HEALTH,
     METRICS_ROUTE_READY,
     METRICS_ROUTE_INFO,

@@ -2,12 +2,12 @@
 # the checkpoint error paths.
 
 bert_add_test(NAME test_golden SOURCES test_golden.c LIBS bert
-              ARGS ${BERT_TEST_DATA}/golden ${BERT_TEST_WORK}/golden LABELS golden)
+              ARGS ${BERT_TEST_DATA}/golden ${BERT_TEST_WORK}/golden LABELS golden TIMEOUT 300)
 # DistilBERT, RoBERTa / XLM-R and ELECTRA checkpoints: the same test binary
 # on their own folder of goldens, so each run stays well inside its timeout.
 add_test(NAME test_golden_families
          COMMAND test_golden ${BERT_TEST_DATA}/golden-families ${BERT_TEST_WORK}/golden-families)
-set_tests_properties(test_golden_families PROPERTIES TIMEOUT 240 LABELS golden)
+set_tests_properties(test_golden_families PROPERTIES TIMEOUT 300 LABELS golden)
 
 bert_add_test(NAME test_checkpoint_errors SOURCES test_checkpoint_errors.c LIBS bert
               ARGS ${BERT_TEST_WORK}/checkpoint-errors TIMEOUT 60)

@@ -18,3 +18,10 @@ foreach(t routes load)
   set_tests_properties(http_${t} PROPERTIES FIXTURES_REQUIRED http_model TIMEOUT 300
                        LABELS http ENVIRONMENT "TMPDIR=${BERT_TEST_WORK}")
 endforeach()
+
+# The other encoder families and /rerank: the test makes its own checkpoints.
+add_test(NAME http_arch
+         COMMAND ${SYSTEM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/http/test_arch.py
+                 ${CMAKE_BINARY_DIR}/bin ${BERT_TEST_DATA}/tokenizer)
+set_tests_properties(http_arch PROPERTIES TIMEOUT 300 LABELS http
+                     ENVIRONMENT "TMPDIR=${BERT_TEST_WORK}")

@@ -1,0 +1,228 @@
+"""The other encoder families and reranking over real HTTP.
+
+For each family (DistilBERT, RoBERTa, XLM-R, ELECTRA with an embedding
+projection, and a BERT cross-encoder) a small checkpoint made by `bert init
+--model-type ...` is served, and every route it supports is checked: results
+equal the `bert` CLI's, /rerank and /v1/rerank order equals sorting the
+classifier's scores, /info names the family and its capabilities, routes the
+checkpoint cannot serve answer 422 naming why. An unsupported model_type
+fails start-up naming config.json and the value.
+
+usage: test_arch.py BIN_DIR TOKENIZER_ROOT
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from harness import Server, cli, close_floats
+
+BIN, TOKENIZERS = sys.argv[1], sys.argv[2]
+WORK = tempfile.mkdtemp(prefix="bert-arch-", dir=os.environ.get("TMPDIR"))
+
+QUERY = "Where is the Eiffel Tower?"
+DOCS = ["Bananas are rich in potassium.", "The Eiffel Tower is in Paris, France.",
+        "How old are you?", "Paris is the capital of France.", "The tower is 330 metres tall."]
+
+
+def init(name, tokenizer, *flags):
+    """`bert init` a checkpoint into WORK/name; returns its folder."""
+    out = os.path.join(WORK, name)
+    subprocess.run([os.path.join(BIN, "bert"), "init", "--out", out, "--tokenizer",
+                    os.path.join(TOKENIZERS, tokenizer), "--layers", "2", "--hidden", "64",
+                    "--heads", "2", "--intermediate", "128", "--weight-std", "0.1",
+                    "--bias-range", "0.05", "--ln-range", "0.1", "--prefix"] + list(flags),
+                   check=True, capture_output=True, timeout=120)
+    return out
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+class Family:
+    """Checks shared by every family's server; mixed into a TestCase."""
+
+    family = None       # /info "family"
+    model_type = None
+    mask = "[MASK]"
+    tokenizer = "minilm"
+    flags = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = init(cls.__name__, cls.tokenizer, "--model-type", cls.model_type, "--mlm",
+                         "--labels", "LABEL_0", *cls.flags)
+        cls.s = Server(BIN, cls.model)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0, cls.s.output()
+
+    def same_as_cli(self, route, body, tol=1e-5):
+        status, _, got = self.s.post("/" + route, body)
+        self.assertEqual(status, 200, got)
+        rc, want = cli(BIN, route, self.model, body)
+        self.assertEqual(rc, 0)
+        self.assertTrue(close_floats(got, want, tol), "%s vs %s" % (got, want))
+        return got
+
+    def test_info(self):
+        status, info = self.s.get_json("/info")
+        self.assertEqual(status, 200)
+        self.assertEqual(info["model"]["model_type"], self.model_type)
+        self.assertEqual(info["model"]["family"], self.family)
+        self.assertEqual(sorted(info["model"]["capabilities"]),
+                         ["classify", "embed", "fill-mask", "rerank", "tokenize"])
+
+    def test_embed_and_tokenize(self):
+        got = self.same_as_cli("embed", {"inputs": ["Hello world!", "Zürich, 東京."]})
+        self.assertEqual(len(got), 2)
+        self.assertEqual(len(got[0]), 64)
+        self.same_as_cli("embed", {"inputs": "Hello world!", "pooling": "cls"})
+        toks = self.same_as_cli("tokenize", {"inputs": [["a question", "an answer"]]})
+        self.assertTrue(toks[0][0]["special"] and toks[0][-1]["special"])
+
+    def test_fill_mask(self):
+        got = self.same_as_cli("fill-mask", {"inputs": "Paris is the %s of France." % self.mask})
+        self.assertEqual(len(got), 5)
+        scores = [p["score"] for p in got]
+        self.assertEqual(scores, sorted(scores, reverse=True))
+
+    def classify_scores(self, docs):
+        status, _, got = self.s.post("/classify", {"inputs": [[QUERY, d] for d in docs],
+                                                   "raw_scores": True})
+        self.assertEqual(status, 200, got)
+        return [x[0]["score"] for x in got]
+
+    def test_rerank_orders_like_the_classifier(self):
+        logits = self.classify_scores(DOCS)
+        want = sorted(range(len(DOCS)), key=lambda i: (-logits[i], i))
+        got = self.same_as_cli("rerank", {"query": QUERY, "texts": DOCS})
+        self.assertEqual([r["index"] for r in got], want)
+        for r in got:
+            self.assertEqual(set(r), {"index", "score"})
+            self.assertAlmostEqual(r["score"], sigmoid(logits[r["index"]]), places=5)
+        raw = self.same_as_cli("rerank", {"query": QUERY, "texts": DOCS, "raw_scores": True,
+                                          "return_text": True, "top_n": 2})
+        self.assertEqual([r["index"] for r in raw], want[:2])
+        for r in raw:
+            self.assertAlmostEqual(r["score"], logits[r["index"]], places=5)
+            self.assertEqual(r["text"], DOCS[r["index"]])
+
+    def test_v1_rerank(self):
+        logits = self.classify_scores(DOCS)
+        want = sorted(range(len(DOCS)), key=lambda i: (-logits[i], i))
+        docs = [d if i % 2 else {"text": d} for i, d in enumerate(DOCS)]
+        status, _, got = self.s.post("/v1/rerank", {"model": "m", "query": QUERY,
+                                                    "documents": docs, "top_n": 3,
+                                                    "return_documents": True})
+        self.assertEqual(status, 200, got)
+        self.assertEqual(set(got), {"model", "results", "usage"})
+        self.assertEqual(got["model"], "m")
+        self.assertEqual([r["index"] for r in got["results"]], want[:3])
+        for r in got["results"]:
+            self.assertAlmostEqual(r["relevance_score"], sigmoid(logits[r["index"]]), places=5)
+            self.assertEqual(r["document"], {"text": DOCS[r["index"]]})
+        self.assertGreater(got["usage"]["total_tokens"], 0)
+
+    def test_rerank_errors(self):
+        for path, body, needle in [
+                ("/rerank", {"texts": DOCS}, 'missing field "query"'),
+                ("/rerank", {"query": QUERY}, 'missing field "texts"'),
+                ("/rerank", {"query": QUERY, "texts": "one"}, '"texts" must be a list'),
+                ("/rerank", {"query": QUERY, "texts": []}, "must not be an empty list"),
+                ("/rerank", {"query": 3, "texts": DOCS}, '"query" must be a string'),
+                ("/rerank", {"query": QUERY, "texts": DOCS, "top_n": 0}, '"top_n" must be'),
+                ("/rerank", {"query": QUERY, "texts": DOCS, "documents": DOCS},
+                 'unknown field "documents"'),
+                ("/v1/rerank", {"query": QUERY, "documents": [{"txt": "x"}]},
+                 '"documents[0]" must be a string or an object'),
+                ("/v1/rerank", {"query": QUERY, "documents": DOCS, "raw_scores": True},
+                 'unknown field "raw_scores"')]:
+            status, _, got = self.s.post(path, body)
+            self.assertEqual(status, 422, (path, body, got))
+            self.assertEqual(got["error_type"], "validation")
+            self.assertIn(needle, got["error"])
+
+
+class BertCrossEncoder(Family, unittest.TestCase):
+    family = model_type = "bert"
+
+
+class DistilBert(Family, unittest.TestCase):
+    family = model_type = "distilbert"
+
+
+class Roberta(Family, unittest.TestCase):
+    family = model_type = "roberta"
+    tokenizer, mask = "xlmr", "<mask>"
+    flags = ("--type-vocab", "1", "--max-position", "514")
+
+    def test_positions_start_after_padding(self):
+        # 514 position embeddings from pad_token_id + 1 = 2: 512 tokens fit, 513 do not.
+        status, info = self.s.get_json("/info")
+        self.assertEqual(info["model"]["max_input_tokens"], 512)
+
+
+class XlmRoberta(Roberta):
+    model_type = "xlm-roberta"
+
+
+class Electra(Family, unittest.TestCase):
+    family = model_type = "electra"
+    flags = ("--embedding-size", "32")
+
+
+class NotACrossEncoder(unittest.TestCase):
+    """Two labels: classify works, rerank answers 422 saying why."""
+
+    def test_rerank_refused(self):
+        model = init("two-labels", "minilm", "--labels", "no,yes")
+        s = Server(BIN, model)
+        try:
+            status, info = s.get_json("/info")
+            self.assertNotIn("rerank", info["model"]["capabilities"])
+            for path, key in (("/rerank", "texts"), ("/v1/rerank", "documents")):
+                status, _, got = s.post(path, {"query": QUERY, key: DOCS})
+                self.assertEqual(status, 422, got)
+                self.assertIn("cannot rerank: its classifier has 2 labels", got["error"])
+            status, _, got = s.post("/fill-mask", {"inputs": "a [MASK]"})
+            self.assertEqual(status, 422, got)
+            self.assertIn("no masked-LM head", got["error"])
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+
+
+class UnsupportedModelType(unittest.TestCase):
+    def test_start_up_names_config_and_value(self):
+        model = init("modernbert", "minilm")
+        path = os.path.join(model, "config.json")
+        with open(path) as f:
+            cfg = json.load(f)
+        cfg["model_type"] = "modernbert"
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        s = Server(BIN, model, ready=False)
+        deadline = time.time() + 30
+        while s.proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        code = s.stop()
+        self.assertNotEqual(code, 0)
+        out = s.output()
+        self.assertIn(path, out)
+        # The log escapes the quotes around the value.
+        self.assertRegex(out, r'model_type \\?"modernbert\\?" is not supported')
+        self.assertIn("distilbert", out)
+
+
+if __name__ == "__main__":
+    try:
+        unittest.main(argv=sys.argv[:1], verbosity=2)
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
