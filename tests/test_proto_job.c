@@ -542,6 +542,96 @@ static void test_tokenize(void)
     proto_job_free(&job);
 }
 
+/* Rerank: every text paired with the query, one logit each, best first. */
+static void test_rerank(void)
+{
+    struct bert_model m = make_model();
+    static char *one_label[] = {"LABEL_0"};
+    struct proto_job job;
+    struct proto_error err;
+
+    /* A three-label classifier is not a cross-encoder. */
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_RERANK, "{\"query\":\"the cat\",\"texts\":[\"mat\"]}",
+                       PROTO_ERR_INVALID, "cannot rerank: its classifier has 3 labels");
+    m.config.num_labels = 1;
+    m.config.id2label = one_label;
+    m.can_classify = false;
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_V1_RERANK,
+                       "{\"query\":\"the cat\",\"documents\":[\"mat\"]}", PROTO_ERR_INVALID,
+                       "cannot rerank: the checkpoint has no classification head");
+    m.can_classify = true;
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_RERANK, "{\"texts\":[\"mat\"]}", PROTO_ERR_INVALID,
+                       "missing field \"query\"");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_RERANK, "{\"query\":\"cat\",\"texts\":\"mat\"}",
+                       PROTO_ERR_INVALID, "\"texts\" must be a list of strings, got a string");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_RERANK,
+                       "{\"query\":\"cat\",\"texts\":[[\"a\",\"b\"]]}", PROTO_ERR_INVALID,
+                       "\"texts[0]\" must be a string, got a list");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_V1_RERANK,
+                       "{\"query\":\"cat\",\"documents\":[{\"txt\":\"mat\"}]}",
+                       PROTO_ERR_INVALID, "\"documents[0]\" must be a string or an object");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_RERANK,
+                       "{\"query\":\"cat\",\"texts\":[\"mat\"],\"top_n\":0}",
+                       PROTO_ERR_INVALID, "\"top_n\" must be at least 1, got 0");
+
+    /* Each text becomes the pair (query, text). */
+    CHECK(prepare(&m, PROTO_ROUTE_RERANK,
+                  "{\"query\":\"the cat\",\"texts\":[\"a dog\",\"mat\",\"the\",\"cat\"]}",
+                  &job, &err));
+    CHECK_INT_EQ(job.n_seqs, 4);
+    int32_t types[] = {0, 0, 0, 0, 1, 1, 1};
+    CHECK_INT_EQ(job.seqs[0].enc.n, 7);
+    CHECK(memcmp(job.seqs[0].enc.type_ids, types, sizeof types) == 0);
+    CHECK_INT_EQ(job.seqs[0].task.task, BERT_TASK_CLASSIFY);
+    /* A tie between texts 1 and 3 keeps their order. */
+    const float logits[4] = {0.5f, 2.0f, -1.0f, 2.0f};
+    memcpy(job.outputs, logits, sizeof logits);
+    json_t *j = respond(&job, &m);
+    CHECK(json_is_array(j) && json_array_size(j) == 4);
+    const int order[4] = {1, 3, 0, 2};
+    for (size_t k = 0; k < 4 && k < json_array_size(j); k++) {
+        json_t *r = json_array_get(j, k);
+        CHECK_INT_EQ(json_integer_value(json_object_get(r, "index")), order[k]);
+        CHECK_NEAR(json_real_value(json_object_get(r, "score")),
+                   1.0 / (1.0 + exp(-(double)logits[order[k]])), 1e-7);
+        CHECK(json_object_size(r) == 2);
+    }
+    json_decref(j);
+    proto_job_free(&job);
+
+    CHECK(prepare(&m, PROTO_ROUTE_RERANK,
+                  "{\"query\":\"the cat\",\"texts\":[\"a dog\",\"mat\"],"
+                  "\"raw_scores\":true,\"return_text\":true,\"top_n\":1}",
+                  &job, &err));
+    memcpy(job.outputs, logits, 2 * sizeof(float));
+    size_t len;
+    char *body = proto_job_respond(&job, &m, &len);
+    CHECK_STR_EQ(body, "[{\"index\":1,\"score\":2.0,\"text\":\"mat\"}]");
+    free(body);
+    proto_job_free(&job);
+
+    /* /v1/rerank: strings or {"text"} objects, sigmoid scores, usage. */
+    CHECK(prepare(&m, PROTO_ROUTE_V1_RERANK,
+                  "{\"query\":\"the cat\",\"documents\":[{\"text\":\"a dog\"},\"mat\"],"
+                  "\"return_documents\":true}",
+                  &job, &err));
+    memcpy(job.outputs, logits, 2 * sizeof(float));
+    j = respond(&job, &m);
+    CHECK_STR_EQ(json_string_value(json_object_get(j, "model")), "tiny-bert");
+    json_t *results = json_object_get(j, "results");
+    CHECK(json_array_size(results) == 2);
+    json_t *best = json_array_get(results, 0);
+    CHECK_INT_EQ(json_integer_value(json_object_get(best, "index")), 1);
+    CHECK_NEAR(json_real_value(json_object_get(best, "relevance_score")), 1.0 / (1.0 + exp(-2.0)),
+               1e-7);
+    CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(best, "document"), "text")),
+                 "mat");
+    CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(j, "usage"), "total_tokens")),
+                 job.n_tokens);
+    json_decref(j);
+    proto_job_free(&job);
+}
+
 int main(void)
 {
     test_embed();
@@ -552,5 +642,6 @@ int main(void)
     test_fill_mask_targets_and_errors();
     test_classify();
     test_tokenize();
+    test_rerank();
     return check_exit();
 }
