@@ -239,6 +239,19 @@ SPECS += [
         "hidden": {"f32": "all"},
     },
     {
+        "name": "xlmr-embed",
+        "about": "XLMRobertaModel L=2 H=128 A=4 like a multilingual sentence-transformers "
+                 "embedder: no prefix, mean pooling + Normalize; F32 and BF16",
+        "tokenizer": "xlmr",
+        "init": {**L2H128, "heads": 4, "weight-std": 0.08, "bias-range": 0.1, "ln-range": 0.2,
+                 "model-type": "xlm-roberta", "seed": 33, "type-vocab": 1,
+                 "max-position": 514, "sentence-transformers": True, "pooling": "mean",
+                 "normalize": True},
+        "dtypes": ["f32", "bf16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES + [LONG_TEXT]],
+        "hidden": {"f32": "all", "bf16": [0, 3]},
+    },
+    {
         "name": "electra-mlm",
         "about": "ElectraForMaskedLM (generator) L=2 H=128 A=2 with embedding_size 64: "
                  "embeddings_project, generator_predictions (gelu) at width 64",
