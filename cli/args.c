@@ -59,7 +59,10 @@ bool cli_parse(const char *cmd, int argc, char **argv, const struct cli_opt *opt
             if (strlen(opts[k].name) == len && strncmp(opts[k].name, name, len) == 0)
                 o = &opts[k];
         if (o == NULL) {
-            fprintf(stderr, "bert %s: unknown option '--%.*s'\n", cmd, (int)len, name);
+            if (strcmp(name, "help") != 0)
+                fprintf(stderr, "bert %s: unknown option '--%.*s'\n", cmd, (int)len, name);
+            fprintf(stderr, "options of bert %s:\n", cmd);
+            cli_print_options(opts, n);
             return false;
         }
         if (o->kind == CLI_OPT_FLAG) {

@@ -180,7 +180,7 @@ static int cmp_double(const void *a, const void *b)
 int cli_bench_command(int argc, char **argv)
 {
     const char *model_dir = "models/default", *workload_path = NULL, *texts_path = NULL;
-    const char *task_name = "embed", *name = "bench";
+    const char *task_name = "embed", *name = "bench", *dtype = "f32";
     size_t repeat = 10, warmup = 2, batch_tokens = 4096, threads = 0;
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, "checkpoint folder (models/default)"},
@@ -191,6 +191,7 @@ int cli_bench_command(int argc, char **argv)
         {"repeat", CLI_OPT_SIZE, &repeat, "timed passes over the workload (10)"},
         {"warmup", CLI_OPT_SIZE, &warmup, "untimed passes first (2)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (available CPUs)"},
+        {"dtype", CLI_OPT_STRING, &dtype, "f32 or bf16 for the dense layers (f32)"},
         {"name", CLI_OPT_STRING, &name, "label for the output line"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
@@ -221,6 +222,10 @@ int cli_bench_command(int argc, char **argv)
     }
     struct workload w = {0};
     int rc = CLI_EXIT_FAILURE;
+    if (!cli_apply_dtype("bench", m, dtype)) {
+        bert_model_free(m);
+        return CLI_EXIT_USAGE;
+    }
     struct bert_scratch *s = NULL;
     int32_t *ids = NULL, *types = NULL, *top_ids = NULL;
     size_t *starts = NULL;
@@ -291,10 +296,11 @@ int cli_bench_command(int argc, char **argv)
     double median = times[repeat / 2];
     printf("{\"name\":\"%s\",\"engine\":\"bertserve\",\"task\":\"%s\",\"batches\":%zu,"
            "\"sequences\":%zu,\"tokens\":%zu,\"repeat\":%zu,\"median_ms\":%.4f,\"min_ms\":%.4f,"
-           "\"max_ms\":%.4f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"threads\":%d}\n",
+           "\"max_ms\":%.4f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"threads\":%d,\"dtype\":\"%s\"}\n",
            name, task_name, w.n_batches, w.n_seqs, w.n_tokens, repeat, median * 1e3,
            times[0] * 1e3, times[repeat - 1] * 1e3, (double)w.n_tokens / median,
-           encoder_flops(&m->config, &w) / median / 1e9, (int)bert_scratch_threads(s));
+           encoder_flops(&m->config, &w) / median / 1e9, (int)bert_scratch_threads(s),
+           m->bf16 ? "bf16" : "f32");
     rc = CLI_EXIT_OK;
 done:
     free(ids);

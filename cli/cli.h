@@ -4,12 +4,22 @@
 #ifndef CLI_H
 #define CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 enum {
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAILURE = 1, /* a request failed or the model did not load */
     CLI_EXIT_USAGE = 2,   /* bad command line */
     CLI_NOT_A_COMMAND = -1,
 };
+
+struct bert_model;
+
+/* --dtype: "f32" keeps the model as loaded, "bf16" runs its dense layers in
+ * bf16 (falling back to f32, with a note on stderr, where unavailable).
+ * False on any other value. */
+bool cli_apply_dtype(const char *cmd, struct bert_model *model, const char *dtype);
 
 /* CPUs this process may use (affinity mask), at least 1. */
 size_t cli_cpus(void);

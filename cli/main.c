@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "model.h"
 
 size_t cli_cpus(void)
 {
@@ -14,6 +15,20 @@ size_t cli_cpus(void)
         return 1;
     int n = CPU_COUNT(&set);
     return n > 0 ? (size_t)n : 1;
+}
+
+bool cli_apply_dtype(const char *cmd, struct bert_model *model, const char *dtype)
+{
+    if (strcmp(dtype, "f32") == 0)
+        return true;
+    if (strcmp(dtype, "bf16") != 0) {
+        fprintf(stderr, "bert %s: --dtype must be f32 or bf16\n", cmd);
+        return false;
+    }
+    struct bert_error err = {0};
+    if (bert_model_use_bf16(model, &err) != BERT_OK)
+        fprintf(stderr, "bert %s: %s; running f32\n", cmd, err.message);
+    return true;
 }
 
 static void usage(FILE *out)

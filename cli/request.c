@@ -149,7 +149,7 @@ int cli_request_command(const char *name, int argc, char **argv)
     if (route == PROTO_ROUTE_COUNT)
         return CLI_NOT_A_COMMAND;
 
-    const char *model_dir = "models/default", *pooling = NULL;
+    const char *model_dir = "models/default", *pooling = NULL, *dtype = "f32";
     bool jsonl = false, normalize = false, truncate = false;
     size_t max_batch_tokens = 8192, threads = 0, max_input_tokens = 0;
     size_t max_client_batch = 1u << 20, max_top_k = 100;
@@ -164,6 +164,7 @@ int cli_request_command(const char *name, int argc, char **argv)
         {"max-client-batch", CLI_OPT_SIZE, &max_client_batch, "inputs per request (1048576)"},
         {"max-top-k", CLI_OPT_SIZE, &max_top_k, "largest top_k (100)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (available CPUs)"},
+        {"dtype", CLI_OPT_STRING, &dtype, "f32 or bf16 for the dense layers (f32)"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
     if (!cli_parse(name, argc, argv, opts, n_opts)) {
@@ -179,8 +180,12 @@ int cli_request_command(const char *name, int argc, char **argv)
         fprintf(stderr, "bert %s: %s\n", name, err.message);
         return CLI_EXIT_FAILURE;
     }
-    struct runner r;
+    struct runner r = {0};
     int rc = CLI_EXIT_OK;
+    if (!cli_apply_dtype(name, model, dtype)) {
+        bert_model_free(model);
+        return CLI_EXIT_USAGE;
+    }
     if (!runner_init(&r, model, max_batch_tokens, threads ? threads : cli_cpus(), &err)) {
         fprintf(stderr, "bert %s: %s\n", name, err.message);
         rc = CLI_EXIT_FAILURE;

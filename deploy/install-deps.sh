@@ -5,9 +5,9 @@
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-runtime="libjansson4 libuv1 libmicrohttpd12 libopenblas0-pthread libutf8proc2 curl"
+runtime="libjansson4 libuv1 libmicrohttpd12 libopenblas0-pthread libutf8proc2 libdnnl2 libgomp1 curl"
 build="build-essential cmake pkg-config libjansson-dev libuv1-dev libmicrohttpd-dev \
-  libopenblas-dev libutf8proc-dev"
+  libopenblas-dev libutf8proc-dev libdnnl-dev"
 tests="python3 clang valgrind nginx curl python3-yaml strace systemd"
 case "${BERT_DEPS:-all}" in
   runtime) pkgs="$runtime" ;;

@@ -475,11 +475,15 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
                         json_pack("[s]", cfg->architecture[0] ? cfg->architecture : arch));
     json_object_set_new(root, "model_type", json_string(model_type));
     json_object_set_new(root, "vocab_size", json_integer((json_int_t)cfg->vocab_size));
+    /* Keys in the order transformers writes them, so the same config gives
+     * the same bytes. */
     if (cfg->family == BERT_FAMILY_DISTILBERT) {
         json_object_set_new(root, "dim", json_integer((json_int_t)cfg->hidden_size));
         json_object_set_new(root, "n_layers", json_integer((json_int_t)cfg->num_layers));
         json_object_set_new(root, "n_heads", json_integer((json_int_t)cfg->num_heads));
         json_object_set_new(root, "hidden_dim", json_integer((json_int_t)cfg->intermediate_size));
+        json_object_set_new(root, "max_position_embeddings",
+                            json_integer((json_int_t)cfg->max_position_embeddings));
         json_object_set_new(root, "activation", json_string(activation_name(cfg->activation)));
         json_object_set_new(root, "sinusoidal_pos_embds", json_false());
         json_object_set_new(root, "dropout", json_real(0.1));
@@ -493,18 +497,19 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
         json_object_set_new(root, "num_attention_heads", json_integer((json_int_t)cfg->num_heads));
         json_object_set_new(root, "intermediate_size",
                             json_integer((json_int_t)cfg->intermediate_size));
+        json_object_set_new(root, "max_position_embeddings",
+                            json_integer((json_int_t)cfg->max_position_embeddings));
         json_object_set_new(root, "type_vocab_size",
                             json_integer((json_int_t)cfg->type_vocab_size));
         json_object_set_new(root, "layer_norm_eps", json_real(cfg->layer_norm_eps));
         json_object_set_new(root, "hidden_act", json_string(activation_name(cfg->activation)));
         json_object_set_new(root, "hidden_dropout_prob", json_real(0.1));
         json_object_set_new(root, "attention_probs_dropout_prob", json_real(0.1));
-        json_object_set_new(root, "position_embedding_type", json_string("absolute"));
     }
-    json_object_set_new(root, "max_position_embeddings",
-                        json_integer((json_int_t)cfg->max_position_embeddings));
     json_object_set_new(root, "initializer_range", json_real(0.02));
     json_object_set_new(root, "pad_token_id", json_integer(cfg->pad_token_id));
+    if (cfg->family != BERT_FAMILY_DISTILBERT)
+        json_object_set_new(root, "position_embedding_type", json_string("absolute"));
     json_object_set_new(root, "tie_word_embeddings", json_boolean(cfg->tie_word_embeddings));
     json_object_set_new(root, "id2label", id2label);
     json_object_set_new(root, "label2id", label2id);

@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include "linear_bf16.h"
 #include "team.h"
 
 /* Below this many rows per member, products are split by columns. */
@@ -38,7 +39,9 @@ void bert_linear_share(const struct bert_share *p, const float *x, size_t in, co
                        size_t out, float *y, size_t ldy)
 {
     if (p->by_rows) {
-        linear(x + p->r0 * in, p->r1 - p->r0, in, w, out, y + p->r0 * ldy, ldy);
+        const size_t rows = p->r1 - p->r0;
+        if (!linear_bf16_try(x + p->r0 * in, rows, in, w, out, y + p->r0 * ldy, ldy))
+            linear(x + p->r0 * in, rows, in, w, out, y + p->r0 * ldy, ldy);
     } else {
         size_t c0, c1;
         bert_share_cols(p, out, &c0, &c1);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fileutil.h"
+#include "linear_bf16.h"
 
 /* The checkpoint's own limit: position embeddings (those from
  * position_offset on: RoBERTa's 514 give 512), narrowed by
@@ -67,10 +68,29 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
     return BERT_OK;
 }
 
+enum bert_status bert_model_use_bf16(struct bert_model *m, struct bert_error *err)
+{
+    if (m->bf16)
+        return BERT_OK;
+    enum bert_status st = linear_bf16_register(m->file.map, m->file.map_len, err);
+    if (st == BERT_OK && m->weights.arena != NULL) {
+        st = linear_bf16_register(m->weights.arena, m->weights.arena_floats * sizeof(float), err);
+        if (st != BERT_OK)
+            linear_bf16_unregister(m->file.map);
+    }
+    m->bf16 = st == BERT_OK;
+    return st;
+}
+
 void bert_model_free(struct bert_model *m)
 {
     if (m == NULL)
         return;
+    if (m->bf16) {
+        linear_bf16_unregister(m->file.map);
+        if (m->weights.arena != NULL)
+            linear_bf16_unregister(m->weights.arena);
+    }
     bert_weights_free(&m->weights);
     safetensors_close(&m->file);
     bert_tokenizer_free(m->tokenizer);

@@ -20,6 +20,7 @@ struct bert_model {
     size_t max_input_tokens;  /* longest sequence the model accepts, specials included */
     bool can_fill_mask;       /* MLM head present and the tokenizer has a mask token */
     bool can_classify;        /* classifier head present */
+    bool bf16;                /* dense layers run in bf16 (bert_model_use_bf16) */
 };
 
 /* Load the checkpoint folder `dir` (config.json, model.safetensors,
@@ -27,6 +28,13 @@ struct bert_model {
  * names the file and the problem. */
 enum bert_status bert_model_load(const char *dir, struct bert_model **out,
                                  struct bert_error *err);
+
+/* Run the dense layers in bf16 (weights converted once, on first use, to
+ * oneDNN's AMX layout; f32 accumulation; everything else f32). Fails with
+ * BERT_E_UNSUPPORTED, saying why, when this build has no oneDNN or the CPU
+ * lacks AMX and AVX512_BF16; the model then keeps running in f32. Call
+ * before the model serves requests. */
+enum bert_status bert_model_use_bf16(struct bert_model *model, struct bert_error *err);
 
 /* NULL is a no-op. */
 void bert_model_free(struct bert_model *model);

@@ -169,16 +169,25 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, false, o->classifier},
         {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, false, o->classifier},
     };
+    /* The order Hugging Face writes: embeddings, the layers, then the heads
+     * (plan order), so the same options give the same bytes. */
     const size_t n = sizeof plan / sizeof plan[0];
-    for (size_t k = 0; k < n; k++)
-        if (plan[k].want && !plan[k].per_layer &&
+    size_t first_layer = 0;
+    while (first_layer < n && !plan[first_layer].per_layer)
+        first_layer++;
+    for (size_t k = 0; k < first_layer; k++)
+        if (plan[k].want &&
             !synth_add_named(l, o, c, plan[k].t, 0, plan[k].kind, plan[k].d0, plan[k].d1))
             return false;
     for (size_t i = 0; i < c->num_layers; i++)
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = first_layer; k < n; k++)
             if (plan[k].per_layer &&
                 !synth_add_named(l, o, c, plan[k].t, i, plan[k].kind, plan[k].d0, plan[k].d1))
                 return false;
+    for (size_t k = first_layer; k < n; k++)
+        if (plan[k].want && !plan[k].per_layer &&
+            !synth_add_named(l, o, c, plan[k].t, 0, plan[k].kind, plan[k].d0, plan[k].d1))
+            return false;
     return true;
 }
 

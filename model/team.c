@@ -1,15 +1,19 @@
 #include "team.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-/* How many pause instructions a waiting member spins before yielding
- * (barriers) or sleeping (between jobs): tens of microseconds, longer than a
- * barrier wait within a pass, far shorter than the gap between requests,
- * and short enough not to burn a core the OS gave to someone else. */
+/* How many pause instructions a waiting member spins before sleeping:
+ * tens of microseconds, longer than a barrier wait within a pass, far
+ * shorter than the gap between requests. Sleeping (not yielding) matters
+ * when the CPUs are oversubscribed: a spinning or yielding member can keep
+ * the one it waits for off the CPU for a whole time slice. */
 #define SPIN_ROUNDS 1000
 
 struct bert_team {
@@ -25,6 +29,8 @@ struct bert_team {
     pthread_cond_t wake;
     atomic_uint bar_count;   /* members at the barrier */
     atomic_uint bar_gen;     /* bumped when the last one arrives */
+    atomic_uint bar_sleepers; /* members asleep on bar_gen */
+    atomic_bool caller_asleep; /* member 0 asleep on `finished` */
 };
 
 struct helper_arg {
@@ -37,6 +43,17 @@ static inline void cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+/* Sleep while *word == expected (returns at once if it already differs). */
+static void futex_wait(atomic_uint *word, unsigned expected)
+{
+    syscall(SYS_futex, (unsigned *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void futex_wake_all(atomic_uint *word)
+{
+    syscall(SYS_futex, (unsigned *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 static void *helper_main(void *p)
@@ -66,7 +83,9 @@ static void *helper_main(void *p)
         if (atomic_load(&t->stop))
             return NULL;
         t->job(t->arg, member, t->n);
-        atomic_fetch_add_explicit(&t->finished, 1, memory_order_release);
+        atomic_fetch_add(&t->finished, 1);
+        if (atomic_load(&t->caller_asleep))
+            futex_wake_all(&t->finished);
     }
 }
 
@@ -142,11 +161,17 @@ void bert_team_run(struct bert_team *t, bert_team_job job, void *arg)
     }
     job(arg, 0, t->n);
     int spins = 0;
-    while (atomic_load_explicit(&t->finished, memory_order_acquire) != t->n - 1) {
-        if (++spins < SPIN_ROUNDS)
+    unsigned done;
+    while ((done = atomic_load(&t->finished)) != t->n - 1) {
+        if (++spins < SPIN_ROUNDS) {
             cpu_relax();
-        else
-            sched_yield();
+            continue;
+        }
+        atomic_store(&t->caller_asleep, true);
+        done = atomic_load(&t->finished);
+        if (done != t->n - 1)
+            futex_wait(&t->finished, done);
+        atomic_store(&t->caller_asleep, false);
     }
 }
 
@@ -157,14 +182,21 @@ void bert_team_barrier(struct bert_team *t)
     unsigned gen = atomic_load_explicit(&t->bar_gen, memory_order_acquire);
     if (atomic_fetch_add_explicit(&t->bar_count, 1, memory_order_acq_rel) == t->n - 1) {
         atomic_store_explicit(&t->bar_count, 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&t->bar_gen, 1, memory_order_release);
+        atomic_fetch_add(&t->bar_gen, 1);
+        if (atomic_load(&t->bar_sleepers) > 0)
+            futex_wake_all(&t->bar_gen);
         return;
     }
     int spins = 0;
     while (atomic_load_explicit(&t->bar_gen, memory_order_acquire) == gen) {
-        if (++spins < SPIN_ROUNDS)
+        if (++spins < SPIN_ROUNDS) {
             cpu_relax();
-        else
-            sched_yield();
+            continue;
+        }
+        /* Counted before the kernel re-checks bar_gen, so the last arrival
+         * either sees this sleeper or the kernel sees the new generation. */
+        atomic_fetch_add(&t->bar_sleepers, 1);
+        futex_wait(&t->bar_gen, gen);
+        atomic_fetch_sub(&t->bar_sleepers, 1);
     }
 }

@@ -101,7 +101,7 @@ static char *info_json(const struct server *s)
         (json_int_t)c->max_position_embeddings, "max_input_tokens",
         (json_int_t)s->engine.limits.max_input_tokens, "labels", labels, "capabilities", caps,
         "pooling", bert_pooling_name(s->engine.defaults.pooling), "normalize",
-        s->engine.defaults.normalize, "dtype", "f32", "workers", "threads",
+        s->engine.defaults.normalize, "dtype", s->model->bf16 ? "bf16" : "f32", "workers", "threads",
         (json_int_t)s->pool_settings.threads, "compute_threads",
         (json_int_t)s->pool_settings.threads_per_worker, "scratch_bytes",
         (json_int_t)(s->pool ? pool_scratch_bytes(s->pool) : 0), "config",
@@ -205,8 +205,13 @@ static int run(struct server *s)
             c->architecture[0] ? c->architecture : "BertModel", c->num_layers, c->hidden_size,
             c->num_heads, c->vocab_size, s->model->max_input_tokens,
             s->model->can_classify ? " classify" : "", s->model->can_fill_mask ? " fill-mask" : "");
-    if (cfg->model.dtype == SERVER_CONFIG_DTYPE_BF16)
-        log_msg(LOG_WARN, "dtype bf16 is not available in this build; running f32");
+    if (cfg->model.dtype == SERVER_CONFIG_DTYPE_BF16) {
+        struct bert_error bf16_err = {0};
+        if (bert_model_use_bf16(s->model, &bf16_err) == BERT_OK)
+            log_msg(LOG_INFO, "dense layers run in bf16 (oneDNN); the rest in f32");
+        else
+            log_msg(LOG_WARN, "%s; running f32", bf16_err.message);
+    }
     configure_engine(s);
     choose_threads(s);
 

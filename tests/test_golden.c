@@ -21,6 +21,7 @@
 
 #include "check.h"
 #include "heads.h"
+#include "linear_bf16.h"
 #include "synth.h"
 
 #define TOP_K 5
@@ -47,6 +48,11 @@ static const struct {
     {"bf16", {1e-4, 0.99999, 1e-5, true}, {0.1, 0.999, 5e-3, false}},
     {"f16", {1e-4, 0.99999, 1e-5, true}, {0.02, 0.99999, 1e-3, false}},
 };
+
+/* An F32 checkpoint with its dense layers computed in bf16 (oneDNN, AMX):
+ * every product rounds its inputs to 8 mantissa bits, so outputs move by
+ * about a percent; the contract is cosine >= 0.999 and the same top-1. */
+static const struct tolerance bf16_compute = {0.25, 0.999, 2e-2, false};
 
 /* Worst errors seen in one comparison. */
 struct errors {
@@ -778,8 +784,12 @@ static bool run_threads(struct run *r, size_t threads, json_t *outputs, json_t *
         check_errors(label, "packed", &e_packed, same_tol);
         printf("%-24s %-14s max abs %.3g, %zu top-k id differences\n", label,
                "packed-single", packed_diff, packed_ids);
-        CHECK(packed_diff <= PACKED_ABS);
-        CHECK_INT_EQ(packed_ids, 0);
+        /* In bf16 a lone short input runs its products in f32 (too few rows
+         * for the bf16 path), so packed and single differ by bf16 rounding. */
+        bool bf16 = same_tol == &bf16_compute;
+        CHECK(packed_diff <= (bf16 ? same_tol->hidden_abs : PACKED_ABS));
+        if (!bf16)
+            CHECK_INT_EQ(packed_ids, 0);
         if (f32_outputs != NULL)
             check_errors(label, "vs f32 golden", &e_loose, loose_tol);
     }
@@ -849,6 +859,15 @@ static bool run_variant(struct run *r, json_t *golden, json_t *variant, json_t *
      * columns, many rows by rows; both must give the golden answers. */
     for (size_t threads = 1; ok && threads <= 2; threads++)
         ok = run_threads(r, threads, outputs, f32_outputs, same_tol, loose_tol, label);
+    char why[160];
+    if (ok && strcmp(dtype, "f32") == 0 && linear_bf16_available(why, sizeof why)) {
+        char bf16_label[160];
+        snprintf(bf16_label, sizeof bf16_label, "%s bf16-compute", label);
+        CHECK_INT_EQ(bert_model_use_bf16(model, &err), BERT_OK);
+        ok = run_threads(r, 2, outputs, NULL, &bf16_compute, NULL, bf16_label);
+    } else if (strcmp(dtype, "f32") == 0) {
+        printf("%-24s bf16 compute not checked: %s\n", label, why);
+    }
     bert_model_free(model);
     r->model = NULL;
     return ok;
