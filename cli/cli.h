@@ -23,4 +23,7 @@ int cli_bench_command(int argc, char **argv);
 /* bert init (cli/init.c). */
 int cli_init_command(int argc, char **argv);
 
+/* bert mask-stats (cli/mask_stats.c). */
+int cli_mask_stats_command(int argc, char **argv);
+
 #endif

@@ -31,6 +31,8 @@ static void usage(FILE *out)
             "models:\n"
             "  init       --out DIR --tokenizer DIR [geometry]   write an untrained checkpoint\n"
             "\n"
+            "  mask-stats --tokenizer DIR --corpus FILE   masked-LM corruption statistics\n"
+            "\n"
             "  bench      --model DIR (--workload FILE | --texts FILE)   time the engine\n"
             "\n"
             "  version    print the version\n");
@@ -53,6 +55,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "bench") == 0)
         return cli_bench_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "mask-stats") == 0)
+        return cli_mask_stats_command(argc - 1, argv + 1);
     if (strcmp(cmd, "init") == 0)
         return cli_init_command(argc - 1, argv + 1);
     int rc = cli_request_command(cmd, argc - 1, argv + 1);

@@ -1,0 +1,4 @@
+# The trainer (issue 5): masking, gradients, optimiser, CLI runs.
+
+bert_add_test(NAME test_train_mask SOURCES test_train_mask.c LIBS bert
+              ARGS ${BERT_TEST_DATA}/tokenizer/bert-base-uncased TIMEOUT 60)
