@@ -92,3 +92,106 @@ void train_corpus_free(struct train_corpus *c)
     free(c->ids);
     memset(c, 0, sizeof *c);
 }
+
+enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_tokenizer *tok,
+                                    const char *path, size_t max_len, size_t num_labels,
+                                    struct bert_error *err)
+{
+    memset(d, 0, sizeof *d);
+    char *text;
+    size_t len;
+    enum bert_status st = file_read_all(path, &text, &len, err);
+    if (st != BERT_OK)
+        return st;
+    struct bert_encode_options opts = bert_encode_options_default();
+    opts.max_length = max_len;
+    opts.truncate = true;
+    struct bert_encoding enc = {0};
+    size_t rows_cap = 0, ids_cap = 0, n_ids = 0, line_no = 0;
+    d->max_label = -1;
+    for (char *line = text; st == BERT_OK && line < text + len; line_no++) {
+        char *end = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = end ? (size_t)(end - line) : (size_t)(text + len - line);
+        char *next = line + n + 1;
+        if (line_no == 0 || n == 0) { /* header, blank */
+            line = next;
+            continue;
+        }
+        line[n] = '\0';
+        char *tab = strrchr(line, '\t'), *stop;
+        long label = tab ? strtol(tab + 1, &stop, 10) : -1;
+        if (tab == NULL || stop == tab + 1 || (*stop != '\0' && *stop != '\r') || label < 0 ||
+            label > 1000000 || (num_labels > 0 && (size_t)label >= num_labels)) {
+            st = bert_error_set(err, BERT_E_FORMAT,
+                                "%s:%zu: expected text<TAB>label with a label in [0, %zu)", path,
+                                line_no + 1, num_labels ? num_labels : 1000000);
+            break;
+        }
+        st = bert_tokenizer_encode(tok, line, (size_t)(tab - line), NULL, 0, &opts, &enc, err);
+        if (st != BERT_OK) {
+            bert_error_set(err, st, "%s:%zu: %s", path, line_no + 1, err->message);
+            break;
+        }
+        if (d->n + 2 > rows_cap || n_ids + enc.n > ids_cap) {
+            rows_cap = rows_cap ? 2 * rows_cap : 1024;
+            ids_cap = 2 * (ids_cap > n_ids + enc.n ? ids_cap : n_ids + enc.n);
+            size_t *start = realloc(d->start, rows_cap * sizeof *start);
+            if (start != NULL)
+                d->start = start;
+            int32_t *labels = realloc(d->labels, rows_cap * sizeof *labels);
+            if (labels != NULL)
+                d->labels = labels;
+            int32_t *ids = realloc(d->ids, ids_cap * sizeof *ids);
+            if (ids != NULL)
+                d->ids = ids;
+            if (start == NULL || labels == NULL || ids == NULL) {
+                st = bert_error_set(err, BERT_E_NOMEM, "out of memory reading %s", path);
+                break;
+            }
+        }
+        d->start[d->n] = n_ids;
+        memcpy(d->ids + n_ids, enc.ids, enc.n * sizeof *enc.ids);
+        n_ids += enc.n;
+        d->labels[d->n++] = (int32_t)label;
+        d->start[d->n] = n_ids;
+        d->max_label = (int32_t)label > d->max_label ? (int32_t)label : d->max_label;
+        line = next;
+    }
+    bert_encoding_free(&enc);
+    free(text);
+    if (st == BERT_OK && d->n == 0)
+        st = bert_error_set(err, BERT_E_FORMAT, "%s: no labelled rows", path);
+    if (st != BERT_OK)
+        train_labeled_free(d);
+    return st;
+}
+
+void train_labeled_free(struct train_labeled *d)
+{
+    free(d->ids);
+    free(d->start);
+    free(d->labels);
+    memset(d, 0, sizeof *d);
+}
+
+struct train_scores train_score(const int32_t *pred, const int32_t *gold, size_t n, size_t C)
+{
+    struct train_scores s = {0};
+    size_t right = 0;
+    for (size_t i = 0; i < n; i++)
+        right += pred[i] == gold[i];
+    s.accuracy = n ? (double)right / (double)n : 0.0;
+    for (size_t c = 0; c < C; c++) {
+        size_t tp = 0, fp = 0, fn = 0;
+        for (size_t i = 0; i < n; i++) {
+            tp += pred[i] == (int32_t)c && gold[i] == (int32_t)c;
+            fp += pred[i] == (int32_t)c && gold[i] != (int32_t)c;
+            fn += pred[i] != (int32_t)c && gold[i] == (int32_t)c;
+        }
+        double f1 = tp ? 2.0 * (double)tp / (double)(2 * tp + fp + fn) : 0.0;
+        s.macro_f1 += f1 / (double)C;
+        if (C == 2 && c == 1)
+            s.f1_positive = f1;
+    }
+    return s;
+}

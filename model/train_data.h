@@ -32,4 +32,33 @@ size_t train_corpus_sequence(const struct train_corpus *c, size_t i, int32_t *ou
 /* Safe on a zeroed or already freed corpus. */
 void train_corpus_free(struct train_corpus *c);
 
+/* Labelled sentences for fine-tuning: a TSV file with a header line and
+ * rows `text<TAB>label` (GLUE's SST-2 layout; the label is the last field,
+ * an integer id). Each text is tokenized as [CLS] text [SEP], truncated to
+ * max_len. */
+struct train_labeled {
+    int32_t *ids;        /* all sequences back to back */
+    size_t *start;       /* (n + 1) sequence i is ids[start[i] .. start[i + 1]) */
+    int32_t *labels;     /* (n) */
+    size_t n;
+    int32_t max_label;
+};
+
+/* Fails naming the file and line on a malformed row or a label outside
+ * [0, num_labels) when num_labels > 0. */
+enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_tokenizer *tok,
+                                    const char *path, size_t max_len, size_t num_labels,
+                                    struct bert_error *err);
+
+/* Safe on a zeroed or already freed set. */
+void train_labeled_free(struct train_labeled *d);
+
+/* Accuracy and F1 of predictions against gold labels in [0, C): macro F1
+ * over the classes, and for two classes the F1 of class 1 (GLUE's). */
+struct train_scores {
+    double accuracy, macro_f1, f1_positive;
+};
+
+struct train_scores train_score(const int32_t *pred, const int32_t *gold, size_t n, size_t C);
+
 #endif

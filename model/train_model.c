@@ -111,17 +111,18 @@ static enum bert_status copy_config(struct bert_config *dst, const struct bert_c
                                     struct bert_error *err)
 {
     *dst = *src;
-    dst->id2label = NULL;
-    if (src->id2label == NULL)
-        return BERT_OK;
-    dst->id2label = calloc(src->num_labels, sizeof *dst->id2label);
+    dst->id2label = calloc(src->num_labels ? src->num_labels : 1, sizeof *dst->id2label);
     if (dst->id2label == NULL)
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < src->num_labels; i++)
-        if ((dst->id2label[i] = strdup(src->id2label[i])) == NULL) {
+    /* config.json always gets names: the given ones or transformers' LABEL_i. */
+    for (size_t i = 0; i < src->num_labels; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "LABEL_%zu", i);
+        if ((dst->id2label[i] = strdup(src->id2label ? src->id2label[i] : name)) == NULL) {
             bert_config_free(dst);
             return bert_error_set(err, BERT_E_NOMEM, "out of memory");
         }
+    }
     return BERT_OK;
 }
 

@@ -1,6 +1,9 @@
 #include "train_optim.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,4 +90,52 @@ void train_adamw_update(struct train_adamw *o, struct train_model *model, double
             p[k] -= step_size * m[k] / (sqrtf(v[k]) * rbc2 + (float)o->eps);
         }
     }
+}
+
+/* File: magic, parameter count, step (u64 each), then m and v as f32. */
+static const uint64_t STATE_MAGIC = 0x3154534e52545242ull; /* "BRTRNST1" */
+
+enum bert_status train_adamw_save(const struct train_adamw *o, const char *path,
+                                  struct bert_error *err)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *fp = fopen(tmp, "wb");
+    if (fp == NULL)
+        return bert_error_set(err, BERT_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    const uint64_t head[3] = {STATE_MAGIC, o->n, o->step};
+    bool ok = fwrite(head, sizeof head, 1, fp) == 1 &&
+              fwrite(o->m, sizeof *o->m, o->n, fp) == o->n &&
+              fwrite(o->v, sizeof *o->v, o->n, fp) == o->n;
+    ok = fclose(fp) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return bert_error_set(err, BERT_E_IO, "%s: cannot write", path);
+    }
+    return BERT_OK;
+}
+
+enum bert_status train_adamw_load(struct train_adamw *o, const char *path,
+                                  struct bert_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL)
+        return bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    uint64_t head[3];
+    bool ok = fread(head, sizeof head, 1, fp) == 1;
+    if (ok && (head[0] != STATE_MAGIC || head[1] != o->n)) {
+        fclose(fp);
+        return bert_error_set(err, BERT_E_FORMAT,
+                              "%s: not a trainer state for this model (%llu parameters "
+                              "expected)",
+                              path, (unsigned long long)o->n);
+    }
+    ok = ok && fread(o->m, sizeof *o->m, o->n, fp) == o->n &&
+         fread(o->v, sizeof *o->v, o->n, fp) == o->n && fgetc(fp) == EOF;
+    fclose(fp);
+    if (!ok)
+        return bert_error_set(err, BERT_E_FORMAT, "%s: truncated or oversized trainer state",
+                              path);
+    o->step = (size_t)head[2];
+    return BERT_OK;
 }

@@ -39,4 +39,11 @@ double train_clip_grads(struct train_model *model, double max_norm, bool head_on
 void train_adamw_update(struct train_adamw *o, struct train_model *model, double lr,
                         bool head_only);
 
+/* Save the optimiser state (step and moments) to `path` for an exact
+ * resume; load checks it belongs to a model of the same layout. */
+enum bert_status train_adamw_save(const struct train_adamw *o, const char *path,
+                                  struct bert_error *err);
+enum bert_status train_adamw_load(struct train_adamw *o, const char *path,
+                                  struct bert_error *err);
+
 #endif

@@ -8,7 +8,9 @@
 #include <cblas.h>
 
 #include "kernels.h"
+#include "simd.h"
 #include "team.h"
+#include "vmath.h"
 
 /* MLM decoder rows per block: the logits buffer is (MLM_BLOCK, V). */
 #define MLM_BLOCK 64
@@ -455,6 +457,26 @@ static void layer_backward(struct train_model *m, struct train_work *w,
                     w->dx, 1.0f);
 }
 
+/* row[j] = exp(row[j] - max), 16 lanes at a time; returns the sum. Kept in
+ * the row for the gradient. */
+BERT_HOT
+static double exp_shifted(float *row, size_t n, float max)
+{
+    const size_t nv = n - n % VLANES;
+    vf16 vsum = {0};
+    for (size_t j = 0; j < nv; j += VLANES) {
+        vf16 e = vf16_exp(vf16_load(row + j) - max);
+        vf16_store(row + j, e);
+        vsum += e;
+    }
+    double sum = vf16_sum(vsum);
+    for (size_t j = nv; j < n; j++) {
+        row[j] = vmath_exp(row[j] - max);
+        sum += row[j];
+    }
+    return sum;
+}
+
 /* Cross-entropy of one logits row against `label`: loss, whether the
  * argmax is right, and (with grad_scale != 0) the row replaced by
  * grad_scale * (softmax - onehot). */
@@ -465,14 +487,14 @@ static double cross_entropy(float *row, size_t n, int32_t label, float grad_scal
     for (size_t j = 1; j < n; j++)
         best = row[j] > row[best] ? j : best;
     const float max = row[best];
-    double sum = 0.0;
-    for (size_t j = 0; j < n; j++)
-        sum += exp((double)row[j] - max);
-    const double loss = log(sum) + max - row[label];
+    const float target = row[label];
+    const double sum = exp_shifted(row, n, max);
+    const double loss = log(sum) + max - target;
     *correct = best == (size_t)label;
     if (grad_scale != 0.0f) {
+        const float k = (float)(grad_scale / sum);
         for (size_t j = 0; j < n; j++)
-            row[j] = grad_scale * (float)(exp((double)row[j] - max) / sum);
+            row[j] *= k;
         row[label] -= grad_scale;
     }
     return loss;
@@ -549,6 +571,8 @@ static void cls_head(struct train_model *m, struct train_work *w, const struct t
     const float scale = backward ? 1.0f / (float)n : 0.0f;
     for (size_t i = 0; i < n; i++) {
         float *row = w->cls_logits + i * C;
+        if (tb->cls_logits != NULL)
+            memcpy(tb->cls_logits + i * C, row, C * sizeof *row);
         if (tb->cls_pred != NULL) {
             size_t best = 0;
             for (size_t k = 1; k < C; k++)
@@ -584,7 +608,8 @@ static enum bert_status check(const struct train_model *m, const struct train_wo
     const struct bert_config *c = &m->config;
     const struct bert_batch *b = &tb->b;
     if ((tb->mlm_labels != NULL && !m->mlm) ||
-        ((tb->cls_labels != NULL || tb->cls_pred != NULL) && !m->classifier))
+        ((tb->cls_labels != NULL || tb->cls_pred != NULL || tb->cls_logits != NULL) &&
+         !m->classifier))
         return bert_error_set(err, BERT_E_INVALID, "the model has no head for this loss");
     if (b->n_seqs == 0 || b->n_tokens > w->max_tokens || b->seq_start[0] != 0 ||
         b->seq_start[b->n_seqs] != b->n_tokens)
@@ -638,7 +663,7 @@ enum bert_status train_step(struct train_model *m, struct train_work *w,
         memset(w->dx, 0, b->n_tokens * H * sizeof(float));
     if (tb->mlm_labels != NULL)
         mlm_head(m, w, tb, encoder_grads, st);
-    if (tb->cls_labels != NULL || tb->cls_pred != NULL)
+    if (tb->cls_labels != NULL || tb->cls_pred != NULL || tb->cls_logits != NULL)
         cls_head(m, w, tb, backward, encoder_grads, st);
     if (st->mlm_count > 0)
         st->loss += st->mlm_loss_sum / (double)st->mlm_count;

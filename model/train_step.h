@@ -23,6 +23,7 @@ struct train_batch {
     const int32_t *mlm_labels; /* (T) target id or -100; NULL: no MLM loss */
     const int32_t *cls_labels; /* (n_seqs); NULL: no classification loss */
     int32_t *cls_pred;         /* (n_seqs) out, argmax of the classifier; may be NULL */
+    float *cls_logits;         /* (n_seqs, num_labels) out; may be NULL */
 };
 
 struct train_stats {
