@@ -289,10 +289,14 @@ static float activation_grad(float x, enum bert_activation act)
     return 0.0f;
 }
 
-static void activation_forward(const float *u, float *a, size_t n, enum bert_activation act)
+/* a = act(u + bias) with the engine's vectorised kernel, and u += bias
+ * so u holds the pre-activation the backward pass needs. u (rows, n). */
+static void bias_activation_forward(float *u, const float *bias, float *a, size_t rows, size_t n,
+                                    enum bert_activation act)
 {
-    for (size_t i = 0; i < n; i++)
-        a[i] = kernel_activation(u[i], act);
+    memcpy(a, u, rows * n * sizeof *a);
+    kernel_bias_activation(a, bias, rows, n, n, act);
+    kernel_add_bias(u, bias, rows, n, n);
 }
 
 /* ---- attention ----------------------------------------------------------- */
@@ -414,8 +418,8 @@ static void layer_forward(const struct train_model *m, struct train_work *w,
     for (size_t i = 0; i < T * H; i++)
         a->z1[i] += x[i];
     layernorm_forward(a->z1, p->attn_ln_g, p->attn_ln_b, T, H, c->layer_norm_eps, a->h1, a->st1);
-    linear_forward(w, a->h1, T, H, p->ffn_in_w, p->ffn_in_b, FF, a->u, FF);
-    activation_forward(a->u, a->a, T * FF, c->activation);
+    gemm(w, false, true, T, FF, H, 1.0f, a->h1, H, p->ffn_in_w, H, 0.0f, a->u, FF);
+    bias_activation_forward(a->u, p->ffn_in_b, a->a, T, FF, c->activation);
     linear_forward(w, a->a, T, FF, p->ffn_out_w, p->ffn_out_b, H, a->z2, H);
     for (size_t i = 0; i < T * H; i++)
         a->z2[i] += a->h1[i];
@@ -519,8 +523,8 @@ static void mlm_head(struct train_model *m, struct train_work *w, const struct t
     st->mlm_count = n;
     if (n == 0)
         return;
-    linear_forward(w, w->mg, n, H, p->mlm_dense_w, p->mlm_dense_b, H, w->md, H);
-    activation_forward(w->md, w->ma, n * H, c->activation);
+    gemm(w, false, true, n, H, H, 1.0f, w->mg, H, p->mlm_dense_w, H, 0.0f, w->md, H);
+    bias_activation_forward(w->md, p->mlm_dense_b, w->ma, n, H, c->activation);
     layernorm_forward(w->ma, p->mlm_ln_g, p->mlm_ln_b, n, H, c->layer_norm_eps, w->me, w->mst);
     const float scale = backward ? 1.0f / (float)n : 0.0f;
     for (size_t r0 = 0; r0 < n; r0 += MLM_BLOCK) {
