@@ -33,4 +33,12 @@ int cli_bench_command(int argc, char **argv);
 /* bert init (cli/init.c). */
 int cli_init_command(int argc, char **argv);
 
+/* bert mask-stats (cli/mask_stats.c). */
+int cli_mask_stats_command(int argc, char **argv);
+
+/* bert pretrain, bert finetune (cli/train.c), bert eval (cli/eval.c). */
+int cli_pretrain_command(int argc, char **argv);
+int cli_finetune_command(int argc, char **argv);
+int cli_eval_command(int argc, char **argv);
+
 #endif

@@ -47,6 +47,12 @@ static void usage(FILE *out)
             "models:\n"
             "  init       --out DIR --tokenizer DIR [geometry]   write an untrained checkpoint\n"
             "\n"
+            "training:\n"
+            "  pretrain   --corpus FILE... --out DIR --tokenizer DIR   masked-LM pretraining\n"
+            "  finetune   --model DIR --train TSV --dev TSV --out DIR [--freeze-encoder]\n"
+            "  eval       --model DIR --data TSV   accuracy and F1 of a classifier\n"
+            "  mask-stats --tokenizer DIR --corpus FILE   masked-LM corruption statistics\n"
+            "\n"
             "  bench      --model DIR (--workload FILE | --texts FILE)   time the engine\n"
             "\n"
             "  version    print the version\n");
@@ -69,6 +75,14 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "bench") == 0)
         return cli_bench_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "pretrain") == 0)
+        return cli_pretrain_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "finetune") == 0)
+        return cli_finetune_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "eval") == 0)
+        return cli_eval_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "mask-stats") == 0)
+        return cli_mask_stats_command(argc - 1, argv + 1);
     if (strcmp(cmd, "init") == 0)
         return cli_init_command(argc - 1, argv + 1);
     int rc = cli_request_command(cmd, argc - 1, argv + 1);

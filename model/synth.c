@@ -208,7 +208,8 @@ static enum bert_status write_text(const char *path, const char *text, struct be
     return ok ? BERT_OK : bert_error_set(err, BERT_E_IO, "%s: cannot write", path);
 }
 
-static enum bert_status copy_tokenizer(const char *from, const char *dir, struct bert_error *err)
+enum bert_status bert_copy_tokenizer_files(const char *from, const char *dir,
+                                          struct bert_error *err)
 {
     static const char *const files[] = {"tokenizer.json", "vocab.txt", "tokenizer_config.json",
                                         "special_tokens_map.json"};
@@ -325,7 +326,7 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     snprintf(path, sizeof path, "%s/config.json", dir);
     if ((st = bert_config_write(&c, path, err)) != BERT_OK)
         return st;
-    if ((st = copy_tokenizer(o->tokenizer_dir, dir, err)) != BERT_OK)
+    if ((st = bert_copy_tokenizer_files(o->tokenizer_dir, dir, err)) != BERT_OK)
         return st;
     if (o->sentence_transformers && (st = write_sentence_transformers(o, dir, err)) != BERT_OK)
         return st;

@@ -50,4 +50,10 @@ float bert_synth_value(uint64_t seed, const char *name, uint64_t i, double cente
 enum bert_status bert_synth_write(const struct bert_synth_options *opts, const char *dir,
                                   struct bert_error *err);
 
+/* Copy the tokenizer files a checkpoint folder carries (tokenizer.json,
+ * vocab.txt, tokenizer_config.json, special_tokens_map.json) from `from` to
+ * `dir`; at least tokenizer.json or vocab.txt must exist. */
+enum bert_status bert_copy_tokenizer_files(const char *from, const char *dir,
+                                          struct bert_error *err);
+
 #endif

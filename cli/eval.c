@@ -1,0 +1,94 @@
+/* `bert eval`: accuracy and F1 of a classifier checkpoint on a labelled TSV,
+ * run through the inference engine exactly as bertserve runs it. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "args.h"
+#include "cli.h"
+#include "heads.h"
+#include "train_data.h"
+
+#define EVAL_BATCH 32
+
+int cli_eval_command(int argc, char **argv)
+{
+    const char *model_dir = NULL, *data_path = NULL;
+    size_t max_len = 128, threads = cli_cpus();
+    struct cli_opt opts[] = {
+        {"model", CLI_OPT_STRING, &model_dir, "classifier checkpoint (required)"},
+        {"data", CLI_OPT_STRING, &data_path, "TSV: header, then text<TAB>label (required)"},
+        {"max-len", CLI_OPT_SIZE, &max_len, "tokens per text, specials included (128)"},
+        {"threads", CLI_OPT_SIZE, &threads, "compute threads (CPUs available)"},
+    };
+    const size_t n_opts = sizeof opts / sizeof opts[0];
+    if (!cli_parse("eval", argc, argv, opts, n_opts))
+        return CLI_EXIT_USAGE;
+    if (model_dir == NULL || data_path == NULL || max_len < 3) {
+        fprintf(stderr, "usage: bert eval --model DIR --data TSV [options]\n");
+        cli_print_options(opts, n_opts);
+        return CLI_EXIT_USAGE;
+    }
+    openblas_set_num_threads(1);
+    struct bert_error err = {0};
+    struct bert_model *model = NULL;
+    struct bert_scratch *s = NULL;
+    struct train_labeled d = {0};
+    int32_t *pred = NULL, *types = NULL;
+    float *logits = NULL;
+    int rc = CLI_EXIT_FAILURE;
+    if (bert_model_load(model_dir, &model, &err) != BERT_OK)
+        goto fail;
+    if (!model->can_classify) {
+        bert_error_set(&err, BERT_E_INVALID, "%s has no classification head", model_dir);
+        goto fail;
+    }
+    const size_t C = model->config.num_labels;
+    if (max_len > model->max_input_tokens)
+        max_len = model->max_input_tokens;
+    if (train_labeled_load(&d, model->tokenizer, data_path, max_len, C, &err) != BERT_OK)
+        goto fail;
+    s = bert_scratch_new(model, EVAL_BATCH * max_len, max_len, threads, &err);
+    pred = malloc(d.n * sizeof *pred);
+    types = calloc(EVAL_BATCH * max_len, sizeof *types);
+    logits = malloc(EVAL_BATCH * C * sizeof *logits);
+    if (s == NULL || pred == NULL || types == NULL || logits == NULL) {
+        if (s != NULL)
+            bert_error_set(&err, BERT_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t first = 0; first < d.n; first += EVAL_BATCH) {
+        size_t n = d.n - first < EVAL_BATCH ? d.n - first : EVAL_BATCH;
+        size_t seq_start[EVAL_BATCH + 1];
+        struct bert_seq_task tasks[EVAL_BATCH];
+        for (size_t k = 0; k <= n; k++)
+            seq_start[k] = d.start[first + k] - d.start[first];
+        for (size_t k = 0; k < n; k++)
+            tasks[k] = (struct bert_seq_task){.task = BERT_TASK_CLASSIFY, .logits = logits + k * C};
+        struct bert_batch b = {n, seq_start[n], d.ids + d.start[first], types, seq_start};
+        if (bert_run(model, s, &b, tasks, &err) != BERT_OK)
+            goto fail;
+        for (size_t k = 0; k < n; k++) {
+            size_t best = 0;
+            for (size_t c = 1; c < C; c++)
+                best = logits[k * C + c] > logits[k * C + best] ? c : best;
+            pred[first + k] = (int32_t)best;
+        }
+    }
+    struct train_scores sc = train_score(pred, d.labels, d.n, C);
+    printf("examples %zu\naccuracy %.4f\nmacro-f1 %.4f\n", d.n, sc.accuracy, sc.macro_f1);
+    if (C == 2)
+        printf("f1 (label 1: %s) %.4f\n", model->config.id2label[1], sc.f1_positive);
+    rc = CLI_EXIT_OK;
+    goto done;
+fail:
+    fprintf(stderr, "bert eval: %s\n", err.message);
+done:
+    free(pred);
+    free(types);
+    free(logits);
+    train_labeled_free(&d);
+    bert_scratch_free(s);
+    bert_model_free(model);
+    return rc;
+}

@@ -1,0 +1,637 @@
+/* `bert pretrain` (masked-LM from scratch) and `bert finetune` ([CLS]
+ * classification head), both on model/train_*.c. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "args.h"
+#include "cli.h"
+#include "model.h"
+#include "train_data.h"
+#include "train_mask.h"
+#include "train_optim.h"
+#include "train_step.h"
+
+#define MAX_CORPUS_FILES 64
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void format_duration(double s, char *buf, size_t n)
+{
+    long t = s > 0 ? (long)(s + 0.5) : 0;
+    if (t >= 3600)
+        snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else
+        snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+}
+
+/* A step's own generator: the batch and its masking depend only on (seed,
+ * step), so a resumed run draws exactly what an uninterrupted one would. */
+static struct train_rng step_rng(uint64_t seed, uint64_t step, uint64_t stream)
+{
+    struct train_rng r = {seed ^ (stream * 0xD1B54A32D192ED03ull)};
+    r.state += step * 0x9E3779B97F4A7C15ull;
+    train_rng_next(&r);
+    return r;
+}
+
+static bool parse_dtype(const char *name, enum bert_dtype *out)
+{
+    if (strcmp(name, "f32") == 0)
+        *out = BERT_DTYPE_F32;
+    else if (strcmp(name, "f16") == 0)
+        *out = BERT_DTYPE_F16;
+    else if (strcmp(name, "bf16") == 0)
+        *out = BERT_DTYPE_BF16;
+    else
+        return false;
+    return true;
+}
+
+/* Packed batch storage for up to `seqs` sequences of `max_len`. */
+struct batch_buf {
+    int32_t *ids, *types, *labels, *cls_labels, *pred;
+    size_t *start;
+};
+
+static bool batch_buf_init(struct batch_buf *b, size_t seqs, size_t max_len)
+{
+    b->ids = malloc(seqs * max_len * sizeof *b->ids);
+    b->types = calloc(seqs * max_len, sizeof *b->types);
+    b->labels = malloc(seqs * max_len * sizeof *b->labels);
+    b->cls_labels = malloc(seqs * sizeof *b->cls_labels);
+    b->pred = malloc(seqs * sizeof *b->pred);
+    b->start = malloc((seqs + 1) * sizeof *b->start);
+    return b->ids && b->types && b->labels && b->cls_labels && b->pred && b->start;
+}
+
+static void batch_buf_free(struct batch_buf *b)
+{
+    free(b->ids);
+    free(b->types);
+    free(b->labels);
+    free(b->cls_labels);
+    free(b->pred);
+    free(b->start);
+}
+
+/* ---- pretrain ------------------------------------------------------------ */
+
+struct pretrain {
+    struct train_model model;
+    struct train_work *work;
+    struct train_adamw opt;
+    struct train_vocab vocab;
+    struct train_corpus corpus;
+    struct bert_tokenizer *tok;
+    struct batch_buf buf;
+    struct train_mask_options mask;
+    size_t n_train, n_heldout;
+};
+
+/* Sequence i of the corpus, masked with `rng`, appended to the batch. */
+static void add_masked(struct pretrain *p, struct train_rng *rng, size_t i, size_t *n_seqs,
+                       size_t *n_tokens)
+{
+    size_t off = *n_tokens;
+    size_t n = train_corpus_sequence(&p->corpus, i, p->buf.ids + off);
+    train_mask_sequence(&p->vocab, &p->mask, rng, p->buf.ids + off, n, p->buf.labels + off,
+                        NULL);
+    p->buf.start[*n_seqs] = off;
+    *n_tokens = off + n;
+    p->buf.start[++*n_seqs] = *n_tokens;
+}
+
+static struct train_batch mlm_batch(struct pretrain *p, size_t n_seqs, size_t n_tokens)
+{
+    return (struct train_batch){
+        .b = {n_seqs, n_tokens, p->buf.ids, p->buf.types, p->buf.start},
+        .mlm_labels = p->buf.labels,
+    };
+}
+
+/* MLM accuracy over the held-out sequences (fixed masking, no updates). */
+static void heldout_eval(struct pretrain *p, size_t batch, uint64_t seed)
+{
+    size_t count = 0, correct = 0;
+    double loss = 0.0;
+    struct bert_error err;
+    for (size_t first = 0; first < p->n_heldout; first += batch) {
+        size_t n_seqs = 0, n_tokens = 0;
+        for (size_t i = first; i < p->n_heldout && i < first + batch; i++) {
+            struct train_rng rng = step_rng(seed, i, 2);
+            add_masked(p, &rng, p->n_train + i, &n_seqs, &n_tokens);
+        }
+        struct train_batch tb = mlm_batch(p, n_seqs, n_tokens);
+        struct train_stats st;
+        if (train_step(&p->model, p->work, &tb, false, false, &st, &err) != BERT_OK) {
+            fprintf(stderr, "bert pretrain: %s\n", err.message);
+            return;
+        }
+        count += st.mlm_count;
+        correct += st.mlm_correct;
+        loss += st.mlm_loss_sum;
+    }
+    printf("held-out: %zu sequences, %zu predictions, MLM accuracy %.4f, loss %.4f\n",
+           p->n_heldout, count, count ? (double)correct / (double)count : 0.0,
+           count ? loss / (double)count : 0.0);
+}
+
+static enum bert_status save_checkpoint(struct pretrain *p, const char *out, const char *tok_dir,
+                                        struct bert_error *err)
+{
+    char dir[PATH_MAX], state[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/checkpoint", out);
+    snprintf(state, sizeof state, "%s/checkpoint/trainer_state.bin", out);
+    enum bert_status st = train_model_save(&p->model, dir, tok_dir, BERT_DTYPE_F32, err);
+    return st == BERT_OK ? train_adamw_save(&p->opt, state, err) : st;
+}
+
+/* The model from out/checkpoint (resume) or a fresh one for `cfg`. */
+static enum bert_status pretrain_model(struct pretrain *p, const char *out, bool resume,
+                                       struct bert_config *cfg, uint64_t seed, double wd,
+                                       struct bert_error *err)
+{
+    enum bert_status st;
+    if (!resume) {
+        if ((st = train_model_init(&p->model, cfg, true, false, err)) != BERT_OK)
+            return st;
+        train_model_synth(&p->model, seed, 0.02, 0.0, 0.0);
+        return train_adamw_init(&p->opt, &p->model, wd, err);
+    }
+    char dir[PATH_MAX], state[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/checkpoint", out);
+    snprintf(state, sizeof state, "%s/checkpoint/trainer_state.bin", out);
+    struct bert_model *loaded;
+    if ((st = bert_model_load(dir, &loaded, err)) != BERT_OK)
+        return st;
+    st = train_model_init(&p->model, &loaded->config, true, false, err);
+    if (st == BERT_OK)
+        st = train_model_copy_weights(&p->model, &loaded->weights, err);
+    bert_model_free(loaded);
+    if (st == BERT_OK)
+        st = train_adamw_init(&p->opt, &p->model, wd, err);
+    if (st == BERT_OK)
+        st = train_adamw_load(&p->opt, state, err);
+    return st;
+}
+
+/* Pull every `--corpus FILE` out of argv (the option may repeat). */
+static int take_corpus_files(int argc, char **argv, const char **files, size_t *n_files)
+{
+    int kept = 0;
+    *n_files = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--corpus") == 0 && i + 1 < argc &&
+            *n_files < MAX_CORPUS_FILES) {
+            files[(*n_files)++] = argv[++i];
+            continue;
+        }
+        argv[kept++] = argv[i];
+    }
+    return kept;
+}
+
+int cli_pretrain_command(int argc, char **argv)
+{
+    const char *files[MAX_CORPUS_FILES];
+    size_t n_files;
+    argc = take_corpus_files(argc, argv, files, &n_files);
+    struct bert_config cfg = {0};
+    snprintf(cfg.model_type, sizeof cfg.model_type, "bert");
+    cfg.num_layers = 2;
+    cfg.hidden_size = 128;
+    cfg.num_heads = 2;
+    cfg.intermediate_size = 512;
+    cfg.max_position_embeddings = 512;
+    cfg.type_vocab_size = 2;
+    cfg.num_labels = 2;
+    cfg.layer_norm_eps = 1e-12f;
+    cfg.activation = BERT_ACTIVATION_GELU;
+    const char *out = NULL, *tok_dir = NULL, *dtype_name = "f32";
+    size_t max_len = 128, steps = 1000, batch = 32, warmup = 0, save_every = 0, log_every = 10;
+    size_t stop_at = 0, threads = cli_cpus(), heldout_max = 500;
+    double lr = 5e-4, wd = 0.01, clip = 1.0, heldout_frac = 0.05;
+    uint64_t seed = 0;
+    bool resume = false;
+    struct pretrain p = {0};
+    p.mask = train_mask_options_default();
+    struct cli_opt opts[] = {
+        {"out", CLI_OPT_STRING, &out, "output folder (required); checkpoints in OUT/checkpoint"},
+        {"tokenizer", CLI_OPT_STRING, &tok_dir, "tokenizer folder, e.g. bert-base-uncased (required)"},
+        {"layers", CLI_OPT_SIZE, &cfg.num_layers, "encoder layers (2)"},
+        {"hidden", CLI_OPT_SIZE, &cfg.hidden_size, "hidden size (128)"},
+        {"heads", CLI_OPT_SIZE, &cfg.num_heads, "attention heads (2)"},
+        {"intermediate", CLI_OPT_SIZE, &cfg.intermediate_size, "feed-forward size (512)"},
+        {"max-position", CLI_OPT_SIZE, &cfg.max_position_embeddings, "position embeddings (512)"},
+        {"max-len", CLI_OPT_SIZE, &max_len, "training sequence length, specials included (128)"},
+        {"steps", CLI_OPT_SIZE, &steps, "optimiser steps (1000)"},
+        {"batch", CLI_OPT_SIZE, &batch, "sequences per step (32)"},
+        {"lr", CLI_OPT_DOUBLE, &lr, "peak learning rate (5e-4)"},
+        {"warmup", CLI_OPT_SIZE, &warmup, "warm-up steps (default 10% of steps)"},
+        {"weight-decay", CLI_OPT_DOUBLE, &wd, "AdamW weight decay (0.01)"},
+        {"clip", CLI_OPT_DOUBLE, &clip, "gradient-norm clip, 0 for none (1.0)"},
+        {"mask-prob", CLI_OPT_DOUBLE, &p.mask.mask_prob, "masking probability (0.15)"},
+        {"whole-word", CLI_OPT_FLAG, &p.mask.whole_word, "whole-word masking"},
+        {"seed", CLI_OPT_U64, &seed, "seed for weights, batches and masks (0)"},
+        {"threads", CLI_OPT_SIZE, &threads, "compute threads (CPUs available)"},
+        {"log-every", CLI_OPT_SIZE, &log_every, "progress line every N steps (10)"},
+        {"save-every", CLI_OPT_SIZE, &save_every, "checkpoint every N steps (0: at the end only)"},
+        {"resume", CLI_OPT_FLAG, &resume, "continue from OUT/checkpoint"},
+        {"stop-at", CLI_OPT_SIZE, &stop_at, "end this run after step N (schedule still --steps)"},
+        {"heldout", CLI_OPT_DOUBLE, &heldout_frac, "share of sequences held out (0.05)"},
+        {"heldout-max", CLI_OPT_SIZE, &heldout_max, "held-out sequences evaluated at most (500)"},
+        {"dtype", CLI_OPT_STRING, &dtype_name, "final model dtype: f32, f16, bf16 (f32)"},
+    };
+    const size_t n_opts = sizeof opts / sizeof opts[0];
+    if (!cli_parse("pretrain", argc, argv, opts, n_opts))
+        return CLI_EXIT_USAGE;
+    enum bert_dtype dtype;
+    if (out == NULL || tok_dir == NULL || n_files == 0 || steps == 0 || batch == 0 ||
+        max_len < 3 || max_len > cfg.max_position_embeddings || !parse_dtype(dtype_name, &dtype) ||
+        !(heldout_frac >= 0 && heldout_frac < 1) || !(lr > 0)) {
+        fprintf(stderr, "usage: bert pretrain --corpus FILE [--corpus FILE...] --out DIR "
+                        "--tokenizer DIR [options]\n"
+                        "(max-len must be 3..max-position, dtype f32/f16/bf16)\n");
+        cli_print_options(opts, n_opts);
+        return CLI_EXIT_USAGE;
+    }
+    if (warmup == 0)
+        warmup = steps / 10 > 0 ? steps / 10 : 1;
+    if (stop_at == 0 || stop_at > steps)
+        stop_at = steps;
+    openblas_set_num_threads(1);
+    struct bert_error err = {0};
+    int rc = CLI_EXIT_FAILURE;
+    if (bert_tokenizer_load(tok_dir, &p.tok, &err) != BERT_OK ||
+        train_vocab_init(&p.vocab, p.tok, &err) != BERT_OK ||
+        train_corpus_load(&p.corpus, p.tok, files, n_files, max_len, &err) != BERT_OK)
+        goto fail;
+    cfg.vocab_size = p.vocab.size;
+    cfg.pad_token_id = bert_tokenizer_pad_id(p.tok) >= 0 ? bert_tokenizer_pad_id(p.tok) : 0;
+    if (pretrain_model(&p, out, resume, &cfg, seed, wd, &err) != BERT_OK)
+        goto fail;
+    max_len = max_len < p.model.config.max_position_embeddings
+                  ? max_len
+                  : p.model.config.max_position_embeddings;
+    p.work = train_work_new(&p.model, batch * max_len, max_len, threads, &err);
+    if (p.work == NULL)
+        goto fail;
+    if (!batch_buf_init(&p.buf, batch, max_len)) {
+        err = (struct bert_error){BERT_E_NOMEM, "out of memory"};
+        goto fail;
+    }
+    p.n_heldout = p.corpus.n_seqs >= 2 ? (size_t)((double)p.corpus.n_seqs * heldout_frac) : 0;
+    p.n_heldout = p.n_heldout < heldout_max ? p.n_heldout : heldout_max;
+    p.n_train = p.corpus.n_seqs - p.n_heldout;
+    printf("pretrain: %zu corpus tokens, %zu training sequences, %zu held out; %zu layers, "
+           "hidden %zu, heads %zu, intermediate %zu, vocab %zu, %zu parameters; %zu threads; "
+           "%.0f MiB of activations\n",
+           p.corpus.n_ids, p.n_train, p.n_heldout, p.model.config.num_layers,
+           p.model.config.hidden_size, p.model.config.num_heads,
+           p.model.config.intermediate_size, p.model.config.vocab_size, p.model.n_params,
+           threads, (double)train_work_bytes(p.work) / (1 << 20));
+    if (resume)
+        printf("resumed at step %zu\n", p.opt.step);
+    fflush(stdout);
+
+    const size_t first_step = p.opt.step;
+    double t0 = now_seconds(), window_loss = 0.0;
+    size_t window_steps = 0, window_count = 0, window_correct = 0, tokens = 0;
+    for (size_t step = p.opt.step; step < stop_at; step++) {
+        struct train_rng rng = step_rng(seed, step, 1);
+        size_t n_seqs = 0, n_tokens = 0;
+        for (size_t k = 0; k < batch; k++)
+            add_masked(&p, &rng, train_rng_below(&rng, p.n_train), &n_seqs, &n_tokens);
+        struct train_batch tb = mlm_batch(&p, n_seqs, n_tokens);
+        struct train_stats st;
+        if (train_step(&p.model, p.work, &tb, true, false, &st, &err) != BERT_OK)
+            goto fail;
+        train_clip_grads(&p.model, clip, false);
+        double step_lr = train_lr_at(step, warmup, steps, lr);
+        train_adamw_update(&p.opt, &p.model, step_lr, false);
+        memset(p.model.grads, 0, p.model.n_params * sizeof(float));
+        window_loss += st.loss;
+        window_steps++;
+        window_count += st.mlm_count;
+        window_correct += st.mlm_correct;
+        tokens += n_tokens;
+        if ((step + 1) % log_every == 0 || step + 1 == stop_at) {
+            double el = now_seconds() - t0, tps = (double)tokens / (el > 0 ? el : 1e-9);
+            char eta[32];
+            format_duration((double)(steps - step - 1) * el / (double)(step + 1 - first_step),
+                            eta, sizeof eta);
+            printf("step %zu/%zu  loss %.6f  mlm-acc %.4f  lr %.2e  tok/s %.0f  eta %s\n",
+                   step + 1, steps, window_loss / (double)window_steps,
+                   window_count ? (double)window_correct / (double)window_count : 0.0, step_lr,
+                   tps, eta);
+            fflush(stdout);
+            window_loss = 0.0;
+            window_steps = window_count = window_correct = 0;
+        }
+        if (save_every > 0 && (step + 1) % save_every == 0 &&
+            save_checkpoint(&p, out, tok_dir, &err) != BERT_OK)
+            goto fail;
+    }
+    if (save_checkpoint(&p, out, tok_dir, &err) != BERT_OK ||
+        (p.opt.step == steps && train_model_save(&p.model, out, tok_dir, dtype, &err) != BERT_OK))
+        goto fail;
+    printf("trained %zu steps in %.1f s\n", p.opt.step, now_seconds() - t0);
+    if (p.opt.step == steps && p.n_heldout > 0)
+        heldout_eval(&p, batch, seed);
+    rc = CLI_EXIT_OK;
+    goto done;
+fail:
+    fprintf(stderr, "bert pretrain: %s\n", err.message);
+done:
+    batch_buf_free(&p.buf);
+    train_work_free(p.work);
+    train_adamw_free(&p.opt);
+    train_model_free(&p.model);
+    train_corpus_free(&p.corpus);
+    train_vocab_free(&p.vocab);
+    bert_tokenizer_free(p.tok);
+    return rc;
+}
+
+/* ---- finetune ------------------------------------------------------------ */
+
+struct finetune {
+    struct train_model model;
+    struct train_work *work;
+    struct train_adamw opt;
+    struct bert_tokenizer *tok;
+    struct train_labeled train, dev;
+    struct batch_buf buf;
+    size_t batch;
+};
+
+/* Rows order[first .. first + batch) of `d` into the batch buffer. */
+static struct train_batch labeled_batch(struct finetune *f, const struct train_labeled *d,
+                                        const size_t *order, size_t first, size_t count)
+{
+    size_t n_tokens = 0;
+    f->buf.start[0] = 0;
+    for (size_t k = 0; k < count; k++) {
+        size_t i = order ? order[first + k] : first + k;
+        size_t n = d->start[i + 1] - d->start[i];
+        memcpy(f->buf.ids + n_tokens, d->ids + d->start[i], n * sizeof *f->buf.ids);
+        n_tokens += n;
+        f->buf.start[k + 1] = n_tokens;
+        f->buf.cls_labels[k] = d->labels[i];
+    }
+    return (struct train_batch){.b = {count, n_tokens, f->buf.ids, f->buf.types, f->buf.start},
+                                .cls_labels = f->buf.cls_labels,
+                                .cls_pred = f->buf.pred};
+}
+
+/* Dev accuracy and F1; false on failure. */
+static bool dev_scores(struct finetune *f, struct train_scores *out, double *loss,
+                       struct bert_error *err)
+{
+    int32_t *pred = malloc(f->dev.n * sizeof *pred);
+    if (pred == NULL) {
+        bert_error_set(err, BERT_E_NOMEM, "out of memory");
+        return false;
+    }
+    double sum = 0.0;
+    for (size_t first = 0; first < f->dev.n; first += f->batch) {
+        size_t count = f->dev.n - first < f->batch ? f->dev.n - first : f->batch;
+        struct train_batch tb = labeled_batch(f, &f->dev, NULL, first, count);
+        struct train_stats st;
+        if (train_step(&f->model, f->work, &tb, false, false, &st, err) != BERT_OK) {
+            free(pred);
+            return false;
+        }
+        memcpy(pred + first, f->buf.pred, count * sizeof *pred);
+        sum += st.cls_loss_sum;
+    }
+    *out = train_score(pred, f->dev.labels, f->dev.n, f->model.config.num_labels);
+    *loss = sum / (double)f->dev.n;
+    free(pred);
+    return true;
+}
+
+/* "a,b" -> config labels; NULL keeps LABEL_i names for n labels. */
+static bool set_labels(struct bert_config *c, const char *list, size_t n)
+{
+    bert_config_free(c);
+    c->num_labels = n;
+    if (list != NULL) {
+        c->num_labels = 1;
+        for (const char *q = list; *q; q++)
+            c->num_labels += *q == ',';
+    }
+    c->id2label = calloc(c->num_labels, sizeof *c->id2label);
+    if (c->id2label == NULL)
+        return false;
+    const char *q = list;
+    for (size_t i = 0; i < c->num_labels; i++) {
+        char name[64];
+        if (list != NULL) {
+            size_t len = strcspn(q, ",");
+            snprintf(name, sizeof name, "%.*s", (int)len, q);
+            q += len + (q[len] == ',');
+        } else {
+            snprintf(name, sizeof name, "LABEL_%zu", i);
+        }
+        if ((c->id2label[i] = strdup(name)) == NULL)
+            return false;
+    }
+    return true;
+}
+
+/* The checkpoint's encoder (and MLM head, kept so the model still fills
+ * masks) plus a new or reused pooler and classifier. */
+static enum bert_status finetune_model(struct finetune *f, const char *dir, const char *labels,
+                                       size_t n_labels, uint64_t seed, struct bert_error *err)
+{
+    struct bert_model *loaded;
+    enum bert_status st = bert_model_load(dir, &loaded, err);
+    if (st != BERT_OK)
+        return st;
+    struct bert_config cfg = loaded->config;
+    cfg.id2label = NULL;
+    if (!set_labels(&cfg, labels, n_labels)) {
+        bert_config_free(&cfg);
+        bert_model_free(loaded);
+        return bert_error_set(err, BERT_E_NOMEM, "out of memory");
+    }
+    cfg.problem_type = BERT_PROBLEM_SINGLE_LABEL;
+    st = train_model_init(&f->model, &cfg, loaded->weights.mlm_dense_w != NULL, true, err);
+    bert_config_free(&cfg);
+    if (st == BERT_OK) {
+        /* New heads start as BERT initialises them: N(0, 0.02)-like weights,
+         * zero biases; a classifier for another label count is not reused. */
+        train_model_synth(&f->model, seed, 0.02, 0.0, 0.0);
+        struct bert_weights w = loaded->weights;
+        if (loaded->config.num_labels != f->model.config.num_labels)
+            w.classifier_w = w.classifier_b = NULL;
+        st = train_model_copy_weights(&f->model, &w, err);
+    }
+    bert_model_free(loaded);
+    return st;
+}
+
+int cli_finetune_command(int argc, char **argv)
+{
+    const char *model_dir = NULL, *train_path = NULL, *dev_path = NULL, *out = NULL;
+    const char *labels = NULL, *dtype_name = "f32";
+    size_t max_len = 128, epochs = 3, eval_every = 0, patience = 3, threads = cli_cpus();
+    size_t max_steps = 0;
+    double lr = 0.0, wd = 0.01, clip = 1.0, warmup_frac = 0.1;
+    uint64_t seed = 0;
+    bool freeze = false;
+    struct finetune f = {.batch = 32};
+    struct cli_opt opts[] = {
+        {"model", CLI_OPT_STRING, &model_dir, "checkpoint to start from (required)"},
+        {"train", CLI_OPT_STRING, &train_path, "training TSV: header, then text<TAB>label (required)"},
+        {"dev", CLI_OPT_STRING, &dev_path, "dev TSV for early stopping (required)"},
+        {"out", CLI_OPT_STRING, &out, "folder for the best checkpoint (required)"},
+        {"labels", CLI_OPT_STRING, &labels, "label names in id order, a,b,... (LABEL_i)"},
+        {"freeze-encoder", CLI_OPT_FLAG, &freeze, "train only the pooler and classifier"},
+        {"epochs", CLI_OPT_SIZE, &epochs, "passes over the training set at most (3)"},
+        {"max-steps", CLI_OPT_SIZE, &max_steps, "stop after this many steps (0: no limit)"},
+        {"batch", CLI_OPT_SIZE, &f.batch, "sequences per step (32)"},
+        {"max-len", CLI_OPT_SIZE, &max_len, "tokens per text, specials included (128)"},
+        {"lr", CLI_OPT_DOUBLE, &lr, "peak learning rate (2e-5, frozen encoder 1e-3)"},
+        {"warmup", CLI_OPT_DOUBLE, &warmup_frac, "warm-up share of the steps (0.1)"},
+        {"weight-decay", CLI_OPT_DOUBLE, &wd, "AdamW weight decay (0.01)"},
+        {"clip", CLI_OPT_DOUBLE, &clip, "gradient-norm clip, 0 for none (1.0)"},
+        {"eval-every", CLI_OPT_SIZE, &eval_every, "dev evaluation every N steps (once per epoch)"},
+        {"patience", CLI_OPT_SIZE, &patience, "stop after N evaluations without improvement (3)"},
+        {"seed", CLI_OPT_U64, &seed, "seed for new heads and shuffling (0)"},
+        {"threads", CLI_OPT_SIZE, &threads, "compute threads (CPUs available)"},
+        {"dtype", CLI_OPT_STRING, &dtype_name, "saved dtype: f32, f16, bf16 (f32)"},
+    };
+    const size_t n_opts = sizeof opts / sizeof opts[0];
+    if (!cli_parse("finetune", argc, argv, opts, n_opts))
+        return CLI_EXIT_USAGE;
+    enum bert_dtype dtype;
+    if (model_dir == NULL || train_path == NULL || dev_path == NULL || out == NULL ||
+        f.batch == 0 || epochs == 0 || max_len < 3 || patience == 0 ||
+        !parse_dtype(dtype_name, &dtype) || lr < 0) {
+        fprintf(stderr, "usage: bert finetune --model DIR --train TSV --dev TSV --out DIR "
+                        "[--freeze-encoder] [options]\n");
+        cli_print_options(opts, n_opts);
+        return CLI_EXIT_USAGE;
+    }
+    if (lr == 0.0)
+        lr = freeze ? 1e-3 : 2e-5;
+    openblas_set_num_threads(1);
+    struct bert_error err = {0};
+    int rc = CLI_EXIT_FAILURE;
+    size_t *order = NULL;
+    if (bert_tokenizer_load(model_dir, &f.tok, &err) != BERT_OK ||
+        train_labeled_load(&f.train, f.tok, train_path, max_len, 0, &err) != BERT_OK)
+        goto fail;
+    size_t n_labels = (size_t)f.train.max_label + 1 > 2 ? (size_t)f.train.max_label + 1 : 2;
+    if (finetune_model(&f, model_dir, labels, n_labels, seed, &err) != BERT_OK ||
+        train_labeled_load(&f.dev, f.tok, dev_path, max_len, f.model.config.num_labels, &err) !=
+            BERT_OK)
+        goto fail;
+    if ((size_t)f.train.max_label >= f.model.config.num_labels) {
+        bert_error_set(&err, BERT_E_INVALID, "%s has label %d but --labels names %zu",
+                       train_path, f.train.max_label, f.model.config.num_labels);
+        goto fail;
+    }
+    max_len = max_len < f.model.config.max_position_embeddings
+                  ? max_len
+                  : f.model.config.max_position_embeddings;
+    f.work = train_work_new(&f.model, f.batch * max_len, max_len, threads, &err);
+    if (f.work == NULL || train_adamw_init(&f.opt, &f.model, wd, &err) != BERT_OK)
+        goto fail;
+    order = malloc(f.train.n * sizeof *order);
+    if (!batch_buf_init(&f.buf, f.batch, max_len) || order == NULL) {
+        err = (struct bert_error){BERT_E_NOMEM, "out of memory"};
+        goto fail;
+    }
+    const size_t per_epoch = (f.train.n + f.batch - 1) / f.batch;
+    size_t total = per_epoch * epochs;
+    if (max_steps > 0 && max_steps < total)
+        total = max_steps;
+    if (eval_every == 0)
+        eval_every = per_epoch;
+    const size_t warmup = (size_t)((double)total * warmup_frac);
+    printf("finetune: %zu training and %zu dev texts, %zu labels, %s, %zu steps (%zu per "
+           "epoch), lr %.1e\n",
+           f.train.n, f.dev.n, f.model.config.num_labels,
+           freeze ? "frozen encoder" : "full fine-tuning", total, per_epoch, lr);
+    fflush(stdout);
+    double best = -1.0, t0 = now_seconds(), window_loss = 0.0;
+    size_t bad = 0, window = 0, window_right = 0, window_n = 0;
+    for (size_t step = 0; step < total; step++) {
+        const size_t epoch = step / per_epoch, first = (step % per_epoch) * f.batch;
+        if (step % per_epoch == 0) {
+            struct train_rng rng = step_rng(seed, epoch, 3);
+            for (size_t i = 0; i < f.train.n; i++)
+                order[i] = i;
+            for (size_t i = f.train.n; i > 1; i--) {
+                size_t j = train_rng_below(&rng, i), t = order[i - 1];
+                order[i - 1] = order[j];
+                order[j] = t;
+            }
+        }
+        size_t count = f.train.n - first < f.batch ? f.train.n - first : f.batch;
+        struct train_batch tb = labeled_batch(&f, &f.train, order, first, count);
+        struct train_stats st;
+        if (train_step(&f.model, f.work, &tb, true, freeze, &st, &err) != BERT_OK)
+            goto fail;
+        train_clip_grads(&f.model, clip, freeze);
+        train_adamw_update(&f.opt, &f.model, train_lr_at(step, warmup, total, lr), freeze);
+        memset(f.model.grads, 0, f.model.n_params * sizeof(float));
+        window_loss += st.loss;
+        window++;
+        window_right += st.cls_correct;
+        window_n += st.cls_count;
+        if ((step + 1) % eval_every != 0 && step + 1 != total)
+            continue;
+        struct train_scores sc;
+        double dev_loss;
+        if (!dev_scores(&f, &sc, &dev_loss, &err))
+            goto fail;
+        const bool improved = sc.accuracy > best;
+        printf("step %zu/%zu  epoch %.2f  train-loss %.4f  train-acc %.4f  dev-loss %.4f  "
+               "dev-acc %.4f  dev-f1 %.4f  %.0fs%s\n",
+               step + 1, total, (double)(step + 1) / (double)per_epoch,
+               window_loss / (double)window, (double)window_right / (double)window_n, dev_loss,
+               sc.accuracy, f.model.config.num_labels == 2 ? sc.f1_positive : sc.macro_f1,
+               now_seconds() - t0, improved ? "  (best, saved)" : "");
+        fflush(stdout);
+        window_loss = 0.0;
+        window = window_right = window_n = 0;
+        if (improved) {
+            best = sc.accuracy;
+            bad = 0;
+            if (train_model_save(&f.model, out, model_dir, dtype, &err) != BERT_OK)
+                goto fail;
+        } else if (++bad >= patience) {
+            printf("early stop: no dev improvement in %zu evaluations\n", patience);
+            break;
+        }
+    }
+    printf("best dev accuracy %.4f (saved in %s)\n", best, out);
+    rc = CLI_EXIT_OK;
+    goto done;
+fail:
+    fprintf(stderr, "bert finetune: %s\n", err.message);
+done:
+    free(order);
+    batch_buf_free(&f.buf);
+    train_work_free(f.work);
+    train_adamw_free(&f.opt);
+    train_model_free(&f.model);
+    train_labeled_free(&f.train);
+    train_labeled_free(&f.dev);
+    bert_tokenizer_free(f.tok);
+    return rc;
+}

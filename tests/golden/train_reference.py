@@ -1,0 +1,151 @@
+"""PyTorch autograd reference for the trainer (model/train_step.c, train_optim.c).
+
+One training step of a tiny BERT with both heads (tied MLM decoder; pooler +
+classifier) on a packed batch of three sequences, in float64 with
+torch.nn.functional ops, autograd, torch.nn.utils.clip_grad_norm_ and
+torch.optim.AdamW. Parameters come from the synthetic generator
+(synth.py, the twin of model/synth.c) so the C test builds the same start
+without a checkpoint file. Writes tests/data/golden/train-step.json with the
+inputs, the loss, every gradient and every parameter after the update.
+
+    /usr/bin/python3 tests/golden/train_reference.py
+"""
+
+import json
+import os
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from synth import synth_values
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "data", "golden", "train-step.json")
+
+GEOMETRY = {"vocab": 37, "hidden": 12, "heads": 3, "layers": 2, "intermediate": 20,
+            "positions": 16, "types": 2, "labels": 3, "eps": 1e-12, "act": "gelu"}
+INIT = {"seed": 7, "weight_std": 0.3, "bias_range": 0.1, "ln_range": 0.2}
+OPTIM = {"lr": 1e-3, "weight_decay": 0.01, "max_norm": 1.0}
+
+# Three packed sequences; labels -100 where not predicted.
+SEQS = [
+    ([2, 11, 5, 30, 7, 3], [0, 0, 0, 0, 1, 1], [-100, 11, -100, 30, -100, -100], 1),
+    ([2, 20, 21, 22, 9, 33, 14, 3], [0] * 8, [-100, -100, 4, -100, -100, 33, 14, -100], 2),
+    ([2, 36, 3], [0, 0, 0], [-100, 36, -100], 0),
+]
+
+
+def specs(g):
+    """(name, kind, shape) in model/train_model.c's order."""
+    H, FF, V = g["hidden"], g["intermediate"], g["vocab"]
+    s = [("bert.embeddings.word_embeddings.weight", "weight", (V, H)),
+         ("bert.embeddings.position_embeddings.weight", "weight", (g["positions"], H)),
+         ("bert.embeddings.token_type_embeddings.weight", "weight", (g["types"], H)),
+         ("bert.embeddings.LayerNorm.weight", "ln_gamma", (H,)),
+         ("bert.embeddings.LayerNorm.bias", "ln_beta", (H,))]
+    for i in range(g["layers"]):
+        p = f"bert.encoder.layer.{i}."
+        for k in ("query", "key", "value"):
+            s += [(f"{p}attention.self.{k}.weight", "weight", (H, H)),
+                  (f"{p}attention.self.{k}.bias", "bias", (H,))]
+        s += [(f"{p}attention.output.dense.weight", "weight", (H, H)),
+              (f"{p}attention.output.dense.bias", "bias", (H,)),
+              (f"{p}attention.output.LayerNorm.weight", "ln_gamma", (H,)),
+              (f"{p}attention.output.LayerNorm.bias", "ln_beta", (H,)),
+              (f"{p}intermediate.dense.weight", "weight", (FF, H)),
+              (f"{p}intermediate.dense.bias", "bias", (FF,)),
+              (f"{p}output.dense.weight", "weight", (H, FF)),
+              (f"{p}output.dense.bias", "bias", (H,)),
+              (f"{p}output.LayerNorm.weight", "ln_gamma", (H,)),
+              (f"{p}output.LayerNorm.bias", "ln_beta", (H,))]
+    s += [("bert.pooler.dense.weight", "weight", (H, H)),
+          ("bert.pooler.dense.bias", "bias", (H,)),
+          ("cls.predictions.transform.dense.weight", "weight", (H, H)),
+          ("cls.predictions.transform.dense.bias", "bias", (H,)),
+          ("cls.predictions.transform.LayerNorm.weight", "ln_gamma", (H,)),
+          ("cls.predictions.transform.LayerNorm.bias", "ln_beta", (H,)),
+          ("cls.predictions.bias", "bias", (V,)),
+          ("classifier.weight", "weight", (g["labels"], H)),
+          ("classifier.bias", "bias", (g["labels"],))]
+    return s
+
+
+def init_params(g, init):
+    out = {}
+    for name, kind, shape in specs(g):
+        center = 1.0 if kind == "ln_gamma" else 0.0
+        rng = {"weight": init["weight_std"] * np.sqrt(3.0), "bias": init["bias_range"]}.get(
+            kind, init["ln_range"])
+        v = synth_values(init["seed"], name, int(np.prod(shape)), center, rng)
+        out[name] = torch.tensor(v.astype(np.float64).reshape(shape), requires_grad=True)
+    return out
+
+
+def forward(P, g):
+    """Summed MLM + classification loss over the packed batch."""
+    H, A = g["hidden"], g["heads"]
+    D = H // A
+    act = {"gelu": F.gelu}[g["act"]]
+    ln = lambda x, n: F.layer_norm(x, (H,), P[n + ".weight"], P[n + ".bias"], g["eps"])
+    lin = lambda x, n: F.linear(x, P[n + ".weight"], P[n + ".bias"])
+    hidden = []
+    for ids, types, _, _ in SEQS:
+        n = len(ids)
+        x = (P["bert.embeddings.word_embeddings.weight"][ids]
+             + P["bert.embeddings.position_embeddings.weight"][:n]
+             + P["bert.embeddings.token_type_embeddings.weight"][types])
+        x = ln(x, "bert.embeddings.LayerNorm")
+        for i in range(g["layers"]):
+            p = f"bert.encoder.layer.{i}."
+            q, k, v = (lin(x, p + f"attention.self.{m}").view(n, A, D).transpose(0, 1)
+                       for m in ("query", "key", "value"))
+            probs = F.softmax(q @ k.transpose(1, 2) / np.sqrt(D), dim=-1)
+            ctx = (probs @ v).transpose(0, 1).reshape(n, H)
+            x = ln(lin(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+            f = lin(act(lin(x, p + "intermediate.dense")), p + "output.dense")
+            x = ln(f + x, p + "output.LayerNorm")
+        hidden.append(x)
+    h = torch.cat(hidden)
+    labels = torch.tensor([l for s in SEQS for l in s[2]])
+    t = ln(act(lin(h, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm")
+    logits = t @ P["bert.embeddings.word_embeddings.weight"].T + P["cls.predictions.bias"]
+    mlm = F.cross_entropy(logits, labels, ignore_index=-100)
+    cls = torch.stack([x[0] for x in hidden])
+    pooled = torch.tanh(lin(cls, "bert.pooler.dense"))
+    cls_logits = lin(pooled, "classifier")
+    ce = F.cross_entropy(cls_logits, torch.tensor([s[3] for s in SEQS]))
+    return mlm + ce, mlm, ce
+
+
+def main():
+    torch.manual_seed(0)
+    g, P = GEOMETRY, init_params(GEOMETRY, INIT)
+    loss, mlm, ce = forward(P, g)
+    loss.backward()
+    grads = {n: P[n].grad.detach().clone() for n in P}
+    norm = torch.nn.utils.clip_grad_norm_(list(P.values()), OPTIM["max_norm"])
+    decay = [P[n] for n, kind, _ in specs(g) if kind == "weight"]
+    rest = [P[n] for n, kind, _ in specs(g) if kind != "weight"]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": OPTIM["weight_decay"]},
+                             {"params": rest, "weight_decay": 0.0}],
+                            lr=OPTIM["lr"], betas=(0.9, 0.999), eps=1e-8)
+    opt.step()
+    flat = lambda t: [float(x) for x in t.detach().reshape(-1)]
+    doc = {
+        "about": "one training step of a tiny BERT; tests/golden/train_reference.py",
+        "geometry": g, "init": INIT, "optim": OPTIM,
+        "sequences": [{"ids": s[0], "types": s[1], "mlm_labels": s[2], "label": s[3]}
+                      for s in SEQS],
+        "loss": float(loss), "mlm_loss": float(mlm), "cls_loss": float(ce),
+        "grad_norm": float(norm),
+        "tensors": [{"name": n, "grad": flat(grads[n]), "after": flat(P[n])}
+                    for n, _, _ in specs(g)],
+    }
+    with open(OUT, "w") as f:
+        json.dump(doc, f, separators=(",", ":"))
+    print(f"wrote {OUT}: loss {float(loss):.6f}, grad norm {float(norm):.6f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+/* A checkpoint the trainer saves loads in the inference engine (what `bert`
+ * and `bertserve` run) and gives the trainer's own outputs: classifier
+ * logits within 1e-5 and masked-LM cross-entropy at [MASK] positions within
+ * 1e-5 relative. argv[1]: tokenizer folder, argv[2]: work folder. */
+#include <stdint.h>
+
+#include "check.h"
+#include "heads.h"
+#include "model.h"
+#include "train_step.h"
+
+#define SEQS 3
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s TOKENIZER_DIR WORK_DIR\n", argv[0]);
+        return 2;
+    }
+    struct bert_error err;
+    struct bert_tokenizer *tok;
+    if (bert_tokenizer_load(argv[1], &tok, &err) != BERT_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    const int32_t M = bert_tokenizer_mask_id(tok), CLS = bert_tokenizer_cls_id(tok),
+                  SEP = bert_tokenizer_sep_id(tok);
+    struct bert_config cfg = {.model_type = "bert", .vocab_size = bert_tokenizer_vocab_size(tok),
+                              .hidden_size = 16, .num_layers = 2, .num_heads = 2,
+                              .intermediate_size = 32, .max_position_embeddings = 64,
+                              .type_vocab_size = 2, .layer_norm_eps = 1e-12f,
+                              .activation = BERT_ACTIVATION_GELU, .num_labels = 3};
+    struct train_model m;
+    CHECK(train_model_init(&m, &cfg, true, true, &err) == BERT_OK);
+    train_model_synth(&m, 11, 0.2, 0.1, 0.1);
+
+    const int32_t ids[] = {CLS, 2023, M, 1037, 3231, SEP, CLS, M, 2204, M, 3185, 2003, SEP,
+                           CLS, 4658, SEP};
+    const int32_t targets[] = {-100, -100, 2003, -100, -100, -100, -100, 1996, -100, 2307,
+                               -100, -100, -100, -100, -100, -100};
+    const size_t T = sizeof ids / sizeof ids[0];
+    int32_t types[sizeof ids / sizeof ids[0]] = {0};
+    const size_t start[SEQS + 1] = {0, 6, 13, 16};
+    const int32_t labels[SEQS] = {0, 2, 1};
+    float train_logits[SEQS * 3];
+    struct train_batch tb = {.b = {SEQS, T, ids, types, start}, .mlm_labels = targets,
+                             .cls_labels = labels, .cls_logits = train_logits};
+    struct train_work *w = train_work_new(&m, 64, 32, 1, &err);
+    struct train_stats st;
+    CHECK(w != NULL && train_step(&m, w, &tb, false, false, &st, &err) == BERT_OK);
+    CHECK(train_model_save(&m, argv[2], argv[1], BERT_DTYPE_F32, &err) == BERT_OK);
+
+    struct bert_model *model;
+    if (bert_model_load(argv[2], &model, &err) != BERT_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    CHECK(model->can_classify && model->can_fill_mask);
+    struct bert_scratch *s = bert_scratch_new(model, 64, 32, 1, &err);
+    float logits[SEQS * 3];
+    struct bert_seq_task tasks[SEQS];
+    for (size_t i = 0; i < SEQS; i++)
+        tasks[i] = (struct bert_seq_task){.task = BERT_TASK_CLASSIFY, .logits = logits + 3 * i};
+    struct bert_batch b = {SEQS, T, ids, types, start};
+    CHECK(bert_run(model, s, &b, tasks, &err) == BERT_OK);
+    double worst = 0.0;
+    for (size_t k = 0; k < SEQS * 3; k++) {
+        worst = fmax(worst, fabs(logits[k] - train_logits[k]));
+        CHECK_NEAR(logits[k], train_logits[k], 1e-5 * (1.0 + fabs(train_logits[k])));
+    }
+
+    /* Engine probability of each target at its [MASK]: -log p summed is the
+     * trainer's MLM loss sum. */
+    double engine_loss = 0.0;
+    for (size_t t = 0; t < T; t++) {
+        if (targets[t] == -100)
+            continue;
+        size_t i = t < start[1] ? 0 : t < start[2] ? 1 : 2;
+        size_t ord = 0;
+        for (size_t u = start[i]; u < t; u++)
+            ord += ids[u] == M;
+        /* The other sequences just embed; sequence i scores the target at
+         * each of its masks (one row per mask). */
+        struct bert_seq_task fm[SEQS];
+        float emb[SEQS][16];
+        int32_t top_ids[4];
+        float top_probs[4];
+        for (size_t k = 0; k < SEQS; k++)
+            fm[k] = (struct bert_seq_task){.task = BERT_TASK_EMBED, .pooling = BERT_POOLING_CLS,
+                                           .embedding = emb[k]};
+        fm[i] = (struct bert_seq_task){.task = BERT_TASK_FILL_MASK, .top_k = 1,
+                                       .targets = &targets[t], .n_targets = 1,
+                                       .top_ids = top_ids, .top_probs = top_probs};
+        CHECK(bert_run(model, s, &b, fm, &err) == BERT_OK);
+        CHECK_INT_EQ(top_ids[ord], targets[t]);
+        engine_loss -= log(top_probs[ord]);
+    }
+    printf("classifier logits: worst difference %.3g; MLM loss sum trainer %.7f, engine %.7f\n",
+           worst, st.mlm_loss_sum, engine_loss);
+    CHECK(st.mlm_count == 3);
+    CHECK_NEAR(engine_loss, st.mlm_loss_sum, 1e-5 * st.mlm_loss_sum);
+
+    bert_scratch_free(s);
+    bert_model_free(model);
+    train_work_free(w);
+    train_model_free(&m);
+    bert_tokenizer_free(tok);
+    return check_exit();
+}

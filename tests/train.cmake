@@ -1,0 +1,17 @@
+# The trainer (issue 5): masking, gradients, optimiser, CLI runs.
+
+bert_add_test(NAME test_train_mask SOURCES test_train_mask.c LIBS bert
+              ARGS ${BERT_TEST_DATA}/tokenizer/bert-base-uncased TIMEOUT 60)
+
+bert_add_test(NAME test_train_grad SOURCES test_train_grad.c LIBS bert
+              ARGS ${BERT_TEST_DATA}/golden/train-step.json TIMEOUT 60)
+
+add_test(NAME train_cli
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/train_cli.sh $<TARGET_FILE:bert_cli>
+                 ${BERT_TEST_DATA}/train ${BERT_TEST_DATA}/tokenizer/bert-base-uncased
+                 ${BERT_TEST_WORK}/train-cli)
+set_tests_properties(train_cli PROPERTIES TIMEOUT 300 LABELS train)
+
+bert_add_test(NAME test_train_save SOURCES test_train_save.c LIBS bert
+              ARGS ${BERT_TEST_DATA}/tokenizer/bert-base-uncased ${BERT_TEST_WORK}/train-save
+              TIMEOUT 60)

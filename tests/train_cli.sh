@@ -1,0 +1,57 @@
+#!/bin/sh
+# The trainer end to end in seconds: usage: train_cli.sh BERT DATA_DIR TOKENIZER WORK
+#  1. a tiny `bert pretrain` on a 40 kB corpus: the mean loss of the last 5
+#     steps must be at least 1.5 nats below that of the first 5;
+#  2. the same run stopped at step 20 and resumed from its checkpoint must
+#     print the same loss, accuracy and learning rate at every step 21..40
+#     and write a bit-identical model;
+#  3. `bert finetune` of a classifier on 400 SST-2 rows with early stopping,
+#     then `bert eval` (the inference engine) on the dev rows must report
+#     the accuracy the trainer measured for the checkpoint it kept.
+set -eu
+BERT=$1 DATA=$2 TOK=$3 WORK=$4
+rm -rf "$WORK"
+mkdir -p "$WORK"
+GEO="--corpus $DATA/corpus.txt --tokenizer $TOK --layers 2 --hidden 32 --heads 2 --intermediate 64
+     --max-len 32 --steps 40 --batch 16 --lr 5e-3 --log-every 1 --threads 2 --seed 1"
+fail() { echo "FAIL: $*"; exit 1; }
+
+# shellcheck disable=SC2086
+"$BERT" pretrain $GEO --out "$WORK/a" > "$WORK/a.log"
+cat "$WORK/a.log"
+awk '/^step /{n++; l[n]=$4} END {
+       if (n != 40) { print "expected 40 steps, got " n; exit 1 }
+       for (i = 1; i <= 5; i++) { f += l[i]; e += l[n - 5 + i] }
+       f /= 5; e /= 5
+       printf "loss: first 5 steps %.3f, last 5 %.3f, fell by %.3f (need >= 1.5)\n", f, e, f - e
+       if (f - e < 1.5) exit 1 }' "$WORK/a.log" || fail "loss did not fall enough"
+grep -q '^held-out: .* MLM accuracy' "$WORK/a.log" || fail "no held-out accuracy"
+
+# shellcheck disable=SC2086
+"$BERT" pretrain $GEO --out "$WORK/b" --save-every 20 --stop-at 20 > "$WORK/b1.log"
+[ ! -e "$WORK/b/model.safetensors" ] || fail "an interrupted run must not write the final model"
+# shellcheck disable=SC2086
+"$BERT" pretrain $GEO --out "$WORK/b" --resume > "$WORK/b2.log"
+grep -q '^resumed at step 20' "$WORK/b2.log" || fail "did not resume at step 20"
+steps() { awk '/^step /{print $1, $2, $3, $4, $5, $6, $7, $8}' "$@"; }
+steps "$WORK/a.log" > "$WORK/a.steps"
+steps "$WORK/b1.log" "$WORK/b2.log" > "$WORK/b.steps"
+cmp "$WORK/a.steps" "$WORK/b.steps" || { diff "$WORK/a.steps" "$WORK/b.steps"; fail "resumed run differs"; }
+cmp "$WORK/a/model.safetensors" "$WORK/b/model.safetensors" || fail "resumed model differs"
+echo "resume: steps 1-40 and the final model identical"
+
+"$BERT" finetune --model "$WORK/a" --train "$DATA/sst2-train-400.tsv" --dev "$DATA/sst2-dev-100.tsv" \
+    --out "$WORK/cls" --labels NEGATIVE,POSITIVE --epochs 4 --batch 16 --lr 1e-3 --eval-every 5 \
+    --patience 3 --threads 2 > "$WORK/ft.log"
+cat "$WORK/ft.log"
+best=$(awk '/^best dev accuracy/{print $4}' "$WORK/ft.log")
+grep -q '"POSITIVE"' "$WORK/cls/config.json" || fail "labels not in config.json"
+"$BERT" eval --model "$WORK/cls" --data "$DATA/sst2-dev-100.tsv" --threads 2 > "$WORK/eval.log"
+cat "$WORK/eval.log"
+acc=$(awk '/^accuracy/{print $2}' "$WORK/eval.log")
+[ "$acc" = "$best" ] || fail "bert eval accuracy $acc != trainer's best dev accuracy $best"
+echo '{"inputs": "a charming and often affecting journey"}' | "$BERT" classify --model "$WORK/cls" \
+    | grep -q POSITIVE\\\|NEGATIVE || fail "classify does not name a label"
+echo '{"inputs": "the [MASK] of the ship"}' | "$BERT" fill-mask --model "$WORK/cls" \
+    | grep -q token_str || fail "the fine-tuned model lost its MLM head"
+echo "ok"
