@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "blas_core.h"
 #include "cli.h"
 #include "model.h"
 
@@ -60,6 +61,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    bert_blas_core_fix(argv);
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "blas_core.h"
 #include "batcher.h"
 #include "server_config.h"
 #include "cpu.h"
@@ -270,6 +271,7 @@ static int run(struct server *s)
 
 int main(int argc, char **argv)
 {
+    bert_blas_core_fix(argv);
     /* A client that hangs up must not kill the process. */
     signal(SIGPIPE, SIG_IGN);
     struct server s = {0};
@@ -291,8 +293,10 @@ int main(int argc, char **argv)
         return 2;
     }
     log_init((enum log_level)s.cfg.log.level, (enum log_format)s.cfg.log.format);
-    log_msg(LOG_INFO, "bertserve %s starting (config: %s)", BERTSERVE_VERSION,
-            s.cfg.config_file ? s.cfg.config_file : "defaults, environment and flags");
+    log_msg(LOG_INFO, "bertserve %s starting (config: %s; OpenBLAS kernels: %s)",
+            BERTSERVE_VERSION,
+            s.cfg.config_file ? s.cfg.config_file : "defaults, environment and flags",
+            bert_blas_core());
     int rc = run(&s);
     if (s.loop != NULL)
         uv_loop_close(s.loop);
