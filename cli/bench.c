@@ -296,11 +296,12 @@ int cli_bench_command(int argc, char **argv)
     double median = times[repeat / 2];
     printf("{\"name\":\"%s\",\"engine\":\"bertserve\",\"task\":\"%s\",\"batches\":%zu,"
            "\"sequences\":%zu,\"tokens\":%zu,\"repeat\":%zu,\"median_ms\":%.4f,\"min_ms\":%.4f,"
-           "\"max_ms\":%.4f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"threads\":%d,\"dtype\":\"%s\"}\n",
+           "\"max_ms\":%.4f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"threads\":%d,\"dtype\":\"%s\","
+           "\"scratch_bytes\":%zu}\n",
            name, task_name, w.n_batches, w.n_seqs, w.n_tokens, repeat, median * 1e3,
            times[0] * 1e3, times[repeat - 1] * 1e3, (double)w.n_tokens / median,
            encoder_flops(&m->config, &w) / median / 1e9, (int)bert_scratch_threads(s),
-           m->bf16 ? "bf16" : "f32");
+           m->bf16 ? "bf16" : "f32", bert_scratch_bytes(s));
     rc = CLI_EXIT_OK;
 done:
     free(ids);
