@@ -731,6 +731,8 @@ static void on_deadline_timer(uv_timer_t *timer)
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
     char msg[512];
