@@ -157,7 +157,7 @@ def main():
 
     server = Server(args.bin_dir, args.model_dir,
                     ["--max-concurrent-requests", str(4 * args.clients),
-                     "--max-connections", str(2 * args.clients + 16), "--log-level", "warn"])
+                     "--max-connections", str(2 * args.clients + 16)])
     pid = server.proc.pid
     failures = []
     try:
@@ -239,6 +239,9 @@ def main():
             failures.append("the server exited with %s on SIGTERM" % code)
     for f in failures:
         print("FAIL:", f)
+    if failures:
+        print("server log (last lines, full log in %s):" % server.log_path)
+        print("\n".join(server.output().splitlines()[-15:]))
     print("soak: %s" % ("FAILED" if failures else "passed"))
     return 1 if failures else 0
 

@@ -556,6 +556,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
     if (hr->hc) /* a kept-alive connection's next request gets a fresh deadline */
         hr->hc->t_start = srv_now_ns();
+    hr->hc = NULL; /* the connection may close before the workers finish */
     hr->mhd_done = true;
     hr->conn = NULL;
     if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK && hr->submitted && !hr->completed)
