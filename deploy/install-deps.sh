@@ -8,7 +8,7 @@ SUDO=""
 runtime="libjansson4 libuv1 libmicrohttpd12 libopenblas0-pthread libutf8proc2 libdnnl2 libgomp1 curl"
 build="build-essential cmake pkg-config libjansson-dev libuv1-dev libmicrohttpd-dev \
   libopenblas-dev libutf8proc-dev libdnnl-dev"
-tests="python3 clang valgrind nginx curl python3-yaml strace systemd"
+tests="python3 clang libclang-rt-14-dev valgrind nginx curl python3-yaml strace systemd"
 case "${BERT_DEPS:-all}" in
   runtime) pkgs="$runtime" ;;
   build) pkgs="$runtime $build" ;;

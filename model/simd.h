@@ -6,7 +6,10 @@
 #ifndef BERT_SIMD_H
 #define BERT_SIMD_H
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(BERT_NO_CLONES)
+/* Not under ThreadSanitizer: the clones' ifunc resolvers run during
+ * relocation, before the TSan runtime is up, and crash there. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(BERT_NO_CLONES) && \
+    !defined(__SANITIZE_THREAD__)
 #define BERT_HOT __attribute__((target_clones("avx512f", "fma", "default")))
 #else
 #define BERT_HOT

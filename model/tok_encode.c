@@ -279,8 +279,9 @@ static void put(struct bert_encoding *out, int32_t id, int32_t type_id, uint32_t
  * The trimmed string is the model's token, or for an added token the text
  * it matched (with the spaces lstrip/rstrip took along). */
 static bool put_sequence(const struct bert_tokenizer *tok, struct bert_encoding *out,
-                         const struct tok_tokens *seq, const char *text, size_t first,
-                         size_t count, int32_t type_id, uint8_t sequence, struct tok_buf *work)
+                         const struct tok_tokens *seq, const char *text, size_t text_len,
+                         size_t first, size_t count, int32_t type_id, uint8_t sequence,
+                         struct tok_buf *work)
 {
     const int32_t *ids = seq->ids.data;
     const uint32_t *start = seq->start.data, *stop = seq->stop.data;
@@ -302,10 +303,12 @@ static bool put_sequence(const struct bert_tokenizer *tok, struct bert_encoding 
             /* Trimming counts characters of the token but moves byte
              * offsets, which can land inside a character (the prefix space
              * shares the first character's span); the reference reports
-             * character offsets, the character holding that byte. */
-            while (a > 0 && ((const uint8_t *)text)[a] >= 0x80 && (text[a] & 0xC0) == 0x80)
+             * character offsets, the character holding that byte. An offset
+             * at the end of the text is a boundary: the text need not be
+             * NUL-terminated, so never read there. */
+            while (a > 0 && a < text_len && ((const uint8_t *)text)[a] >= 0x80 && (text[a] & 0xC0) == 0x80)
                 a--;
-            while (b > 0 && ((const uint8_t *)text)[b] >= 0x80 && (text[b] & 0xC0) == 0x80)
+            while (b > 0 && b < text_len && ((const uint8_t *)text)[b] >= 0x80 && (text[b] & 0xC0) == 0x80)
                 b--;
         }
         put(out, ids[i], type_id, a, b, 0, sequence);
@@ -401,18 +404,19 @@ enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok, const c
     for (int k = 0; k < 2; k++)
         first[k] = opts->side == BERT_TRUNCATE_LEFT ? s.seq[k].n - keep[k] : 0;
     const char *texts[2] = {text, pair};
+    size_t text_lens[2] = {text_len, pair_len};
     bool ok = true;
     if (tmpl == NULL) {
-        ok = put_sequence(tok, out, a, text, first[0], keep[0], 0, 0, &s.wp_word);
+        ok = put_sequence(tok, out, a, text, text_len, first[0], keep[0], 0, 0, &s.wp_word);
         if (pair && ok)
-            ok = put_sequence(tok, out, b, pair, first[1], keep[1], tok->zero_type_ids ? 0 : 1, 1,
-                              &s.wp_word);
+            ok = put_sequence(tok, out, b, pair, pair_len, first[1], keep[1],
+                              tok->zero_type_ids ? 0 : 1, 1, &s.wp_word);
     } else {
         for (size_t i = 0; i < tmpl->n && ok; i++) {
             const struct tok_template_item *it = &tmpl->items[i];
             if (it->is_sequence)
                 ok = put_sequence(tok, out, &s.seq[it->sequence], texts[it->sequence],
-                                  first[it->sequence], keep[it->sequence], it->type_id,
+                                  text_lens[it->sequence], first[it->sequence], keep[it->sequence], it->type_id,
                                   it->sequence, &s.wp_word);
             else if (specials)
                 for (size_t k = 0; k < it->n_ids; k++)

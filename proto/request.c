@@ -370,7 +370,7 @@ static bool parse_pooling(struct parse *p)
         enum bert_pooling pooling;
     } choices[] = {
         {"cls", BERT_POOLING_CLS}, {"mean", BERT_POOLING_MEAN}, {"max", BERT_POOLING_MAX}};
-    const char *s;
+    const char *s = NULL; /* set by get_string; NULL keeps -O2 TSan builds quiet */
     if (!get_string(p, PARAM_POOLING, &s))
         return false;
     for (size_t k = 0; k < sizeof choices / sizeof choices[0]; k++) {
@@ -391,7 +391,7 @@ static bool parse_function_to_apply(struct parse *p, bool *given)
     } choices[] = {{"softmax", PROTO_ACTIVATION_SOFTMAX},
                    {"sigmoid", PROTO_ACTIVATION_SIGMOID},
                    {"none", PROTO_ACTIVATION_NONE}};
-    const char *s;
+    const char *s = NULL; /* set by get_string; NULL keeps -O2 TSan builds quiet */
     if (!get_string(p, PARAM_FUNCTION_TO_APPLY, &s))
         return false;
     /* transformers upper-cases the name before the enum lookup, so any case

@@ -20,13 +20,31 @@
  * the connection is closed. */
 #define DISCARD_FACTOR 16
 
+/* Connections past max_connections are still accepted, up to this many
+ * more, so they can be told 503 instead of waiting unanswered in the listen
+ * backlog; past that libmicrohttpd stops accepting. */
+#define CONNECTION_RESERVE(max) ((max) / 8 + 8)
+
 enum endpoint { EP_INFERENCE, EP_HEALTH, EP_READY, EP_INFO, EP_METRICS, EP_NOT_FOUND };
+
+/* Per-connection state (MHD's socket context), for the total request
+ * deadline: libmicrohttpd's own timeout is an idle timeout, which a client
+ * sending a byte a second never trips. */
+struct http_conn {
+    struct MHD_Connection *conn;
+    uint64_t t_start;            /* the current request's clock started */
+    bool waiting;                /* its request is with the workers: no deadline */
+    bool cut;                    /* its socket was shut down past the deadline */
+    bool over_limit;             /* opened past max_connections: answered 503 */
+    struct http_conn *prev, *next;
+};
 
 /* Per-request state (MHD's con_cls), owned by the loop thread. */
 struct http_request {
     struct srv_request srv;      /* the part workers see */
     struct http *http;
     struct MHD_Connection *conn;
+    struct http_conn *hc;        /* NULL if its tracking failed (out of memory) */
     enum endpoint ep;
     enum metrics_route mroute;
     char method[16];
@@ -34,6 +52,7 @@ struct http_request {
     char *body;
     size_t body_len, body_cap, discarded;
     bool body_too_large;
+    bool close_after;            /* answer with Connection: close */
     bool responded;              /* a response is queued */
     bool submitted;              /* sequences went to the batcher */
     bool completed;              /* the completion came back */
@@ -51,6 +70,7 @@ struct http {
     uv_poll_t mhd_poll;
     uv_timer_t mhd_timer;
     uv_timer_t drain_timer;
+    uv_timer_t deadline_timer;
     struct completions *done;
     struct http_settings settings;
     struct http_engine engine;
@@ -62,6 +82,9 @@ struct http {
     void *on_drained_arg;
     struct http_request *suspended;
     size_t live;                 /* http_request objects alive */
+    struct http_conn *conns;     /* every open connection */
+    size_t n_conns;
+    bool conn_closed;            /* a connection closed during MHD_run */
 };
 
 static void mhd_run(struct http *h);
@@ -151,7 +174,7 @@ static void respond(struct http_request *hr, int status, const char *content_typ
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
     if (status == 405)
         MHD_add_response_header(resp, "Allow", hr->ep == EP_INFERENCE ? "POST" : "GET, HEAD");
-    if (h->draining)
+    if (h->draining || hr->close_after)
         MHD_add_response_header(resp, "Connection", "close");
     MHD_queue_response(hr->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
@@ -403,6 +426,8 @@ static void handle_inference(struct http_request *hr)
     if (h->suspended)
         h->suspended->prev = hr;
     h->suspended = hr;
+    if (hr->hc)
+        hr->hc->waiting = true;
     MHD_suspend_connection(hr->conn);
     start_watch(hr);
 }
@@ -492,8 +517,18 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         snprintf(hr->method, sizeof hr->method, "%s", method);
         snprintf(hr->path, sizeof hr->path, "%s", url);
         resolve(hr, url);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        hr->hc = ci ? ci->socket_context : NULL;
         h->live++;
         *con_cls = hr;
+        if (hr->hc && hr->hc->over_limit) {
+            hr->close_after = true;
+            respond_errorf(hr, PROTO_ERR_UNAVAILABLE,
+                           "too many open connections (max_connections %zu); retry later",
+                           h->settings.max_connections);
+            return MHD_YES;
+        }
         on_headers(hr);
         return MHD_YES;
     }
@@ -519,6 +554,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (hr == NULL)
         return;
     *con_cls = NULL;
+    if (hr->hc) /* a kept-alive connection's next request gets a fresh deadline */
+        hr->hc->t_start = srv_now_ns();
+    hr->hc = NULL; /* the connection may close before the workers finish */
     hr->mhd_done = true;
     hr->conn = NULL;
     if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK && hr->submitted && !hr->completed)
@@ -543,6 +581,10 @@ static void finish_request(struct http_request *hr)
         hr->suspended = false;
         suspended_unlink(hr);
         watch_stop(hr);
+        if (hr->hc) { /* writing the answer gets a deadline of its own */
+            hr->hc->waiting = false;
+            hr->hc->t_start = srv_now_ns();
+        }
         if (atomic_load(&hr->srv.failed)) {
             log_msg(LOG_ERROR, "%s %s: %s", hr->method, hr->path, hr->srv.error);
             respond_errorf(hr, PROTO_ERR_INTERNAL, "%s", hr->srv.error);
@@ -594,7 +636,16 @@ static void mhd_run(struct http *h)
 {
     if (h->daemon == NULL)
         return;
-    MHD_run(h->daemon);
+    /* At its connection limit MHD takes the listening socket out of its
+     * epoll set and puts it back only at the start of a later MHD_run: run
+     * again after a close, or the backlog waits for an event that never
+     * comes. */
+    for (int pass = 0; pass < 2; pass++) {
+        h->conn_closed = false;
+        MHD_run(h->daemon);
+        if (!h->conn_closed)
+            break;
+    }
     MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(h->daemon, &ms) == MHD_YES)
         uv_timer_start(&h->mhd_timer, on_mhd_timer, ms, 0);
@@ -602,6 +653,86 @@ static void mhd_run(struct http *h)
         uv_timer_stop(&h->mhd_timer);
 }
 
+/* ---- connections and the request deadline ------------------------------- */
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct http_conn *hc = calloc(1, sizeof *hc);
+        *socket_context = hc;
+        if (hc == NULL)
+            return;
+        hc->conn = conn;
+        hc->t_start = srv_now_ns();
+        hc->next = h->conns;
+        if (h->conns)
+            h->conns->prev = hc;
+        h->conns = hc;
+        h->n_conns++;
+        hc->over_limit = h->n_conns > h->settings.max_connections;
+        return;
+    }
+    struct http_conn *hc = *socket_context;
+    if (hc == NULL)
+        return;
+    if (hc->prev)
+        hc->prev->next = hc->next;
+    else
+        h->conns = hc->next;
+    if (hc->next)
+        hc->next->prev = hc->prev;
+    h->n_conns--;
+    h->conn_closed = true;
+    free(hc);
+    *socket_context = NULL;
+}
+
+/* The socket of a connection MHD will not notice closing by itself: with
+ * epoll's edge triggers, a request's bytes and the client's FIN that arrive
+ * together are one event, MHD reads the bytes, and the hang-up is only seen
+ * at the idle timeout. A peek that reads 0 bytes means the client left. */
+static bool client_left(int fd)
+{
+    char byte;
+    return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* A request (headers, body, and writing the answer; not the time with the
+ * workers) must finish within request_timeout_ms, and a connection whose
+ * client left is closed at once. There is no call to close an MHD
+ * connection from outside, so shut its socket down: MHD sees the hang-up
+ * and closes it. */
+static void on_deadline_timer(uv_timer_t *timer)
+{
+    struct http *h = timer->data;
+    uint64_t now = srv_now_ns();
+    uint64_t limit = (uint64_t)h->settings.request_timeout_ms * 1000000u;
+    bool cut_any = false;
+    for (struct http_conn *hc = h->conns; hc != NULL; hc = hc->next) {
+        if (hc->waiting || hc->cut)
+            continue;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(hc->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci == NULL)
+            continue;
+        bool late = now - hc->t_start > limit;
+        if (!late && !client_left(ci->connect_fd))
+            continue;
+        if (late)
+            log_msg(LOG_INFO, "closing a connection whose request took more than "
+                    "request_timeout_ms (%u ms)", h->settings.request_timeout_ms);
+        shutdown(ci->connect_fd, SHUT_RDWR);
+        hc->cut = true;
+        cut_any = true;
+    }
+    if (cut_any)
+        mhd_run(h);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -653,7 +784,9 @@ struct http *http_start(uv_loop_t *loop, const struct http_settings *s, struct c
     unsigned timeout_s = (s->request_timeout_ms + 999) / 1000;
     h->daemon = MHD_start_daemon(
         flags, s->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_connections,
+        MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(s->max_connections + CONNECTION_RESERVE(s->max_connections)),
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
         MHD_OPTION_END);
@@ -671,6 +804,11 @@ struct http *http_start(uv_loop_t *loop, const struct http_settings *s, struct c
     h->mhd_timer.data = h;
     uv_timer_init(loop, &h->drain_timer);
     h->drain_timer.data = h;
+    uv_timer_init(loop, &h->deadline_timer);
+    h->deadline_timer.data = h;
+    uint64_t sweep_ms = s->request_timeout_ms / 8;
+    sweep_ms = sweep_ms < 20 ? 20 : sweep_ms > 1000 ? 1000 : sweep_ms;
+    uv_timer_start(&h->deadline_timer, on_deadline_timer, sweep_ms, sweep_ms);
     uv_async_init(loop, &done->async, on_completions);
     done->async.data = h;
     mhd_run(h);
@@ -748,6 +886,7 @@ void http_stop(struct http *h)
     /* The workers are joined: finish whatever they completed last. */
     on_completions(&h->done->async);
     uv_timer_stop(&h->drain_timer);
+    uv_timer_stop(&h->deadline_timer);
     uv_timer_stop(&h->mhd_timer);
     uv_poll_stop(&h->mhd_poll);
     MHD_stop_daemon(h->daemon);
@@ -755,6 +894,7 @@ void http_stop(struct http *h)
     uv_close((uv_handle_t *)&h->mhd_poll, NULL);
     uv_close((uv_handle_t *)&h->mhd_timer, NULL);
     uv_close((uv_handle_t *)&h->drain_timer, NULL);
+    uv_close((uv_handle_t *)&h->deadline_timer, NULL);
     uv_close((uv_handle_t *)&h->done->async, NULL);
 }
 

@@ -11,7 +11,7 @@ add_test(NAME http_model
                  --seed 7)
 set_tests_properties(http_model PROPERTIES FIXTURES_SETUP http_model TIMEOUT 60)
 
-foreach(t routes load)
+foreach(t routes load hostile faults)
   add_test(NAME http_${t}
            COMMAND ${SYSTEM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/http/test_${t}.py
                    ${CMAKE_BINARY_DIR}/bin ${HTTP_MODEL})

@@ -1,0 +1,361 @@
+"""Hostile clients over real HTTP, loopback only, bounded in time: slow
+clients (headers or body a byte at a time), half-open and idle connections,
+more connections than max_connections, oversized headers, bad framing and
+chunking, pipelining, clients that hang up mid-request or while their
+request computes, and hostile JSON. Every refusal is the right status (a JSON
+error where the server gets to answer) and the server keeps serving.
+
+usage: test_hostile.py BIN_DIR MODEL_DIR
+"""
+import json
+import socket
+import sys
+import threading
+import time
+import unittest
+
+from harness import Server
+
+BIN, MODEL = sys.argv[1], sys.argv[2]
+TIMEOUT_MS = 1500          # request_timeout_ms of the server under test
+MAX_CONNECTIONS = 16
+
+
+def connect(port, timeout=10):
+    return socket.create_connection(("127.0.0.1", port), timeout=timeout)
+
+
+def read_all(sock, limit_s=10):
+    """Everything the server sends until it closes (or limit_s passes)."""
+    out = b""
+    deadline = time.time() + limit_s
+    while time.time() < deadline:
+        sock.settimeout(max(0.05, deadline - time.time()))
+        try:
+            part = sock.recv(65536)
+        except socket.timeout:
+            break
+        except OSError:
+            break
+        if not part:
+            break
+        out += part
+    return out
+
+
+def status_of(raw):
+    """Status code of the first response in raw bytes, or None."""
+    if not raw.startswith(b"HTTP/1."):
+        return None
+    return int(raw.split(b" ", 2)[1])
+
+
+def json_body(raw):
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return json.loads(body)
+
+
+def post_raw(body, path="/embed", extra=b""):
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+            + extra + b"\r\n" + body)
+
+
+class Hostile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Server(BIN, MODEL, ["--request-timeout-ms", str(TIMEOUT_MS),
+                                    "--max-connections", str(MAX_CONNECTIONS),
+                                    "--max-body-bytes", "65536"])
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0, cls.s.output()
+
+    def tearDown(self):
+        # Whatever a test did, the server still answers (generous bound: a
+        # sanitizer build may still be computing work a client abandoned).
+        t0 = time.time()
+        status, _, body = self.s.request("POST", "/embed", {"inputs": "still serving"},
+                                         timeout=20)
+        self.assertEqual(status, 200, body)
+        self.assertLess(time.time() - t0, 15)
+        self.assertIsNone(self.s.proc.poll(), self.s.output())
+
+    def raw(self, data, limit_s=10):
+        with connect(self.s.port) as sock:
+            try:
+                sock.sendall(data)
+            except OSError:
+                pass
+            return read_all(sock, limit_s)
+
+    def expect_json_error(self, data, status, error_type=None):
+        out = self.raw(data)
+        self.assertEqual(status_of(out), status, out[:300])
+        err = json_body(out)
+        self.assertIsInstance(err["error"], str)
+        if error_type:
+            self.assertEqual(err["error_type"], error_type, err)
+        return err
+
+    # ---- slow and idle clients ---------------------------------------------
+
+    def slow_send(self, data, interval, head=b""):
+        """Send `head`, then `data` a byte every `interval` s until the server
+        closes; returns (seconds until closed, what the server sent)."""
+        sock = connect(self.s.port)
+        sock.sendall(head)
+        t0 = time.time()
+        try:
+            for i in range(len(data)):
+                try:
+                    sock.sendall(data[i:i + 1])
+                except OSError:
+                    break
+                time.sleep(interval)
+                if time.time() - t0 > 4 * TIMEOUT_MS / 1000:
+                    break
+            out = read_all(sock, 2)
+            return time.time() - t0, out
+        finally:
+            sock.close()
+
+    def test_slowloris_headers_are_cut_at_the_request_deadline(self):
+        # A byte every 100 ms never trips an idle timeout; the total
+        # request deadline (request_timeout_ms) must close it.
+        headers = b"POST /embed HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 400 + b"\r\n"
+        done = {}
+
+        def slow():
+            done["t"], done["out"] = self.slow_send(headers, 0.1)
+
+        t = threading.Thread(target=slow)
+        t.start()
+        # Meanwhile other clients are served at full speed.
+        for _ in range(5):
+            t0 = time.time()
+            self.assertEqual(self.s.request("GET", "/health", timeout=5)[0], 200)
+            self.assertLess(time.time() - t0, 1.0)
+            time.sleep(0.1)
+        t.join(20)
+        self.assertLess(done["t"], 3 * TIMEOUT_MS / 1000, "slow client kept for %.1fs" % done["t"])
+        self.assertNotEqual(status_of(done["out"]), 200)
+
+    def test_slowloris_body_is_cut_at_the_request_deadline(self):
+        body = json.dumps({"inputs": "x" * 300}).encode()
+        head = (b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body))
+        elapsed, out = self.slow_send(body, 0.1, head)
+        self.assertLess(elapsed, 3 * TIMEOUT_MS / 1000)
+        self.assertNotEqual(status_of(out), 200)
+
+    def test_idle_and_half_open_connections_are_closed(self):
+        idle = connect(self.s.port)
+        half = connect(self.s.port)
+        half.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        half.shutdown(socket.SHUT_WR)  # half-open: we will never send the rest
+        t0 = time.time()
+        self.assertEqual(read_all(idle, 5), b"")
+        out = read_all(half, 5)
+        self.assertLess(time.time() - t0, 3 * TIMEOUT_MS / 1000)
+        self.assertNotEqual(status_of(out), 200)
+        idle.close()
+        half.close()
+
+    # ---- connection count -----------------------------------------------------
+
+    def test_more_connections_than_max_connections(self):
+        held = [connect(self.s.port) for _ in range(MAX_CONNECTIONS)]
+        try:
+            time.sleep(0.2)
+            # One more is refused cleanly: a 503 JSON error, or closed at once.
+            extra = [connect(self.s.port) for _ in range(4)]
+            for sock in extra:
+                try:
+                    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                except OSError:
+                    pass
+                out = read_all(sock, 3)
+                self.assertIn(status_of(out), (None, 503), out[:300])
+                if out:
+                    self.assertEqual(json_body(out)["error_type"], "unavailable")
+                sock.close()
+        finally:
+            for sock in held:
+                sock.close()
+        time.sleep(0.3)
+
+    def test_many_connections_at_once_stay_bounded(self):
+        # Far more than max_connections at once: every one gets an answer or
+        # is closed, none hangs, and the server survives.
+        results = []
+
+        def client():
+            try:
+                with connect(self.s.port, timeout=10) as sock:
+                    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    results.append(status_of(read_all(sock, 8)))
+            except OSError:
+                results.append("refused")
+
+        threads = [threading.Thread(target=client) for _ in range(8 * MAX_CONNECTIONS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+        self.assertEqual(len(results), len(threads))
+        self.assertTrue(set(results) <= {200, 503, None, "refused"}, results)
+        self.assertIn(200, results)
+
+    # ---- headers and framing --------------------------------------------------
+
+    def test_huge_headers(self):
+        out = self.raw(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200000 +
+                       b"\r\n\r\n")
+        self.assertIn(status_of(out), (None, 413, 431), out[:300])
+        many = b"".join(b"X-H%d: v\r\n" % i for i in range(20000))
+        out = self.raw(b"GET /health HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+        self.assertIn(status_of(out), (None, 413, 431), out[:300])
+        out = self.raw(b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertIn(status_of(out), (None, 413, 414, 431), out[:300])
+
+    def test_bad_framing(self):
+        for data in [
+            b"GARBAGE\r\n\r\n",
+            b"GET /health HTTP/9.9\r\nHost: x\r\n\r\n",
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nab\r\n0\r\n\r\n",
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"ffffffffffffffffffff\r\nab\r\n0\r\n\r\n",
+            b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            b"Content-Length: 5\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            b"\x00\x01\x02\xff\xfe\r\n\r\n",
+        ]:
+            out = self.raw(data, 5)
+            status = status_of(out)
+            self.assertTrue(status is None or 400 <= status < 500 or status == 505,
+                            (data[:60], out[:300]))
+
+    def test_chunked_body_within_limits_is_served(self):
+        body = json.dumps({"inputs": "chunked hello"}).encode()
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 5]), body[i:i + 5])
+                          for i in range(0, len(body), 5))
+        out = self.raw(b"POST /embed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                       b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       + chunks + b"0\r\n\r\n")
+        self.assertEqual(status_of(out), 200, out[:300])
+
+    def test_oversized_bodies(self):
+        big = b"x" * 70000
+        self.expect_json_error(post_raw(big), 413, "payload_too_large")
+        chunk = b"%x\r\n%s\r\n" % (len(big), big)
+        self.expect_json_error(b"POST /embed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                               b"Transfer-Encoding: chunked\r\n\r\n" + chunk + b"0\r\n\r\n",
+                               413, "payload_too_large")
+        # Without Content-Length or chunking, HTTP/1.0 reads to close.
+        out = self.raw(b"POST /embed HTTP/1.0\r\nHost: x\r\n\r\n" + big, 5)
+        self.assertIn(status_of(out), (None, 400, 411, 413), out[:300])
+
+    def test_pipelined_requests_are_answered_in_order(self):
+        one = json.dumps({"inputs": "first"}).encode()
+        two = json.dumps({"inputs": "second", "add_special_tokens": False}).encode()
+        data = (b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(one) + one +
+                b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(two) +
+                two + b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        out = self.raw(data)
+        self.assertEqual(out.count(b"HTTP/1.1 200"), 3, out[:500])
+        self.assertLess(out.index(b"x-inference-time"), out.index(b'"id"'))
+        self.assertTrue(out.rstrip().endswith(b'{"status":"ok"}'), out[-200:])
+
+    # ---- clients that leave ---------------------------------------------------
+
+    def test_disconnect_mid_headers_and_mid_body(self):
+        for data in [b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Le",
+                     b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"inp"]:
+            for _ in range(20):
+                sock = connect(self.s.port)
+                sock.sendall(data)
+                sock.close()
+        # The bytes and the FIN arrive together; the server notices the
+        # hang-ups within a fraction of request_timeout_ms, not at its end.
+        deadline = time.time() + TIMEOUT_MS / 1000
+        while self.s.request("GET", "/health", timeout=5)[0] != 200:
+            self.assertLess(time.time(), deadline, "hung-up connections still held")
+            time.sleep(0.05)
+
+    def test_disconnect_while_queued_or_computing(self):
+        before = self.s.metrics()
+        long_text = " ".join(["word"] * 400)
+        body = json.dumps({"inputs": [long_text] * 4}).encode()
+        for _ in range(12):
+            sock = connect(self.s.port)
+            sock.sendall(post_raw(body))
+            time.sleep(0.01)
+            # RST instead of FIN, the rudest way to leave.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            sock.close()
+        time.sleep(1.0)
+        after = self.s.metrics()
+        key = 'bertserve_requests_total{route="embed",status="500"}'
+        self.assertEqual(before.get(key, 0), after.get(key, 0))
+
+    # ---- hostile JSON ------------------------------------------------------------
+
+    def test_hostile_json(self):
+        cases = [
+            (b'{"inputs": "\xff\xfe"}', 400),                        # invalid UTF-8
+            (b'{"inputs": "\xc0\xaf"}', 400),                        # overlong '/'
+            (b'{"inputs": "\xed\xa0\x80"}', 400),                    # UTF-8 surrogate
+            (b'{"inputs": "\\ud800"}', 400),                         # lone surrogate escape
+            (b"[" * 30000 + b"]" * 30000, 400),                    # deep nesting
+            (b'{"inputs": ' + b"[" * 5000 + b"]" * 5000 + b"}", 400),
+            (b'{"inputs": "a", "truncate": 1' + b"0" * 5000 + b"}", 400),
+            (b'{"inputs": "a", "inputs": "b"}', 400),                # duplicate keys
+            (b'{"inputs": NaN}', 400),
+            (b'{"inputs": "a", "normalize": Infinity}', 400),
+            (b'{"inputs": 1e999}', 400),
+            (b'{"inputs": "a"} trailing', 400),
+            (b'{"inputs": "a\x00b"}', 400),
+            (b"", 400),
+            (b"null", 422),
+            (b'"just a string"', 422),
+            (b'{"inputs": 12345678901234567890}', 400),
+            (b'{"inputs": -1}', 422),
+            (b'{"inputs": {"a": "b"}}', 422),
+            (b'{"inputs": [null]}', 422),
+            (b'{"inputs": [["a"]]}', 422),
+            (b'{"inputs": [["a", "b", "c"]]}', 422),
+            (b'{"inputs": [1, 2]}', 422),
+            (b'{"inputs": true}', 422),
+            (json.dumps({"inputs": [""] * 10000}).encode(), 413),
+        ]
+        for body, status in cases:
+            got, _, data = self.s.request("POST", "/embed", body)
+            self.assertEqual(got, status, (body[:60], data[:200]))
+            err = json.loads(data)
+            self.assertEqual(err["error_type"], "validation" if status != 413
+                             else "payload_too_large", (body[:60], err))
+        for route, body in [("/fill-mask", {"inputs": "a [MASK]", "top_k": 10 ** 30}),
+                            ("/fill-mask", {"inputs": "a [MASK]", "top_k": -1}),
+                            ("/fill-mask", {"inputs": "a [MASK]", "top_k": 1.5}),
+                            ("/fill-mask", {"inputs": "a [MASK]", "targets": [5]}),
+                            ("/classify", {"inputs": "a", "top_k": 10 ** 30}),
+                            ("/v1/embeddings", {"input": "a", "encoding_format": 5}),
+                            ("/tokenize", {"inputs": "a", "add_special_tokens": "yes"})]:
+            got, _, data = self.s.request("POST", route, json.dumps(body))
+            self.assertIn(got, (400, 422), (route, body, data[:200]))
+
+    def test_empty_strings_and_odd_text_are_served(self):
+        status, _, data = self.s.request("POST", "/tokenize", {"inputs": ["a\u0000b"]})
+        self.assertEqual(status, 400, data)  # jansson refuses NUL in strings
+        for inputs in [[""] * 32, ["\u200b" * 1000], ["\U0001F600" * 500],
+                       ["a" * 60000]]:
+            status, _, data = self.s.request("POST", "/tokenize", {"inputs": inputs})
+            self.assertIn(status, (200, 413), data[:200])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1] + sys.argv[3:], verbosity=2)
