@@ -72,8 +72,6 @@ def main():
         for t in texts:
             f.write(json.dumps({"inputs": t}) + "\n")
     single = os.path.join(work, "single.json")
-    with open(os.path.join(work, "ids.jsonl"), "w"):
-        pass
     # The engine on the same texts: packed as a full queue packs them, and one
     # request at a time (each text its own forward pass).
     packed = run_json([bert, "bench", "--model", args.model, "--texts", args.texts,
