@@ -128,6 +128,14 @@ static void init_once(void)
     reg.usable = true;
 }
 
+const char *linear_bf16_isa(void)
+{
+    pthread_once(&reg.once, init_once);
+    if (!reg.usable)
+        return "none";
+    return dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_amx ? "AMX" : "AVX512_BF16";
+}
+
 bool linear_bf16_available(char *why, size_t why_len)
 {
     pthread_once(&reg.once, init_once);
@@ -412,6 +420,11 @@ bool linear_bf16_available(char *why, size_t why_len)
     if (why)
         snprintf(why, why_len, "this build has no oneDNN (install libdnnl-dev and rebuild)");
     return false;
+}
+
+const char *linear_bf16_isa(void)
+{
+    return "none";
 }
 
 enum bert_status linear_bf16_register(const void *begin, size_t len, struct bert_error *err)

@@ -18,6 +18,9 @@
 /* Whether bf16 products can run here; when not, `why` says why. */
 bool linear_bf16_available(char *why, size_t why_len);
 
+/* The instructions the products run on: "AMX", "AVX512_BF16" or "none". */
+const char *linear_bf16_isa(void);
+
 /* Weights inside [begin, begin + len) run in bf16 from now on. */
 enum bert_status linear_bf16_register(const void *begin, size_t len, struct bert_error *err);
 
