@@ -195,8 +195,9 @@ int cli_bench_command(int argc, char **argv)
         {"name", CLI_OPT_STRING, &name, "label for the output line"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
-    if (!cli_parse("bench", argc, argv, opts, n_opts) || (!workload_path == !texts_path) ||
-        repeat == 0) {
+    if (!cli_parse("bench", argc, argv, opts, n_opts))
+        return CLI_EXIT_USAGE;
+    if ((!workload_path == !texts_path) || repeat == 0) {
         fprintf(stderr, "usage: bert bench --model DIR (--workload FILE | --texts FILE) [options]\n");
         cli_print_options(opts, n_opts);
         return CLI_EXIT_USAGE;

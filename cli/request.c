@@ -167,10 +167,8 @@ int cli_request_command(const char *name, int argc, char **argv)
         {"dtype", CLI_OPT_STRING, &dtype, "f32 or bf16 for the dense layers (f32)"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
-    if (!cli_parse(name, argc, argv, opts, n_opts)) {
-        cli_print_options(opts, n_opts);
+    if (!cli_parse(name, argc, argv, opts, n_opts))
         return CLI_EXIT_USAGE;
-    }
     /* The engine's team splits the products; OpenBLAS runs inside it. */
     openblas_set_num_threads(1);
 

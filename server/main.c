@@ -209,12 +209,11 @@ static int run(struct server *s)
             s->model->can_classify ? " classify" : "", s->model->can_fill_mask ? " fill-mask" : "");
     if (cfg->model.dtype == SERVER_CONFIG_DTYPE_BF16) {
         struct bert_error bf16_err = {0};
+        const char *isa = linear_bf16_isa();
         if (bert_model_use_bf16(s->model, &bf16_err) == BERT_OK)
-            log_msg(LOG_INFO, "dense layers run in bf16 (oneDNN, %s)%s; the rest in f32",
-                    linear_bf16_isa(),
-                    strcmp(linear_bf16_isa(), "AMX") == 0
-                        ? ""
-                        : ": without AMX, faster than f32 only at small batches");
+            log_msg(LOG_INFO, "dense layers run in bf16 (oneDNN, %s)%s; the rest in f32", isa,
+                    strcmp(isa, "AMX") == 0 ? ""
+                                            : ": without AMX, faster than f32 only at small batches");
         else
             log_msg(LOG_WARN, "%s; running f32", bf16_err.message);
     }
