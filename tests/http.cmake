@@ -25,3 +25,18 @@ add_test(NAME http_arch
                  ${CMAKE_BINARY_DIR}/bin ${BERT_TEST_DATA}/tokenizer)
 set_tests_properties(http_arch PROPERTIES TIMEOUT 300 LABELS http
                      ENVIRONMENT "TMPDIR=${BERT_TEST_WORK}")
+
+# The route tests again with the server under valgrind memcheck, so one
+# session serves every route and every error path: a memory error or a
+# definite or indirect leak makes the server exit 99 instead of 0, which the
+# test's tear-down checks. Sanitizer builds cannot run under valgrind.
+find_program(VALGRIND valgrind)
+if(VALGRIND AND NOT BERT_SANITIZE AND NOT BERT_TSAN)
+  set(VALGRIND_WRAPPER "${VALGRIND} -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99")
+  add_test(NAME http_valgrind
+           COMMAND ${SYSTEM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/http/test_routes.py
+                   ${CMAKE_BINARY_DIR}/bin ${HTTP_MODEL})
+  set_tests_properties(http_valgrind PROPERTIES FIXTURES_REQUIRED http_model TIMEOUT 900
+                       LABELS "http;valgrind"
+                       ENVIRONMENT "TMPDIR=${BERT_TEST_WORK};BERTSERVE_WRAPPER=${VALGRIND_WRAPPER}")
+endif()
