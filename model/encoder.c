@@ -93,6 +93,7 @@ size_t bert_scratch_max_tokens(const struct bert_scratch *s) { return s->max_tok
 size_t bert_scratch_max_seq_len(const struct bert_scratch *s) { return s->max_seq_len; }
 size_t bert_scratch_bytes(const struct bert_scratch *s) { return s->bytes; }
 size_t bert_scratch_threads(const struct bert_scratch *s) { return bert_team_size(s->team); }
+void bert_scratch_set_width(struct bert_scratch *s, size_t width) { bert_team_set_width(s->team, width); }
 
 static enum bert_status check_batch(const struct bert_model *model, const struct bert_scratch *s,
                                     const struct bert_batch *b, struct bert_error *err)

@@ -37,6 +37,8 @@ size_t bert_scratch_max_seq_len(const struct bert_scratch *s);
 size_t bert_scratch_bytes(const struct bert_scratch *s);
 /* Threads in its compute team. */
 size_t bert_scratch_threads(const struct bert_scratch *s);
+/* How many of them run the next passes (1..threads; initially all). */
+void bert_scratch_set_width(struct bert_scratch *s, size_t width);
 
 /* Run the encoder. On success *hidden points to the final hidden states
  * (T x H, row-major) inside the scratch, valid until its next use. Fails with

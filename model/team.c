@@ -18,6 +18,7 @@
 
 struct bert_team {
     size_t n;
+    size_t width;            /* members that run the next job (1..n) */
     pthread_t *helpers;
     bert_team_job job;
     void *arg;
@@ -82,7 +83,8 @@ static void *helper_main(void *p)
         seen = gen;
         if (atomic_load(&t->stop))
             return NULL;
-        t->job(t->arg, member, t->n);
+        if (member < t->width)
+            t->job(t->arg, member, t->width);
         atomic_fetch_add(&t->finished, 1);
         if (atomic_load(&t->caller_asleep))
             futex_wake_all(&t->finished);
@@ -97,6 +99,7 @@ struct bert_team *bert_team_new(size_t n_threads, struct bert_error *err)
         return NULL;
     }
     t->n = n_threads > 0 ? n_threads : 1;
+    t->width = t->n;
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->wake, NULL);
     t->helpers = calloc(t->n, sizeof *t->helpers);
@@ -144,9 +147,14 @@ size_t bert_team_size(const struct bert_team *t)
     return t->n;
 }
 
+void bert_team_set_width(struct bert_team *t, size_t width)
+{
+    t->width = width < 1 ? 1 : width > t->n ? t->n : width;
+}
+
 void bert_team_run(struct bert_team *t, bert_team_job job, void *arg)
 {
-    if (t->n == 1) {
+    if (t->width == 1) {
         job(arg, 0, 1);
         return;
     }
@@ -159,7 +167,7 @@ void bert_team_run(struct bert_team *t, bert_team_job job, void *arg)
         pthread_cond_broadcast(&t->wake);
         pthread_mutex_unlock(&t->lock);
     }
-    job(arg, 0, t->n);
+    job(arg, 0, t->width);
     int spins = 0;
     unsigned done;
     while ((done = atomic_load(&t->finished)) != t->n - 1) {
@@ -177,10 +185,10 @@ void bert_team_run(struct bert_team *t, bert_team_job job, void *arg)
 
 void bert_team_barrier(struct bert_team *t)
 {
-    if (t->n == 1)
+    if (t->width == 1)
         return;
     unsigned gen = atomic_load_explicit(&t->bar_gen, memory_order_acquire);
-    if (atomic_fetch_add_explicit(&t->bar_count, 1, memory_order_acq_rel) == t->n - 1) {
+    if (atomic_fetch_add_explicit(&t->bar_count, 1, memory_order_acq_rel) == t->width - 1) {
         atomic_store_explicit(&t->bar_count, 0, memory_order_relaxed);
         atomic_fetch_add(&t->bar_gen, 1);
         if (atomic_load(&t->bar_sleepers) > 0)

@@ -21,8 +21,14 @@ struct bert_team *bert_team_new(size_t n_threads, struct bert_error *err);
 void bert_team_free(struct bert_team *t);
 size_t bert_team_size(const struct bert_team *t);
 
-/* Run job(arg, m, n) on every member m < n (the caller is member 0) and
- * return when all have finished. */
+/* How many members run the following jobs (clamped to 1..size; initially
+ * all). A narrower team leaves the CPUs of the others to other work: one
+ * thread alone needs no barrier, so nothing it does waits on a member that
+ * another thread has pushed off its CPU. Not while a job runs. */
+void bert_team_set_width(struct bert_team *t, size_t width);
+
+/* Run job(arg, m, n) on every member m < n = the width (the caller is
+ * member 0) and return when all have finished. */
 void bert_team_run(struct bert_team *t, bert_team_job job, void *arg);
 
 /* Inside a job: wait until every member has reached the barrier. */

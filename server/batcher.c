@@ -85,9 +85,9 @@ static bool batch_full(const struct batcher *b)
 }
 
 bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
-                  struct batch_item *dropped, size_t *n_dropped)
+                  struct batch_item *dropped, size_t *n_dropped, size_t *n_left)
 {
-    *n_items = *n_dropped = 0;
+    *n_items = *n_dropped = *n_left = 0;
     pthread_mutex_lock(&b->lock);
     while (b->count == 0 && !b->closed)
         pthread_cond_wait(&b->work, &b->lock);
@@ -126,6 +126,7 @@ bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
     /* More work than this worker took: let another one start on it. */
     if (b->count > 0)
         pthread_cond_signal(&b->work);
+    *n_left = b->count;
     pthread_mutex_unlock(&b->lock);
     return true;
 }

@@ -46,10 +46,10 @@ enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req);
 /* Block until there is work, then move up to max_batch_sequences sequences
  * that fit max_batch_tokens into `items`, oldest first. Sequences of
  * orphaned requests met on the way go to `dropped` (same capacity) instead:
- * the caller finishes them without computing. Returns false once the
- * batcher is closed and empty. */
+ * the caller finishes them without computing. *n_left: sequences still
+ * queued after the take. Returns false once the batcher is closed and empty. */
 bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
-                  struct batch_item *dropped, size_t *n_dropped);
+                  struct batch_item *dropped, size_t *n_dropped, size_t *n_left);
 
 /* A request has completed (response rendered or dropped): frees its slot in
  * max_concurrent_requests. */

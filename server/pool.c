@@ -67,7 +67,27 @@ struct pool {
     struct pool_settings settings;
     size_t n_started;
     struct worker *workers;
+    atomic_size_t busy; /* workers computing a batch */
 };
+
+/* Counts the worker busy and returns how many team members compute its
+ * batch (see pool_settings.shared_cpus): all of them only for a batch that
+ * is alone, nothing queued behind it and no other worker computing; one
+ * otherwise. A wide batch overlapped by one that starts later
+ * oversubscribes the CPUs until it ends; under steady load every batch
+ * starts narrow, so that is brief. */
+static size_t batch_begin(struct pool *p, size_t queued)
+{
+    const size_t busy = atomic_fetch_add(&p->busy, 1) + 1;
+    if (p->settings.shared_cpus == 0 || (busy == 1 && queued == 0))
+        return p->settings.threads_per_worker;
+    return 1;
+}
+
+static void batch_end(struct pool *p)
+{
+    atomic_fetch_sub(&p->busy, 1);
+}
 
 /* The last sequence of a request renders its response (unless the request
  * failed or its client left) and hands it to the loop. */
@@ -84,7 +104,7 @@ static void finish_sequence(struct worker *w, struct srv_request *req)
     completions_push(w->pool->done, req);
 }
 
-static void run_batch(struct worker *w, size_t n)
+static void run_batch(struct worker *w, size_t n, size_t queued)
 {
     size_t tokens = 0;
     w->seq_start[0] = 0;
@@ -104,7 +124,10 @@ static void run_batch(struct worker *w, size_t n)
     struct bert_batch batch = {.n_seqs = n, .n_tokens = tokens, .ids = w->ids,
                                .type_ids = w->type_ids, .seq_start = w->seq_start};
     struct bert_error err = {0};
-    if (bert_run(w->pool->model, w->scratch, &batch, w->tasks, &err) != BERT_OK) {
+    bert_scratch_set_width(w->scratch, batch_begin(w->pool, queued));
+    enum bert_status st = bert_run(w->pool->model, w->scratch, &batch, w->tasks, &err);
+    batch_end(w->pool);
+    if (st != BERT_OK) {
         log_msg(LOG_ERROR, "forward pass of %zu sequences failed: %s", n, err.message);
         for (size_t i = 0; i < n; i++) {
             struct srv_request *req = w->items[i].req;
@@ -120,12 +143,12 @@ static void run_batch(struct worker *w, size_t n)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    size_t n, n_dropped;
-    while (batcher_next(w->pool->batcher, w->items, &n, w->dropped, &n_dropped)) {
+    size_t n, n_dropped, queued;
+    while (batcher_next(w->pool->batcher, w->items, &n, w->dropped, &n_dropped, &queued)) {
         for (size_t i = 0; i < n_dropped; i++)
             finish_sequence(w, w->dropped[i].req);
         if (n > 0)
-            run_batch(w, n);
+            run_batch(w, n, queued);
     }
     return NULL;
 }

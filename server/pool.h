@@ -31,6 +31,12 @@ struct srv_request *completions_take(struct completions *c);
 struct pool_settings {
     size_t threads;             /* workers */
     size_t threads_per_worker;  /* each worker's compute team */
+    /* 0: every pass uses the whole team. Otherwise the CPUs the workers
+     * share (one worker per CPU, each team as wide as all of them): a batch
+     * with nothing queued behind it and no other worker busy uses the whole
+     * team, any other batch one thread, so a lone request gets every CPU and
+     * a busy server runs one batch per CPU with no barrier between threads. */
+    size_t shared_cpus;
     size_t max_batch_tokens;
     size_t max_batch_sequences;
     size_t max_seq_len;
