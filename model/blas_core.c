@@ -46,6 +46,13 @@ void bert_blas_core_fix(char **argv)
     const char *core = better_core(bert_blas_core());
     if (core == NULL || setenv("OPENBLAS_CORETYPE", core, 1) != 0)
         return;
-    execv("/proc/self/exe", argv);
+    /* The binary's real path, not /proc/self/exe, so that ps and top still
+     * show its name rather than "exe". */
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        return (void)unsetenv("OPENBLAS_CORETYPE");
+    self[len] = '\0';
+    execv(self, argv);
     unsetenv("OPENBLAS_CORETYPE");
 }
