@@ -41,19 +41,21 @@ static void append(struct text *t, const char *s, size_t len)
 static bool replace_all(struct text *t, const char *from, const char *to)
 {
     size_t nf = strlen(from), nt = strlen(to);
-    if (t->len < nf)
+    const char *hit = t->len >= nf ? memmem(t->p, t->len, from, nf) : NULL;
+    if (hit == NULL)
         return true;
     struct text out = {0};
     size_t i = 0;
-    while (i < t->len) {
-        if (i + nf <= t->len && memcmp(t->p + i, from, nf) == 0) {
-            append(&out, to, nt);
-            i += nf;
-        } else {
-            append(&out, t->p + i, 1);
-            i++;
-        }
+    /* Copy the runs between matches whole: a fill-mask response decodes a
+     * sequence per candidate, so this runs often on long texts. */
+    while (hit != NULL) {
+        size_t at = (size_t)(hit - t->p);
+        append(&out, t->p + i, at - i);
+        append(&out, to, nt);
+        i = at + nf;
+        hit = t->len - i >= nf ? memmem(t->p + i, t->len - i, from, nf) : NULL;
     }
+    append(&out, t->p + i, t->len - i);
     if (out.failed) {
         free(out.p);
         return false;

@@ -202,8 +202,30 @@ static size_t count_ids(const struct bert_encoding *enc, int32_t id)
     return n;
 }
 
+/* Every prediction carries its whole sequence decoded, so a response costs
+ * masks x top_k x length tokens of decoding: bounded, as a request with
+ * hundreds of masks and a large top_k would otherwise hold a worker. */
+static bool check_decode_budget(const struct proto_job *job, uint32_t top_k,
+                                const struct proto_limits *limits, struct proto_error *err)
+{
+    if (limits->max_fill_mask_decode == 0)
+        return true;
+    size_t total = 0;
+    for (size_t i = 0; i < job->n_seqs; i++)
+        total += job->seqs[i].n_masks * (size_t)top_k * job->seqs[i].enc.n;
+    if (total <= limits->max_fill_mask_decode)
+        return true;
+    proto_error_set(err, PROTO_ERR_TOO_LARGE,
+                    "this fill-mask response would decode %zu tokens (masks x top_k x sequence "
+                    "length), more than max_fill_mask_decode %zu: ask for a smaller top_k or "
+                    "fewer masks",
+                    total, limits->max_fill_mask_decode);
+    return false;
+}
+
 /* Size the single output buffer and point every task into it. */
 static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
+                        const struct proto_limits *limits,
                         const struct proto_defaults *defaults, struct proto_error *err)
 {
     const struct proto_request *r = &job->req;
@@ -245,6 +267,8 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
         /* There are no more predictions than tokens. */
         if (model->config.vocab_size && top_k > model->config.vocab_size)
             top_k = (uint32_t)model->config.vocab_size;
+        if (!check_decode_budget(job, top_k, limits, err))
+            return false;
         break;
     }
     default:
@@ -320,7 +344,7 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
     }
     job->n_seqs = r->n_inputs;
     if (!tokenize_inputs(job, model, limits, defaults, err) ||
-        !setup_tasks(job, model, defaults, err))
+        !setup_tasks(job, model, limits, defaults, err))
         goto fail;
     return true;
 fail:

@@ -77,6 +77,9 @@ struct proto_limits {
     size_t max_input_tokens;  /* longest sequence, specials included (413 beyond unless
                                  truncating); the model's own limit applies too; 0: none */
     uint32_t max_top_k;       /* largest accepted fill-mask top_k; 0: no limit */
+    /* Most tokens a fill-mask response decodes: each prediction carries its
+     * whole sequence, so masks x top_k x length (413 beyond); 0: no limit. */
+    size_t max_fill_mask_decode;
 };
 
 /* Defaults that come from the checkpoint and the config. */

@@ -153,7 +153,8 @@ static void configure_engine(struct server *s)
         .batcher = s->batcher,
         .limits = {.max_client_batch = (size_t)cfg->server.max_client_batch,
                    .max_input_tokens = max_input,
-                   .max_top_k = (uint32_t)cfg->server.max_top_k},
+                   .max_top_k = (uint32_t)cfg->server.max_top_k,
+                   .max_fill_mask_decode = (size_t)cfg->server.max_fill_mask_decode},
         .defaults = {.pooling = cfg->model.pooling == SERVER_CONFIG_POOLING_MODEL
                                     ? m->config.pooling
                                     : poolings[cfg->model.pooling],

@@ -106,6 +106,8 @@ static const struct config_key config_keys[] = {
                "Bearer token clients must send (\"\": no auth)"),
     KEY_NUMBER(server, max_top_k, "--max-top-k", "N", "100", 1, 1000000,
                "largest top_k for fill-mask and classify"),
+    KEY_NUMBER(server, max_fill_mask_decode, "--max-fill-mask-decode", "N", "2000000", 1,
+               1000000000, "fill-mask decode budget: masks x top_k x tokens"),
 
     KEY_STRING(model, path, "--model", "PATH", "models/default", config_check_not_empty, false,
                "checkpoint folder (Hugging Face layout)"),

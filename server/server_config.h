@@ -76,6 +76,7 @@ struct server_config {
         int shutdown_timeout_ms;
         char *api_key;               /* "" = no auth; never printed or logged */
         int max_top_k;
+        int max_fill_mask_decode;    /* masks x top_k x tokens per request */
     } server;
     struct {
         char *path;                  /* checkpoint folder; never empty */

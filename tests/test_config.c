@@ -62,6 +62,8 @@ static const struct key_case key_cases[] = {
       {"tab\there", "must be printable ASCII without spaces"}},
      {{"1", "must be a string"}, {"'a b'", "must be printable ASCII without spaces"}}},
     NUMBER_CASE(server, max_top_k, "--max-top-k", 100, 5, 1, 1000000, 0, 1000001),
+    NUMBER_CASE(server, max_fill_mask_decode, "--max-fill-mask-decode", 2000000, 5, 1, 1000000000,
+                0, 1000000001),
 
     {"model", "path", "--model", "\"models/default\"", "\"/srv/m\\u00e9\"", "/srv/m\xC3\xA9",
      "\"/srv/m\xC3\xA9\"",

@@ -375,6 +375,21 @@ static void test_fill_mask_targets_and_errors(void)
         "{\"inputs\":\"the cat sat on the mat the cat sat on the [MASK]\",\"truncate\":true}",
         PROTO_ERR_INVALID, "inputs[0] has no mask token \"[MASK]\" left after truncation");
 
+    /* masks x top_k x tokens over the decode budget: 2 x 5 x 5 = 50 here. */
+    struct proto_limits tight = limits;
+    tight.max_fill_mask_decode = 49;
+    struct proto_request req;
+    const char *body = "{\"inputs\":\"[MASK] the [MASK]\",\"top_k\":5}";
+    CHECK(proto_request_parse(PROTO_ROUTE_FILL_MASK, body, strlen(body), &tight, &req, &err));
+    CHECK(!proto_job_prepare(&job, &m, &tight, &defaults, &req, &err));
+    CHECK_INT_EQ(err.kind, PROTO_ERR_TOO_LARGE);
+    CHECK_CONTAINS(err.message, "would decode 50 tokens (masks x top_k x sequence length), "
+                                "more than max_fill_mask_decode 49");
+    tight.max_fill_mask_decode = 50;
+    CHECK(proto_request_parse(PROTO_ROUTE_FILL_MASK, body, strlen(body), &tight, &req, &err));
+    CHECK(proto_job_prepare(&job, &m, &tight, &defaults, &req, &err));
+    proto_job_free(&job);
+
     /* top_k beyond the vocabulary is capped at its size. */
     m.config.vocab_size = 3;
     CHECK(prepare(&m, PROTO_ROUTE_FILL_MASK, "{\"inputs\":\"[MASK]\",\"top_k\":50}", &job, &err));

@@ -14,7 +14,8 @@ static char *labels[] = {"NEGATIVE", "POSITIVE"};
 static struct bert_model model;
 
 static const struct proto_limits limits = {
-    .max_client_batch = 32, .max_input_tokens = 128, .max_top_k = 50};
+    .max_client_batch = 32, .max_input_tokens = 128, .max_top_k = 50,
+    .max_fill_mask_decode = 100000};
 static const struct proto_defaults defaults = {
     .pooling = BERT_POOLING_MEAN, .normalize = true, .truncate = false, .model_name = "fuzz"};
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Fuzz every target for a bounded time with libFuzzer + ASan + UBSan.
-# usage: [FUZZ_MAX_RUNS=N] tests/fuzz/run.sh [SECONDS_PER_TARGET=60] [TARGET...]
+# usage: [FUZZ_MAX_RUNS=N] [FUZZ_TIMEOUT=S] tests/fuzz/run.sh [SECONDS_PER_TARGET=60] [TARGET...]
 # Builds build-fuzz/ with clang (only the fuzz targets, at -O2: several
 # times more inputs per second than -O0, and ASan/UBSan still check each),
 # runs each target from its committed seeds and regression inputs plus a
 # scratch corpus until SECONDS or FUZZ_MAX_RUNS executions, whichever comes
-# first, and prints the executions per target. Exits non-zero on the first
+# first (an input running over FUZZ_TIMEOUT seconds, default 10, fails
+# as a hang), and prints the executions per target. Exits non-zero on the first
 # crash, with the crashing input in build-fuzz/fuzz-artifacts/ (fix the bug,
 # then copy the input to tests/fuzz/regressions/<target>/ so ctest replays it).
 set -euo pipefail
@@ -29,7 +30,8 @@ for t in "${targets[@]}"; do
   [ -d tests/fuzz/regressions/"$t" ] && seeds+=(tests/fuzz/regressions/"$t")
   if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -runs="${FUZZ_MAX_RUNS:--1}" \
-      -timeout=10 -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$t-" \
+      -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
+      -artifact_prefix="$build/fuzz-artifacts/$t-" \
       "$work" "${seeds[@]}" > "$log" 2>&1; then
     tail -60 "$log"
     echo "fuzz_$t: CRASH (input in $build/fuzz-artifacts/)"

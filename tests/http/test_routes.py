@@ -185,6 +185,9 @@ class Routes(unittest.TestCase):
                     "validation", "top_k")
         self.expect("POST", "/fill-mask", {"inputs": "a [MASK]", "top_k": "3"}, 422,
                     "validation", "top_k")
+        # 300 masks x top_k 100 x 302 tokens: over max_fill_mask_decode (2,000,000).
+        self.expect("POST", "/fill-mask", {"inputs": "[MASK] " * 300, "top_k": 100}, 413,
+                    "payload_too_large", "max_fill_mask_decode")
         self.expect("POST", "/classify", {"inputs": "a", "function_to_apply": "relu"}, 422,
                     "validation")
         self.expect("POST", "/embed", {"inputs": ["x"] * 33}, 413, "payload_too_large")
