@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include "linear_bf16.h"
+#include "linear_small.h"
 #include "team.h"
 
 /* Below this many rows per member, products are split by columns. */
@@ -31,6 +32,10 @@ static void linear(const float *x, size_t rows, size_t in, const float *w, size_
 {
     if (rows == 0 || out == 0)
         return;
+    if (rows <= BERT_LINEAR_SMALL_ROWS) {
+        bert_linear_small(x, rows, in, w, out, y, ldy);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x,
                 (int)in, w, (int)in, 0.0f, y, (int)ldy);
 }
