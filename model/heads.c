@@ -55,7 +55,8 @@ void bert_pool(const float *hidden, size_t H, size_t row0, size_t n, enum bert_p
 }
 
 /* Pooler (dense + the family's activation on the first token: tanh for
- * BERT and RoBERTa, ReLU for DistilBERT, GELU for ELECTRA) then the
+ * BERT and RoBERTa, ReLU for DistilBERT, GELU for ELECTRA; ModernBERT's
+ * head on the cls or mean pooled row, with its LayerNorm) then the
  * classifier, for every classify sequence at once: one GEMM each over the
  * gathered first rows. Small, so one member does it. */
 static void run_classify(const struct bert_model *model, struct bert_scratch *s,
@@ -66,15 +67,23 @@ static void run_classify(const struct bert_model *model, struct bert_scratch *s,
     const size_t H = model->config.hidden_size, C = model->config.num_labels;
     float *gathered = s->ctx; /* (m, H) [CLS] rows; the encoder is done with ctx */
     float *pooled = s->tmp;   /* (m, H) */
+    /* ModernBERT pools by its classifier_pooling; the others read [CLS]. */
+    const enum bert_pooling pooling = model->config.family == BERT_FAMILY_MODERNBERT
+                                          ? model->config.modern.classifier_pooling
+                                          : BERT_POOLING_CLS;
     size_t m = 0;
     for (size_t i = 0; i < b->n_seqs; i++)
         if (tasks[i].task == BERT_TASK_CLASSIFY)
-            memcpy(gathered + m++ * H, hidden + b->seq_start[i] * H, H * sizeof(float));
+            bert_pool(hidden, H, b->seq_start[i], b->seq_start[i + 1] - b->seq_start[i],
+                      pooling, false, gathered + m++ * H);
     if (m == 0)
         return;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)H, (int)H, 1.0f, gathered,
                 (int)H, w->pooler_w, (int)H, 0.0f, pooled, (int)H);
     kernel_bias_activation(pooled, w->pooler_b, m, H, H, model->config.pooler_activation);
+    if (w->pooler_ln_g != NULL) /* ModernBertPredictionHead ends with its norm */
+        kernel_add_layernorm(pooled, NULL, NULL, w->pooler_ln_g, w->pooler_ln_b, m, H,
+                             model->config.layer_norm_eps);
     /* Logits go into the gather buffer, which is free again. */
     float *logits = gathered;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)C, (int)H, 1.0f, pooled,

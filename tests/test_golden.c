@@ -237,11 +237,26 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
     };
     static const char *const special_keys[] = {"seed", "eps", "act", "pooling", "problem-type",
                                                "labels", "model-type"};
+    /* ModernBERT specs carry these too (cli/init.c's defaults otherwise). */
+    struct bert_modernbert *mb = &c->modern;
+    bool biases = false;
+    *mb = (struct bert_modernbert){.global_rope_theta = 160000.0, .local_rope_theta = 10000.0,
+                                   .global_attn_every = 3, .local_window = 128,
+                                   .classifier_activation = BERT_ACTIVATION_GELU};
+    const struct init_field modern_fields[] = {
+        {"global-every", &mb->global_attn_every, NULL, NULL},
+        {"local-window", &mb->local_window, NULL, NULL},
+        {"global-theta", NULL, &mb->global_rope_theta, NULL},
+        {"local-theta", NULL, &mb->local_rope_theta, NULL},
+        {"biases", NULL, NULL, &biases},
+    };
+    const size_t n_modern = sizeof modern_fields / sizeof modern_fields[0] + 1;
     const size_t n_fields = sizeof fields / sizeof fields[0];
     const size_t n_keys = n_fields + sizeof special_keys / sizeof special_keys[0];
-    if (json_object_size(init) != n_keys) {
+    const bool modern = json_object_get(init, "global-every") != NULL;
+    if (json_object_size(init) != n_keys + (modern ? n_modern : 0)) {
         fprintf(stderr, "golden init: %zu options, want all %zu\n", json_object_size(init),
-                n_keys);
+                n_keys + (modern ? n_modern : 0));
         return false;
     }
     const char *key;
@@ -249,7 +264,10 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
     json_object_foreach(init, key, v) {
         const char *s = json_string_value(v);
         bool ok = false;
-        if (set_field(fields, n_fields, key, v, &ok)) {
+        if (set_field(fields, n_fields, key, v, &ok) ||
+            (modern && set_field(modern_fields, n_modern - 1, key, v, &ok))) {
+        } else if (modern && strcmp(key, "classifier-pooling") == 0) {
+            ok = s != NULL && bert_pooling_parse(s, &mb->classifier_pooling);
         } else if (strcmp(key, "model-type") == 0) {
             ok = s != NULL && strlen(s) < sizeof c->model_type;
             if (ok)
@@ -279,6 +297,7 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
             return false;
         }
     }
+    mb->attention_bias = mb->mlp_bias = mb->norm_bias = mb->classifier_bias = biases;
     return true;
 }
 
@@ -399,7 +418,8 @@ static void class_probabilities(const struct bert_config *c, const float *logits
 static float *pooler_output(const struct bert_model *m, const float *cls)
 {
     const struct bert_weights *w = &m->weights;
-    if (w->pooler_w == NULL)
+    /* ModernBERT's head is checked through the classifier and the MLM. */
+    if (w->pooler_w == NULL || m->config.family == BERT_FAMILY_MODERNBERT)
         return NULL;
     const size_t H = m->config.hidden_size;
     float *out = xcalloc(H, sizeof *out);
