@@ -95,6 +95,8 @@ int cli_init_command(int argc, char **argv)
         {"local-theta", CLI_OPT_DOUBLE, &mb->local_rope_theta, "ModernBERT: local RoPE theta (10000)"},
         {"classifier-pooling", CLI_OPT_STRING, &classifier_pooling,
          "ModernBERT: classifier pooling, cls or mean (cls)"},
+        {"discriminator", CLI_OPT_FLAG, &o.discriminator,
+         "ELECTRA: add the discriminator head (ElectraForPreTraining)"},
         {"biases", CLI_OPT_FLAG, &biases,
          "ModernBERT: attention, MLP, norm and head biases on (the real checkpoints have none)"},
     };

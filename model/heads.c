@@ -95,6 +95,30 @@ static void run_classify(const struct bert_model *model, struct bert_scratch *s,
             memcpy(tasks[i].logits, logits + m++ * C, C * sizeof(float));
 }
 
+/* ElectraDiscriminatorPredictions on every token of the replaced-token
+ * sequences: dense + hidden_act, dense_prediction, sigmoid. One member,
+ * a sequence at a time through ctx. */
+static void run_replaced(const struct bert_model *model, struct bert_scratch *s,
+                         const struct bert_batch *b, const float *hidden,
+                         const struct bert_seq_task *tasks)
+{
+    const struct bert_weights *w = &model->weights;
+    const size_t H = model->config.hidden_size;
+    for (size_t i = 0; i < b->n_seqs; i++) {
+        if (tasks[i].task != BERT_TASK_REPLACED)
+            continue;
+        const size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)H, (int)H, 1.0f,
+                    hidden + r0 * H, (int)H, w->disc_dense_w, (int)H, 0.0f, s->ctx, (int)H);
+        kernel_bias_activation(s->ctx, w->disc_dense_b, n, H, H, model->config.activation);
+        for (size_t t = 0; t < n; t++) {
+            const float logit =
+                cblas_sdot((int)H, s->ctx + t * H, 1, w->disc_pred_w, 1) + w->disc_pred_b[0];
+            tasks[i].replaced[t] = 1.0f / (1.0f + vmath_exp(-logit));
+        }
+    }
+}
+
 /* Keep the k best (score, id) pairs, best first; ties go to the lower id,
  * which arrives first. */
 static void topk_insert(float *scores, int32_t *ids, uint32_t k, uint32_t *have, float v,
@@ -160,7 +184,7 @@ struct heads_job {
     const struct bert_batch *b;
     const float *hidden;
     const struct bert_seq_task *tasks;
-    bool any_classify;
+    bool any_classify, any_replaced;
     size_t n_masks;
 };
 
@@ -220,6 +244,8 @@ static void heads_member(void *arg, size_t member, size_t n_members)
     }
     if (job->any_classify && member == 0)
         run_classify(job->model, job->s, b, job->hidden, job->tasks);
+    if (job->any_replaced && member == 0)
+        run_replaced(job->model, job->s, b, job->hidden, job->tasks);
     if (job->n_masks > 0) {
         bert_team_barrier(job->s->team); /* classify is done with ctx and tmp */
         fill_mask_member(job, member, n_members);
@@ -255,6 +281,11 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
                 return bert_error_set(err, BERT_E_INVALID,
                                       "this checkpoint has no classification head");
             job.any_classify = true;
+        } else if (t->task == BERT_TASK_REPLACED) {
+            if (!model->can_detect_replaced)
+                return bert_error_set(err, BERT_E_INVALID,
+                                      "this checkpoint has no ELECTRA discriminator head");
+            job.any_replaced = true;
         } else if (t->task == BERT_TASK_FILL_MASK) {
             if (!model->can_fill_mask)
                 return bert_error_set(err, BERT_E_INVALID,

@@ -75,6 +75,7 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
     }
     m->can_fill_mask = m->weights.mlm_dense_w != NULL && bert_tokenizer_mask_id(m->tokenizer) >= 0;
     m->can_classify = m->weights.classifier_w != NULL;
+    m->can_detect_replaced = m->weights.disc_dense_w != NULL;
     *out = m;
     return BERT_OK;
 }

@@ -166,8 +166,9 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_MLM_DECODER_W] = {"lm_head.decoder.weight", false},
         [BERT_TENSOR_MLM_DECODER_B] = {"lm_head.bias", false},
     },
-    /* ElectraModel's embeddings_project, ElectraClassificationHead and the
-     * generator's ElectraGeneratorPredictions + generator_lm_head. */
+    /* ElectraModel's embeddings_project, ElectraClassificationHead, the
+     * generator's ElectraGeneratorPredictions + generator_lm_head, and
+     * ElectraForPreTraining's ElectraDiscriminatorPredictions. */
     [BERT_FAMILY_ELECTRA] = {
         BERT_ENCODER_NAMES,
         [BERT_TENSOR_EMB_PROJ_W] = {"embeddings_project.weight", true},
@@ -182,6 +183,10 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_MLM_LN_B] = {"generator_predictions.LayerNorm.bias", false},
         [BERT_TENSOR_MLM_DECODER_W] = {"generator_lm_head.weight", false},
         [BERT_TENSOR_MLM_DECODER_B] = {"generator_lm_head.bias", false},
+        [BERT_TENSOR_DISC_DENSE_W] = {"discriminator_predictions.dense.weight", false},
+        [BERT_TENSOR_DISC_DENSE_B] = {"discriminator_predictions.dense.bias", false},
+        [BERT_TENSOR_DISC_PRED_W] = {"discriminator_predictions.dense_prediction.weight", false},
+        [BERT_TENSOR_DISC_PRED_B] = {"discriminator_predictions.dense_prediction.bias", false},
     },
     /* modeling_modernbert.py: ModernBertEmbeddings (no positions, no token
      * types), ModernBertEncoderLayer (attn_norm, fused Wqkv, Wo, mlp_norm,

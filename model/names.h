@@ -61,6 +61,10 @@ enum bert_tensor {
     BERT_TENSOR_FINAL_LN_B,
     BERT_TENSOR_POOLER_LN_G,    /* ModernBERT head.norm after the head's dense + activation */
     BERT_TENSOR_POOLER_LN_B,
+    BERT_TENSOR_DISC_DENSE_W,   /* ELECTRA discriminator_predictions: dense, activation, */
+    BERT_TENSOR_DISC_DENSE_B,
+    BERT_TENSOR_DISC_PRED_W,    /* then dense_prediction (1, H): the "replaced" logit */
+    BERT_TENSOR_DISC_PRED_B,
     BERT_TENSOR_COUNT
 };
 

@@ -235,6 +235,10 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         {BERT_TENSOR_MLM_DECODER_W, PARAM_WEIGHT, V, E, false, o->mlm && o->untied_decoder},
         {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, false, o->classifier},
         {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, false, o->classifier},
+        {BERT_TENSOR_DISC_DENSE_W, PARAM_WEIGHT, H, H, false, o->discriminator},
+        {BERT_TENSOR_DISC_DENSE_B, PARAM_BIAS, H, 0, false, o->discriminator},
+        {BERT_TENSOR_DISC_PRED_W, PARAM_WEIGHT, 1, H, false, o->discriminator},
+        {BERT_TENSOR_DISC_PRED_B, PARAM_BIAS, 1, 0, false, o->discriminator},
     };
     /* The order Hugging Face writes: embeddings, the layers, then the heads
      * (plan order), so the same options give the same bytes. */
@@ -373,6 +377,7 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
         c.num_layers == 0 || c.intermediate_size == 0 ||
         c.max_position_embeddings <= (size_t)c.pad_token_id + 1 ||
         (o->classifier && c.num_labels == 0) ||
+        (o->discriminator && c.family != BERT_FAMILY_ELECTRA) ||
         (c.family == BERT_FAMILY_MODERNBERT &&
          ((c.hidden_size / c.num_heads) % 2 != 0 || c.modern.global_attn_every == 0 ||
           c.modern.local_window == 0 || !(c.modern.global_rope_theta > 0) ||
@@ -386,9 +391,10 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     if (c.architecture[0] == '\0')
         snprintf(c.architecture, sizeof c.architecture, "%s%s",
                  bert_family_class_prefix(c.model_type),
-                 o->classifier ? "ForSequenceClassification"
-                 : o->mlm      ? "ForMaskedLM"
-                               : "Model");
+                 o->classifier      ? "ForSequenceClassification"
+                 : o->mlm           ? "ForMaskedLM"
+                 : o->discriminator ? "ForPreTraining"
+                                    : "Model");
 
     enum bert_status st = file_mkdirs(dir, err);
     if (st != BERT_OK)

@@ -298,6 +298,12 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
         return st;
     if (has(b, c, BERT_TENSOR_MLM_DENSE_W) && (st = bind_mlm(b, c, w)) != BERT_OK)
         return st;
+    if (has(b, c, BERT_TENSOR_DISC_DENSE_W) &&
+        ((st = need(b, c, BERT_TENSOR_DISC_DENSE_W, 0, &w->disc_dense_w, 2, H, H)) ||
+         (st = need(b, c, BERT_TENSOR_DISC_DENSE_B, 0, &w->disc_dense_b, 1, H, 0)) ||
+         (st = need(b, c, BERT_TENSOR_DISC_PRED_W, 0, &w->disc_pred_w, 2, 1, H)) ||
+         (st = need(b, c, BERT_TENSOR_DISC_PRED_B, 0, &w->disc_pred_b, 1, 1, 0))))
+        return st;
     if (has(b, c, BERT_TENSOR_CLASSIFIER_W)) {
         /* Pointers are only set by materialise(), so ask the file. */
         if (!has(b, c, BERT_TENSOR_POOLER_W)) {

@@ -47,6 +47,8 @@ struct bert_weights {
     const float *classifier_b;            /* (num_labels) */
     const float *pooler_ln_g, *pooler_ln_b; /* (H): ModernBERT head.norm; NULL elsewhere */
     const float *final_ln_g, *final_ln_b; /* (H): ModernBERT final_norm; NULL elsewhere */
+    const float *disc_dense_w, *disc_dense_b; /* (H, H), (H): ELECTRA discriminator */
+    const float *disc_pred_w, *disc_pred_b;   /* (1, H), (1) */
     float *zeros;                         /* owned: stands in for absent biases */
 
     float *arena;                         /* converted tensors, owned */

@@ -79,6 +79,7 @@ struct result {
     size_t n_masks;
     int32_t *top_ids;              /* (n_masks, TOP_K) */
     float *top_probs;              /* (n_masks, TOP_K) */
+    float *replaced;               /* (n) ELECTRA discriminator probabilities, or NULL */
 };
 
 static void result_free(struct result *r)
@@ -92,6 +93,7 @@ static void result_free(struct result *r)
     free(r->probs);
     free(r->top_ids);
     free(r->top_probs);
+    free(r->replaced);
     memset(r, 0, sizeof *r);
 }
 
@@ -254,9 +256,12 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
     const size_t n_fields = sizeof fields / sizeof fields[0];
     const size_t n_keys = n_fields + sizeof special_keys / sizeof special_keys[0];
     const bool modern = json_object_get(init, "global-every") != NULL;
-    if (json_object_size(init) != n_keys + (modern ? n_modern : 0)) {
+    /* ELECTRA discriminator specs add "discriminator". */
+    const size_t want_keys = n_keys + (modern ? n_modern : 0) +
+                             (json_object_get(init, "discriminator") != NULL);
+    if (json_object_size(init) != want_keys) {
         fprintf(stderr, "golden init: %zu options, want all %zu\n", json_object_size(init),
-                n_keys + (modern ? n_modern : 0));
+                want_keys);
         return false;
     }
     const char *key;
@@ -266,6 +271,9 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
         bool ok = false;
         if (set_field(fields, n_fields, key, v, &ok) ||
             (modern && set_field(modern_fields, n_modern - 1, key, v, &ok))) {
+        } else if (strcmp(key, "discriminator") == 0) {
+            ok = json_is_boolean(v);
+            o->discriminator = json_is_true(v);
         } else if (modern && strcmp(key, "classifier-pooling") == 0) {
             ok = s != NULL && bert_pooling_parse(s, &mb->classifier_pooling);
         } else if (strcmp(key, "model-type") == 0) {
@@ -503,6 +511,8 @@ static void alloc_outputs(const struct run *r, const struct packed *p, struct re
         x->n_masks = m->can_fill_mask ? bert_count_masks(m, &p->batch, i) : 0;
         x->top_ids = xcalloc(x->n_masks * TOP_K, sizeof(int32_t));
         x->top_probs = xcalloc(x->n_masks * TOP_K, sizeof(float));
+        if (m->can_detect_replaced)
+            x->replaced = xcalloc(x->n, sizeof(float));
     }
 }
 
@@ -571,6 +581,12 @@ static bool run_batch(const struct run *r, size_t first, size_t count, struct re
     }
     if (ok && any)
         ok = run_tasks(r, &p, tasks);
+    if (ok && m->can_detect_replaced) {
+        for (size_t i = 0; i < count; i++)
+            tasks[i] = (struct bert_seq_task){.task = BERT_TASK_REPLACED,
+                                              .replaced = res[i].replaced};
+        ok = run_tasks(r, &p, tasks);
+    }
     for (size_t i = 0; ok && i < count; i++)
         if (res[i].logits != NULL)
             class_probabilities(&m->config, res[i].logits, res[i].probs);
@@ -642,6 +658,10 @@ static void compare_golden(const struct run *r, const struct result *x, json_t *
     CHECK((pooler != NULL) == (x->pooler != NULL));
     if (pooler != NULL && x->pooler != NULL)
         e->pooler = max_of(e->pooler, max_abs_json(x->pooler, H, pooler));
+    json_t *replaced = json_object_get(want, "replaced");
+    CHECK((replaced != NULL) == (x->replaced != NULL));
+    if (replaced != NULL && x->replaced != NULL)
+        e->prob = max_of(e->prob, max_abs_json(x->replaced, x->n, replaced));
     json_t *probs = json_object_get(want, "probabilities");
     CHECK((probs != NULL) == (x->logits != NULL));
     if (probs != NULL && x->logits != NULL) {
@@ -686,6 +706,8 @@ static double compare_results(const struct run *r, const struct result *a,
     }
     for (size_t i = 0; a->logits && i < r->model->config.num_labels; i++)
         worst = max_of(worst, fabs(a->logits[i] - b->logits[i]));
+    for (size_t i = 0; a->replaced && i < a->n; i++)
+        worst = max_of(worst, fabs(a->replaced[i] - b->replaced[i]));
     for (size_t i = 0; i < a->n_masks * TOP_K; i++) {
         worst = max_of(worst, fabs(a->top_probs[i] - b->top_probs[i]));
         *id_mismatches += a->top_ids[i] != b->top_ids[i];

@@ -281,6 +281,22 @@ SPECS += [
 ]
 
 
+# ELECTRA discriminator (ElectraForPreTraining): per-token replaced probabilities.
+SPECS += [
+    {
+        "name": "electra-discriminator",
+        "about": "ElectraForPreTraining L=2 H=128 A=2 embedding_size 64: "
+                 "discriminator_predictions dense + gelu_new (hidden_act) + dense_prediction, "
+                 "sigmoid per token",
+        "tokenizer": "minilm",
+        "init": {**L2H128, **SPREAD, "model-type": "electra", "embedding-size": 64, "seed": 63,
+                 "prefix": True, "discriminator": True, "act": "gelu_new"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES + MASKED[:2] + [LONG_TEXT]],
+        "hidden": {"f32": "all"},
+    },
+]
+
 # ModernBERT: 4 layers, so with global attention every 3 layers 0 and 3 are
 # global and 1 and 2 local; inputs longer than the local window.
 MODERN = {"model-type": "modernbert", "layers": 4, "hidden": 128, "heads": 2,
@@ -406,6 +422,10 @@ def run_reference(model, spec, dtype, tokens, mask_id, report):
             out["embedding"] = rounded(model.l2_normalize(e) if model.normalize else e)
         if model.has_pooler():
             out["pooler"] = rounded(model.pooler(h))
+        if model.has_discriminator():
+            probs = model.replaced_probabilities(h)
+            out["replaced"] = rounded(probs)
+            report["class_spread"].append(float((probs - 0.5).abs().max()))
         if model.has_classifier():
             logits = model.classifier_logits(h)
             probs = model.class_probabilities(logits)

@@ -257,6 +257,18 @@ class Bert:
         return linear(self.pooler(hidden), self.w[self.classifier_name + ".weight"],
                       self.w[self.classifier_name + ".bias"])
 
+    def has_discriminator(self):
+        return self.has("discriminator_predictions.dense.weight")
+
+    def replaced_probabilities(self, hidden):
+        """ElectraDiscriminatorPredictions: dense, hidden_act, dense_prediction
+        to one logit per token; sigmoid gives P(token was replaced)."""
+        d = "discriminator_predictions."
+        h = activation(self.act, linear(hidden, self.w[d + "dense.weight"], self.w[d + "dense.bias"]))
+        logits = linear(h, self.w[d + "dense_prediction.weight"],
+                        self.w[d + "dense_prediction.bias"]).squeeze(-1)
+        return torch.sigmoid(logits)
+
     def class_probabilities(self, logits):
         """transformers' text-classification pipeline default function."""
         c = self.config

@@ -90,6 +90,8 @@ def defaults(init):
     d = dict(INIT_DEFAULTS)
     if init.get("model-type") == "modernbert":
         d.update(MODERN_DEFAULTS)
+    if "discriminator" in init:  # ELECTRA specs that ask for it
+        d["discriminator"] = False
     return d
 
 
@@ -261,6 +263,11 @@ def tensor_specs(o, vocab):
         n = len(o["labels"].split(","))
         out = "classifier" if fam in ("bert", "distilbert") else "classifier.out_proj"
         specs += [(f"{out}.weight", WEIGHT, (n, H)), (f"{out}.bias", BIAS, (n,))]
+    if o.get("discriminator"):  # ElectraForPreTraining's ElectraDiscriminatorPredictions
+        d = "discriminator_predictions."
+        specs += [(d + "dense.weight", WEIGHT, (H, H)), (d + "dense.bias", BIAS, (H,)),
+                  (d + "dense_prediction.weight", WEIGHT, (1, H)),
+                  (d + "dense_prediction.bias", BIAS, (1,))]
     return specs
 
 
@@ -299,7 +306,9 @@ def config_json(o, vocab):
     labels = o["labels"].split(",") if o["labels"] is not None else []
     fam = family(o)
     arch = CLASS_PREFIX[o["model-type"]] + ("ForSequenceClassification" if labels else
-                                            "ForMaskedLM" if o["mlm"] else "Model")
+                                            "ForMaskedLM" if o["mlm"] else
+                                            "ForPreTraining" if o.get("discriminator") else
+                                            "Model")
     act = {"gelu": "gelu", "gelu_new": "gelu_new", "relu": "relu", "silu": "silu"}[o["act"]]
     cfg = {"architectures": [arch], "model_type": o["model-type"], "vocab_size": vocab,
            "max_position_embeddings": o["max-position"],
