@@ -6,7 +6,8 @@ projection, ModernBERT, and a BERT cross-encoder) a small checkpoint made by `be
 equal the `bert` CLI's, /rerank and /v1/rerank order equals sorting the
 classifier's scores, /info names the family and its capabilities, routes the
 checkpoint cannot serve answer 422 naming why; ModernBERT also takes a
-4,096-token input end to end. An unsupported model_type
+4,096-token input end to end; an ELECTRA discriminator serves
+/replaced-tokens. An unsupported model_type
 fails start-up naming config.json and the value.
 
 usage: test_arch.py BIN_DIR TOKENIZER_ROOT
@@ -211,6 +212,51 @@ class ModernBert(Family, unittest.TestCase):
         self.assertEqual(status, 413, got)
 
 
+class ElectraDiscriminator(unittest.TestCase):
+    """ElectraForPreTraining: encoder routes, and /replaced-tokens equal to the
+    CLI, one probability per token of /tokenize's tokens."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = init("electra-discriminator", "minilm", "--model-type", "electra",
+                         "--embedding-size", "32", "--discriminator")
+        cls.s = Server(BIN, cls.model)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0, cls.s.output()
+
+    def test_info_and_encoder_routes(self):
+        status, info = self.s.get_json("/info")
+        self.assertEqual(info["model"]["architecture"], "ElectraForPreTraining")
+        self.assertEqual(sorted(info["model"]["capabilities"]),
+                         ["embed", "replaced-tokens", "tokenize"])
+        status, _, got = self.s.post("/embed", {"inputs": "Hello world!"})
+        self.assertEqual(status, 200, got)
+        status, _, got = self.s.post("/classify", {"inputs": "Hello world!"})
+        self.assertEqual(status, 422, got)
+
+    def test_replaced_tokens(self):
+        body = {"inputs": ["The chef cooked the meal.", "Zürich, 東京."]}
+        status, _, got = self.s.post("/replaced-tokens", body)
+        self.assertEqual(status, 200, got)
+        rc, want = cli(BIN, "replaced-tokens", self.model, body)
+        self.assertEqual(rc, 0)
+        self.assertTrue(close_floats(got, want, 1e-5), "%s vs %s" % (got, want))
+        status, _, toks = self.s.post("/tokenize", body)
+        self.assertEqual(status, 200, toks)
+        for seq, tseq in zip(got, toks):
+            self.assertEqual([{k: v for k, v in t.items() if k != "probability"} for t in seq],
+                             tseq)
+            for t in seq:
+                self.assertTrue(0.0 < t["probability"] < 1.0, t)
+        status, _, one = self.s.post("/replaced-tokens", {"inputs": body["inputs"][0]})
+        self.assertEqual(status, 200, one)
+        self.assertTrue(close_floats(one[0], got[0], 1e-5))
+        status, _, err = self.s.post("/replaced-tokens", {"inputs": [["a", "pair"]]})
+        self.assertEqual(status, 422, err)
+
+
 class NotACrossEncoder(unittest.TestCase):
     """Two labels: classify works, rerank answers 422 saying why."""
 
@@ -227,6 +273,9 @@ class NotACrossEncoder(unittest.TestCase):
             status, _, got = s.post("/fill-mask", {"inputs": "a [MASK]"})
             self.assertEqual(status, 422, got)
             self.assertIn("no masked-LM head", got["error"])
+            status, _, got = s.post("/replaced-tokens", {"inputs": "a"})
+            self.assertEqual(status, 422, got)
+            self.assertIn("no ELECTRA discriminator head", got["error"])
         finally:
             self.assertEqual(s.stop(), 0, s.output())
 
