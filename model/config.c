@@ -355,7 +355,10 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               model_type, bert_family_supported_types());
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", model_type);
 
-    json_t *pet = json_object_get(root, "position_embedding_type");
+    /* ModernBERT's positions are RoPE whatever this key says. */
+    json_t *pet = cfg->family == BERT_FAMILY_MODERNBERT
+                      ? NULL
+                      : json_object_get(root, "position_embedding_type");
     if (pet != NULL && !json_is_null(pet) &&
         (!json_is_string(pet) || strcmp(json_string_value(pet), "absolute") != 0))
         return bert_error_set(err, BERT_E_UNSUPPORTED,
