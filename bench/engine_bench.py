@@ -2,7 +2,7 @@
 """Engine benchmark: `bert` against ONNX Runtime and PyTorch, side by side.
 
 usage: /usr/bin/python3 bench/engine_bench.py [--quick] [--threads N]
-           [--geometries minilm,base] [--rounds R] [--repeat K] [--dtype bf16]
+           [--geometries minilm,base | --geometries modernbert] [--rounds R] [--repeat K] [--dtype bf16]
            [--no-ort] [--no-torch] [--no-sweep] [--http]
            [--openblas-coretype auto|none|NAME] [--out DIR]
 
@@ -439,13 +439,98 @@ def plot(out, geom, sweep_rows):
     return png
 
 
+# ---- ModernBERT-base: long inputs against ONNX Runtime ----------------------
+
+MODERN_TOKENIZER = os.path.join(ROOT, "tests", "data", "tokenizer", "modernbert")
+# ModernBERT-base's geometry (its vocabulary is 50368; the test tokenizer's 50307).
+MODERN = {"label": "ModernBERT-base", "layers": 22, "hidden": 768, "heads": 12,
+          "intermediate": 1152, "local_window": 128, "global_every": 3}
+MODERN_LENGTHS = (512, 4096)
+
+
+def modernbert_flops(n):
+    """Per layer and token: Wqkv 6H^2, Wo 2H^2, GeGLU Wi 4HI and Wo 2HI;
+    attention 4nH on global layers, 4wH (w = window + 1) on local ones."""
+    g = MODERN
+    H, FF, L = g["hidden"], g["intermediate"], g["layers"]
+    n_global = len(range(0, L, g["global_every"]))
+    dense = L * n * (8 * H * H + 6 * H * FF)
+    window = min(n, g["local_window"] + 1)
+    return dense + 4 * n * H * (n_global * n + (L - n_global) * window)
+
+
+def modernbert_bench(args, env):
+    """`bert bench` against ONNX Runtime on one ModernBERT-base export, one
+    sequence of 512 and one of 4,096 tokens (wiki text)."""
+    g = MODERN
+    ckpt = os.path.join(args.out, "ckpt", "modernbert")
+    if not os.path.exists(os.path.join(ckpt, "config.json")):
+        log(f"[setup] bert init {g['label']} -> {ckpt}")
+        run([BERT, "init", "--out", ckpt, "--tokenizer", MODERN_TOKENIZER, "--model-type", "modernbert",
+             "--layers", str(g["layers"]), "--hidden", str(g["hidden"]), "--heads", str(g["heads"]),
+             "--intermediate", str(g["intermediate"]), "--max-position", "8192", "--eps", "1e-5",
+             "--local-window", str(g["local_window"]), "--global-every", str(g["global_every"]),
+             "--ln-range", "0.1"])
+    onnx = os.path.join(args.out, "onnx", "modernbert")
+    if not os.path.exists(os.path.join(onnx, "embed.onnx")):
+        ensure_onnx_package()
+        log("[setup] exporting ModernBERT-base to ONNX (checked against bert within 1e-4)")
+        log(run([sys.executable, os.path.join(HERE, "export_onnx.py"), "--model", ckpt, "--out", onnx,
+                 "--heads", "embed", "--bert", BERT], stderr=subprocess.DEVNULL).strip())
+    folder = os.path.join(args.out, "workloads")
+    os.makedirs(folder, exist_ok=True)
+    ids = tokenize(ckpt, wiki_sentences()[:3000])
+    cls, sep = ids[0][0], ids[0][-1]
+    stream = [i for seq in ids for i in seq[1:-1]]
+    loads = {}
+    for n in MODERN_LENGTHS:
+        path = os.path.join(folder, f"modernbert-1x{n}.json")
+        with open(path, "w") as f:
+            json.dump({"batches": [[[cls] + stream[:n - 2] + [sep]]]}, f)
+        loads[f"1x{n}"] = path
+    engines = [Ours(ckpt, args.threads, env)]
+    if not args.no_ort:
+        engines.append(Peer("onnxruntime", ["node", os.path.join(HERE, "peer_ort.js"), str(args.threads)],
+                            lambda task: os.path.join(onnx, "embed.onnx"), env))
+    rows = []
+    try:
+        for name, path in loads.items():
+            n = int(name.split("x")[1])
+            med, all_times, _ = measure(engines, "embed", path, args.rounds or 2, args.repeat or 1)
+            rows.append({"workload": name, "tokens": n, "median_ms": med, "round_ms": all_times,
+                         "gflops": {e: modernbert_flops(n) / (ms / 1e3) / 1e9 for e, ms in med.items()}})
+            log(f"[modernbert {name}] " + ", ".join(f"{e} {ms:.0f} ms" for e, ms in med.items()))
+    finally:
+        for e in engines:
+            e.close()
+    rss = {e.name: e.rss_peak_kb for e in engines if isinstance(e, Peer)}
+    head = ["geometry", "workload", "bertserve ms"] + [f"{e.name} ms" for e in engines[1:]]
+    head += ["bertserve tok/s", "GFLOP/s ours"] + [f"ours/{e.name}" for e in engines[1:]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ms = r["median_ms"]
+        cells = [g["label"], r["workload"], fmt_ms(ms["bertserve"])]
+        cells += [fmt_ms(ms[e.name]) for e in engines[1:]]
+        cells += [f"{r['tokens'] / (ms['bertserve'] / 1e3):,.0f}", f"{r['gflops']['bertserve']:.0f}"]
+        cells += [f"{ms[e.name] / ms['bertserve']:.2f}x" for e in engines[1:]]
+        lines.append("| " + " | ".join(cells) + " |")
+    if rss:
+        lines.append("\n" + ", ".join(f"{e} peak RSS {kb / 1024:.0f} MB" for e, kb in rss.items() if kb))
+    table = "\n".join(lines)
+    with open(os.path.join(args.out, "modernbert_bench.json"), "w") as f:
+        json.dump({"threads": args.threads, "rows": rows, "peer_rss_kb": rss}, f, indent=1)
+    print(table)
+
+
 # ---- main --------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser(description="bert vs ONNX Runtime and PyTorch on the same token ids")
     ap.add_argument("--quick", action="store_true", help="bounded run (< 5 min once set up)")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    ap.add_argument("--geometries", default="minilm,base")
+    ap.add_argument("--geometries", default="minilm,base",
+                    help="minilm,base; or modernbert alone: ModernBERT-base at 1x512 and 1x4096 "
+                         "tokens against ONNX Runtime (default 2 rounds of 1 pass)")
     ap.add_argument("--rounds", type=int, help="alternating rounds (quick 3, full 5)")
     ap.add_argument("--repeat", type=int, help="passes per round (quick 1, full 3)")
     ap.add_argument("--dtype", choices=["bf16"], help="also time `bert bench --dtype bf16`")
@@ -470,6 +555,10 @@ def main():
         log(f"OPENBLAS_CORETYPE={coretype}")
     if not args.no_ort:
         ensure_ort()
+
+    if args.geometries == "modernbert":
+        modernbert_bench(args, env)
+        return
 
     started = time.time()
     results = {"threads": args.threads, "quick": args.quick, "rounds": rounds, "repeat": repeat,

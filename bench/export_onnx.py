@@ -4,7 +4,8 @@
 usage: /usr/bin/python3 bench/export_onnx.py --model DIR --out DIR
            [--heads embed,fill-mask,classify] [--bert build/bin/bert]
 
-Writes OUT/<head>.onnx for each head of bench/torch_bert.py (inputs
+Writes OUT/<head>.onnx for each head of bench/torch_bert.py (TorchBert, or
+TorchModernBert for a ModernBERT folder, which has embed only) (inputs
 input_ids and attention_mask, int64, dynamic batch and sequence axes). With
 --bert, first checks that the PyTorch model agrees with the engine on a few
 texts (token ids from `bert tokenize`): embeddings and class probabilities
@@ -21,7 +22,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_bert import TorchBert, pad_batch  # noqa: E402
+from torch_bert import load_model, pad_batch  # noqa: E402
 
 TOLERANCE = 1e-4
 CHECK_TEXTS = ["hello world",
@@ -48,7 +49,7 @@ def check_against_engine(bert, model, heads):
     report = {}
     for head in heads:
         with torch.no_grad():
-            out = TorchBert(model, head)(input_ids, mask).double()
+            out = load_model(model, head)(input_ids, mask).double()
         if head == "embed":
             ours = torch.tensor(bert_json(bert, "embed", model, CHECK_TEXTS), dtype=torch.float64)
             err = float((ours - out).abs().max())
@@ -83,7 +84,7 @@ def check_against_engine(bert, model, heads):
 
 
 def export(model, out_dir, head):
-    net = TorchBert(model, head).eval()
+    net = load_model(model, head).eval()
     path = os.path.join(out_dir, f"{head}.onnx")
     ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]], dtype=torch.long)
     mask = (ids != 0).long()

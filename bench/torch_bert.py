@@ -121,3 +121,85 @@ def pad_batch(seqs, pad_id=0):
         ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
         mask[i, :len(s)] = 1
     return ids, mask
+
+
+class TorchModernBert(torch.nn.Module):
+    """ModernBERT padded and batched as Hugging Face's eager / sdpa path runs
+    it (modeling_modernbert.py): RoPE on query and key halves, a sliding
+    window mask |i - j| <= local_attention // 2 on local layers (every
+    layer but each global_attn_every_n_layers-th), GeGLU, pre-norm, final
+    norm. Heads: encode and embed (masked mean pooling) only."""
+
+    def __init__(self, folder, head="embed"):
+        super().__init__()
+        if head not in ("encode", "embed"):
+            raise ValueError("TorchModernBert heads: encode, embed")
+        with open(os.path.join(folder, "config.json")) as f:
+            self.c = c = json.load(f)
+        self.head, self.H, self.A = head, c["hidden_size"], c["num_attention_heads"]
+        self.L, self.eps = c["num_hidden_layers"], c.get("norm_eps", 1e-5)
+        self.act = ACTIVATIONS[c.get("hidden_activation", "gelu")]
+        w = load_tensors(folder)
+        prefix = "model." if "model.embeddings.tok_embeddings.weight" in w else ""
+        self.w = torch.nn.ParameterDict()
+        for name, t in w.items():
+            if name.startswith(prefix):
+                self.w[name[len(prefix):].replace(".", "__")] = torch.nn.Parameter(t, requires_grad=False)
+
+    def p(self, name):
+        key = name.replace(".", "__")
+        return self.w[key] if key in self.w else None
+
+    def dense(self, x, name):
+        return F.linear(x, self.p(name + ".weight"), self.p(name + ".bias"))
+
+    def norm(self, x, name):
+        return F.layer_norm(x, (self.H,), self.p(name + ".weight"), self.p(name + ".bias"), self.eps)
+
+    def rope(self, S, theta):
+        D = self.H // self.A
+        inv_freq = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+        angles = torch.arange(S, dtype=torch.float32)[:, None] * inv_freq[None, :]
+        emb = torch.cat((angles, angles), dim=-1)
+        return emb.cos(), emb.sin()
+
+    @staticmethod
+    def rotate(x, cos, sin):
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+    def forward(self, input_ids, attention_mask):
+        c = self.c
+        B, S = input_ids.shape
+        A, D = self.A, self.H // self.A
+        x = self.norm(F.embedding(input_ids, self.p("embeddings.tok_embeddings.weight")), "embeddings.norm")
+        mask = attention_mask.to(x.dtype)
+        pad = (1.0 - mask)[:, None, None, :] * -1e9
+        idx = torch.arange(S)
+        far = ((idx[:, None] - idx[None, :]).abs() > c["local_attention"] // 2).to(x.dtype) * -1e9
+        ropes = {"global": self.rope(S, c["global_rope_theta"]), "local": self.rope(S, c["local_rope_theta"])}
+        for i in range(self.L):
+            lp = f"layers.{i}."
+            kind = "global" if i % c["global_attn_every_n_layers"] == 0 else "local"
+            h = x if i == 0 else self.norm(x, lp + "attn_norm")
+            qkv = self.dense(h, lp + "attn.Wqkv").view(B, S, 3, A, D)
+            q, k, v = (qkv[:, :, j].transpose(1, 2) for j in range(3))
+            cos, sin = ropes[kind]
+            q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+            bias = pad if kind == "global" else pad + far
+            probs = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D) + bias, dim=-1)
+            x = x + self.dense((probs @ v).transpose(1, 2).reshape(B, S, self.H), lp + "attn.Wo")
+            inp, gate = self.dense(self.norm(x, lp + "mlp_norm"), lp + "mlp.Wi").chunk(2, dim=-1)
+            x = x + self.dense(self.act(inp) * gate, lp + "mlp.Wo")
+        x = self.norm(x, "final_norm")
+        if self.head == "encode":
+            return x
+        m = mask.unsqueeze(-1)
+        return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+
+
+def load_model(folder, head="embed"):
+    """TorchBert or TorchModernBert, by the folder's model_type."""
+    with open(os.path.join(folder, "config.json")) as f:
+        modern = json.load(f).get("model_type") == "modernbert"
+    return (TorchModernBert if modern else TorchBert)(folder, head)

@@ -46,13 +46,21 @@ int cli_init_command(int argc, char **argv)
     c->layer_norm_eps = 1e-12f;
     c->pooling = BERT_POOLING_MEAN;
     const char *out = NULL, *dtype = "f32", *labels = NULL, *act = "gelu", *pooling = "mean";
-    const char *problem = NULL, *model_type = "bert";
+    const char *problem = NULL, *model_type = "bert", *classifier_pooling = "cls";
     double eps = 1e-12;
+    /* ModernBERT-base's values; the other families ignore them. */
+    struct bert_modernbert *mb = &c->modern;
+    mb->global_rope_theta = 160000.0;
+    mb->local_rope_theta = 10000.0;
+    mb->global_attn_every = 3;
+    mb->local_window = 128;
+    mb->classifier_activation = BERT_ACTIVATION_GELU;
+    bool biases = false;
     struct cli_opt opts[] = {
         {"out", CLI_OPT_STRING, &out, "checkpoint folder to write (required)"},
         {"tokenizer", CLI_OPT_STRING, &o.tokenizer_dir, "folder to copy tokenizer files from (required)"},
         {"model-type", CLI_OPT_STRING, &model_type,
-         "bert, distilbert, roberta, xlm-roberta, camembert, electra (bert)"},
+         "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert (bert)"},
         {"embedding-size", CLI_OPT_SIZE, &c->embedding_size,
          "ELECTRA embedding width, projected to --hidden (hidden)"},
         {"layers", CLI_OPT_SIZE, &c->num_layers, "encoder layers (2)"},
@@ -79,6 +87,18 @@ int cli_init_command(int argc, char **argv)
         {"pooling", CLI_OPT_STRING, &pooling, "sentence-transformers pooling: cls, mean, max (mean)"},
         {"normalize", CLI_OPT_FLAG, &o.st_normalize, "sentence-transformers Normalize module"},
         {"max-seq-length", CLI_OPT_SIZE, &o.st_max_seq_length, "sentence_bert_config max_seq_length"},
+        {"global-every", CLI_OPT_SIZE, &mb->global_attn_every,
+         "ModernBERT: layer i attends globally when i % N == 0 (3)"},
+        {"local-window", CLI_OPT_SIZE, &mb->local_window,
+         "ModernBERT: local attention window, both sides together (128)"},
+        {"global-theta", CLI_OPT_DOUBLE, &mb->global_rope_theta, "ModernBERT: global RoPE theta (160000)"},
+        {"local-theta", CLI_OPT_DOUBLE, &mb->local_rope_theta, "ModernBERT: local RoPE theta (10000)"},
+        {"classifier-pooling", CLI_OPT_STRING, &classifier_pooling,
+         "ModernBERT: classifier pooling, cls or mean (cls)"},
+        {"discriminator", CLI_OPT_FLAG, &o.discriminator,
+         "ELECTRA: add the discriminator head (ElectraForPreTraining)"},
+        {"biases", CLI_OPT_FLAG, &biases,
+         "ModernBERT: attention, MLP, norm and head biases on (the real checkpoints have none)"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
     if (!cli_parse("init", argc, argv, opts, n_opts))
@@ -117,10 +137,14 @@ int cli_init_command(int argc, char **argv)
             c->activation = acts[i].act;
             act_ok = true;
         }
-    if (!act_ok || !bert_pooling_parse(pooling, &c->pooling)) {
-        fprintf(stderr, "bert init: unknown --act '%s' or --pooling '%s'\n", act, pooling);
+    if (!act_ok || !bert_pooling_parse(pooling, &c->pooling) ||
+        !bert_pooling_parse(classifier_pooling, &mb->classifier_pooling) ||
+        mb->classifier_pooling == BERT_POOLING_MAX) {
+        fprintf(stderr, "bert init: unknown --act '%s', --pooling '%s' or --classifier-pooling '%s'\n",
+                act, pooling, classifier_pooling);
         return CLI_EXIT_USAGE;
     }
+    mb->attention_bias = mb->mlp_bias = mb->norm_bias = mb->classifier_bias = biases;
     if (problem != NULL) {
         if (strcmp(problem, "single_label") == 0)
             c->problem_type = BERT_PROBLEM_SINGLE_LABEL;

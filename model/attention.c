@@ -1,6 +1,7 @@
 #include "attention.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "simd.h"
@@ -25,11 +26,12 @@ size_t attention_workspace_floats(size_t max_n, size_t d)
     return d * n16 + ROWS * n16 + ROWS * round_lanes(d);
 }
 
-/* s[r][j] = sum_c qb[r][c] * kt[c][j] for a block of ROWS query rows. */
+/* s[r][j] = sum_c qb[r][c] * kt[c][j] for a block of ROWS query rows and
+ * the `width` key columns from kt and s (rows n16 floats apart). */
 static inline __attribute__((always_inline)) void block_scores(const float *restrict qb, size_t dq, const float *restrict kt,
-                                size_t n16, size_t d, float *restrict s)
+                                size_t n16, size_t width, size_t d, float *restrict s)
 {
-    for (size_t j0 = 0; j0 < n16; j0 += LANES) {
+    for (size_t j0 = 0; j0 < width; j0 += LANES) {
         vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         for (size_t c = 0; c < d; c++) {
             const vec16 kr = load16(kt + c * n16 + j0);
@@ -86,13 +88,15 @@ static inline __attribute__((always_inline)) void block_values(const float *rest
 }
 
 BERT_HOT
-void attention_head(const float *q, const float *k, const float *v, size_t ld, size_t n,
-                    size_t d, float scale, float *out, size_t ldo, float *work)
+void attention_head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
+                           size_t d, float scale, float *out, size_t ldo, float *work,
+                           size_t half_window)
 {
     const size_t n16 = round_lanes(n), d16 = round_lanes(d);
     float *kt = work;                 /* (d, n16) keys transposed, zero padded */
     float *s = kt + d * n16;          /* (ROWS, n16) scores, then probabilities */
     float *qb = s + ROWS * n16;       /* (ROWS, d16) scaled query rows */
+    const size_t half = half_window < n ? half_window : n;
     for (size_t c = 0; c < d; c++) {
         float *row = kt + c * n16;
         for (size_t j = 0; j < n; j++)
@@ -102,17 +106,30 @@ void attention_head(const float *q, const float *k, const float *v, size_t ld, s
     }
     for (size_t i0 = 0; i0 < n; i0 += ROWS) {
         const size_t rows = n - i0 < ROWS ? n - i0 : ROWS;
+        /* The keys any row of the block sees: [lo, hi), lo rounded down to
+         * a whole vector so loads stay aligned. */
+        const size_t lo = (i0 > half ? i0 - half : 0) & ~(size_t)(LANES - 1);
+        const size_t hi = i0 + rows - 1 + half < n ? i0 + rows + half : n;
+        const size_t width = round_lanes(hi - lo);
         /* Missing rows of the last block are zeros: computed, never stored. */
         for (size_t r = 0; r < ROWS; r++)
             for (size_t c = 0; c < d; c++)
                 qb[r * d16 + c] = r < rows ? q[(i0 + r) * ld + c] * scale : 0.0f;
-        block_scores(qb, d16, kt, n16, d, s);
-        for (size_t r = 0; r < rows; r++)
-            softmax_row(s + r * n16, n, n16);
+        block_scores(qb, d16, kt + lo, n16, width, d, s + lo);
+        for (size_t r = 0; r < rows; r++) {
+            float *sr = s + r * n16;
+            const size_t i = i0 + r;
+            const size_t first = i > half ? i - half : 0, last = i + half < hi ? i + half + 1 : hi;
+            for (size_t j = lo; j < first; j++)
+                sr[j] = -INFINITY;
+            for (size_t j = last; j < hi; j++)
+                sr[j] = -INFINITY;
+            softmax_row(sr + lo, hi - lo, width);
+        }
         size_t c0 = 0;
         for (; c0 + LANES <= d; c0 += LANES) {
             vec16 acc[ROWS];
-            block_values(s, n16, v, ld, n, c0, acc);
+            block_values(s + lo, n16, v + lo * ld, ld, hi - lo, c0, acc);
             for (size_t r = 0; r < rows; r++)
                 memcpy(out + (i0 + r) * ldo + c0, &acc[r], sizeof acc[r]);
         }
@@ -120,10 +137,16 @@ void attention_head(const float *q, const float *k, const float *v, size_t ld, s
         for (size_t c = c0; c < d; c++) {
             for (size_t r = 0; r < rows; r++) {
                 float acc = 0.0f;
-                for (size_t j = 0; j < n; j++)
+                for (size_t j = lo; j < hi; j++)
                     acc += s[r * n16 + j] * v[j * ld + c];
                 out[(i0 + r) * ldo + c] = acc;
             }
         }
     }
+}
+
+void attention_head(const float *q, const float *k, const float *v, size_t ld, size_t n,
+                    size_t d, float scale, float *out, size_t ldo, float *work)
+{
+    attention_head_window(q, k, v, ld, n, d, scale, out, ldo, work, SIZE_MAX);
 }

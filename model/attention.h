@@ -17,4 +17,11 @@ size_t attention_workspace_floats(size_t max_n, size_t d);
 void attention_head(const float *q, const float *k, const float *v, size_t ld, size_t n,
                     size_t d, float scale, float *out, size_t ldo, float *work);
 
+/* The same with a sliding window (ModernBERT's local layers): query i sees
+ * only keys j with |i - j| <= half_window, and only those are computed, so
+ * a local layer costs O(n * window * d). SIZE_MAX: no window. */
+void attention_head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
+                           size_t d, float scale, float *out, size_t ldo, float *work,
+                           size_t half_window);
+
 #endif

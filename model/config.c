@@ -200,6 +200,94 @@ static enum bert_status parse_distilbert_geometry(const char *name, json_t *root
     return parse_activation(name, root, "activation", &cfg->activation, err);
 }
 
+/* A positive number; `def` when the key is absent. */
+static enum bert_status get_real(const char *name, json_t *root, const char *key, double def,
+                                 double *out, struct bert_error *err)
+{
+    json_t *v = json_object_get(root, key);
+    if (v == NULL || json_is_null(v)) {
+        *out = def;
+        return BERT_OK;
+    }
+    if (!json_is_number(v) || !(json_number_value(v) > 0))
+        return bert_error_set(err, BERT_E_FORMAT, "%s: \"%s\" must be a positive number", name,
+                              key);
+    *out = json_number_value(v);
+    return BERT_OK;
+}
+
+static bool get_flag(json_t *root, const char *key, bool def)
+{
+    json_t *v = json_object_get(root, key);
+    return json_is_boolean(v) ? json_is_true(v) : def;
+}
+
+/* Newer transformers write the thetas as rope_parameters per layer type. */
+static enum bert_status modernbert_thetas(const char *name, json_t *root,
+                                          struct bert_modernbert *m, struct bert_error *err)
+{
+    enum bert_status st;
+    if ((st = get_real(name, root, "global_rope_theta", 160000.0, &m->global_rope_theta, err)) ||
+        (st = get_real(name, root, "local_rope_theta", 10000.0, &m->local_rope_theta, err)))
+        return st;
+    json_t *rp = json_object_get(root, "rope_parameters");
+    if (!json_is_object(rp))
+        return BERT_OK;
+    json_t *full = json_object_get(rp, "full_attention");
+    json_t *sliding = json_object_get(rp, "sliding_attention");
+    if ((json_is_object(full) &&
+         (st = get_real(name, full, "rope_theta", m->global_rope_theta, &m->global_rope_theta,
+                        err))) ||
+        (json_is_object(sliding) &&
+         (st = get_real(name, sliding, "rope_theta", m->local_rope_theta, &m->local_rope_theta,
+                        err))))
+        return st;
+    return BERT_OK;
+}
+
+/* ModernBertConfig: its own key names and defaults (ModernBERT-base's), no
+ * position embeddings (RoPE) and no token types. */
+static enum bert_status parse_modernbert_geometry(const char *name, json_t *root,
+                                                  struct bert_config *cfg,
+                                                  struct bert_error *err)
+{
+    struct bert_modernbert *m = &cfg->modern;
+    enum bert_status st;
+    double eps = 1e-5;
+    if ((st = get_size(name, root, "vocab_size", 50368, &cfg->vocab_size, err)) ||
+        (st = get_size(name, root, "hidden_size", 768, &cfg->hidden_size, err)) ||
+        (st = get_size(name, root, "num_hidden_layers", 22, &cfg->num_layers, err)) ||
+        (st = get_size(name, root, "num_attention_heads", 12, &cfg->num_heads, err)) ||
+        (st = get_size(name, root, "intermediate_size", 1152, &cfg->intermediate_size, err)) ||
+        (st = get_size(name, root, "max_position_embeddings", 8192,
+                       &cfg->max_position_embeddings, err)) ||
+        (st = get_size(name, root, "global_attn_every_n_layers", 1, &m->global_attn_every,
+                       err)) ||
+        (st = get_size(name, root, "local_attention", 128, &m->local_window, err)) ||
+        (st = get_real(name, root, "norm_eps", 1e-5, &eps, err)) ||
+        (st = modernbert_thetas(name, root, m, err)))
+        return st;
+    cfg->embedding_size = cfg->hidden_size;
+    cfg->type_vocab_size = 0;
+    cfg->layer_norm_eps = (float)eps;
+    m->attention_bias = get_flag(root, "attention_bias", false);
+    m->mlp_bias = get_flag(root, "mlp_bias", false);
+    m->norm_bias = get_flag(root, "norm_bias", false);
+    m->classifier_bias = get_flag(root, "classifier_bias", false);
+    json_t *pool = json_object_get(root, "classifier_pooling");
+    const char *pool_name = json_is_string(pool) ? json_string_value(pool) : "cls";
+    if (!bert_pooling_parse(pool_name, &m->classifier_pooling) ||
+        m->classifier_pooling == BERT_POOLING_MAX)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: classifier_pooling \"%.40s\" is not supported (supported: "
+                              "cls, mean)",
+                              name, pool_name);
+    if ((st = parse_activation(name, root, "classifier_activation", &m->classifier_activation,
+                               err)))
+        return st;
+    return parse_activation(name, root, "hidden_activation", &cfg->activation, err);
+}
+
 /* What differs between families beyond the geometry: where positions start
  * and the activations of the heads (modeling_*.py of each family). */
 static enum bert_status set_family_details(const char *name, struct bert_config *cfg,
@@ -223,6 +311,12 @@ static enum bert_status set_family_details(const char *name, struct bert_config 
         break;
     case BERT_FAMILY_DISTILBERT:
         cfg->pooler_activation = BERT_ACTIVATION_RELU; /* pre_classifier + ReLU */
+        break;
+    case BERT_FAMILY_MODERNBERT:
+        /* One ModernBertPredictionHead serves the MLM decoder and the
+         * classifier, with classifier_activation (parsed with the geometry). */
+        cfg->pooler_activation = cfg->modern.classifier_activation;
+        cfg->mlm_activation = cfg->pooler_activation;
         break;
     case BERT_FAMILY_ELECTRA:
         /* ElectraClassificationHead and ElectraGeneratorPredictions use gelu. */
@@ -261,7 +355,10 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               model_type, bert_family_supported_types());
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", model_type);
 
-    json_t *pet = json_object_get(root, "position_embedding_type");
+    /* ModernBERT's positions are RoPE whatever this key says. */
+    json_t *pet = cfg->family == BERT_FAMILY_MODERNBERT
+                      ? NULL
+                      : json_object_get(root, "position_embedding_type");
     if (pet != NULL && !json_is_null(pet) &&
         (!json_is_string(pet) || strcmp(json_string_value(pet), "absolute") != 0))
         return bert_error_set(err, BERT_E_UNSUPPORTED,
@@ -277,6 +374,8 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
 
     enum bert_status st = cfg->family == BERT_FAMILY_DISTILBERT
                               ? parse_distilbert_geometry(name, root, cfg, err)
+                          : cfg->family == BERT_FAMILY_MODERNBERT
+                              ? parse_modernbert_geometry(name, root, cfg, err)
                               : parse_bert_geometry(name, root, cfg, err);
     if (st != BERT_OK)
         return st;
@@ -284,6 +383,10 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: hidden_size %zu is not a multiple of num_attention_heads %zu",
                               name, cfg->hidden_size, cfg->num_heads);
+    if (cfg->family == BERT_FAMILY_MODERNBERT && (cfg->hidden_size / cfg->num_heads) % 2 != 0)
+        return bert_error_set(err, BERT_E_FORMAT,
+                              "%s: the head size %zu must be even (RoPE rotates pairs of halves)",
+                              name, cfg->hidden_size / cfg->num_heads);
 
     json_t *pad = json_object_get(root, "pad_token_id");
     /* RobertaConfig's default pad_token_id is 1. */
@@ -451,6 +554,35 @@ static const char *activation_name(enum bert_activation act)
     return "gelu";
 }
 
+/* ModernBertConfig's keys. */
+static void write_modernbert(const struct bert_config *cfg, json_t *root)
+{
+    const struct bert_modernbert *m = &cfg->modern;
+    json_object_set_new(root, "hidden_size", json_integer((json_int_t)cfg->hidden_size));
+    json_object_set_new(root, "intermediate_size",
+                        json_integer((json_int_t)cfg->intermediate_size));
+    json_object_set_new(root, "num_hidden_layers", json_integer((json_int_t)cfg->num_layers));
+    json_object_set_new(root, "num_attention_heads", json_integer((json_int_t)cfg->num_heads));
+    json_object_set_new(root, "max_position_embeddings",
+                        json_integer((json_int_t)cfg->max_position_embeddings));
+    json_object_set_new(root, "norm_eps", json_real(cfg->layer_norm_eps));
+    json_object_set_new(root, "hidden_activation", json_string(activation_name(cfg->activation)));
+    json_object_set_new(root, "classifier_activation",
+                        json_string(activation_name(m->classifier_activation)));
+    json_object_set_new(root, "classifier_pooling",
+                        json_string(bert_pooling_name(m->classifier_pooling)));
+    json_object_set_new(root, "global_rope_theta", json_real(m->global_rope_theta));
+    json_object_set_new(root, "local_rope_theta", json_real(m->local_rope_theta));
+    json_object_set_new(root, "global_attn_every_n_layers",
+                        json_integer((json_int_t)m->global_attn_every));
+    json_object_set_new(root, "local_attention", json_integer((json_int_t)m->local_window));
+    json_object_set_new(root, "attention_bias", json_boolean(m->attention_bias));
+    json_object_set_new(root, "mlp_bias", json_boolean(m->mlp_bias));
+    json_object_set_new(root, "norm_bias", json_boolean(m->norm_bias));
+    json_object_set_new(root, "classifier_bias", json_boolean(m->classifier_bias));
+    json_object_set_new(root, "decoder_bias", json_true());
+}
+
 enum bert_status bert_config_write(const struct bert_config *cfg, const char *path,
                                    struct bert_error *err)
 {
@@ -488,6 +620,8 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
         json_object_set_new(root, "sinusoidal_pos_embds", json_false());
         json_object_set_new(root, "dropout", json_real(0.1));
         json_object_set_new(root, "attention_dropout", json_real(0.1));
+    } else if (cfg->family == BERT_FAMILY_MODERNBERT) {
+        write_modernbert(cfg, root);
     } else {
         json_object_set_new(root, "hidden_size", json_integer((json_int_t)cfg->hidden_size));
         if (cfg->family == BERT_FAMILY_ELECTRA)
@@ -508,7 +642,7 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
     }
     json_object_set_new(root, "initializer_range", json_real(0.02));
     json_object_set_new(root, "pad_token_id", json_integer(cfg->pad_token_id));
-    if (cfg->family != BERT_FAMILY_DISTILBERT)
+    if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT)
         json_object_set_new(root, "position_embedding_type", json_string("absolute"));
     json_object_set_new(root, "tie_word_embeddings", json_boolean(cfg->tie_word_embeddings));
     json_object_set_new(root, "id2label", id2label);

@@ -64,6 +64,19 @@ struct bert_config {
     bool pooling_from_model;
     bool normalize;
     size_t st_max_seq_length;    /* sentence_bert_config.json max_seq_length, 0 if none */
+
+    /* ModernBERT (zero / false for the other families). Layer i attends
+     * globally when i % global_attn_every == 0, else to the tokens within
+     * local_window / 2 positions on either side; each kind rotates queries
+     * and keys with its own RoPE theta. Missing biases are absent tensors. */
+    struct bert_modernbert {
+        double global_rope_theta, local_rope_theta;
+        size_t global_attn_every;
+        size_t local_window;     /* config.json local_attention: the whole window */
+        bool attention_bias, mlp_bias, norm_bias, classifier_bias;
+        enum bert_pooling classifier_pooling; /* cls | mean */
+        enum bert_activation classifier_activation; /* ModernBertPredictionHead's */
+    } modern;
 };
 
 /* Read `dir/config.json` and the optional sentence-transformers files.

@@ -1,6 +1,7 @@
 #include "encoder.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "attention.h"
 #include "linear.h"
 #include "kernels.h"
+#include "modernbert.h"
 #include "scratch.h"
 
 /* Views are 64-byte aligned so GEMMs and vector loops start on cache lines. */
@@ -40,13 +42,17 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     const size_t members = bert_team_size(s->team);
     const size_t T = max_tokens, H = c->hidden_size, E = c->embedding_size;
     /* ffn also holds ELECTRA's (T, E) embeddings before their projection,
-     * tmp the MLM transform's (rows, E) output. */
-    const size_t FF = c->intermediate_size > E ? c->intermediate_size : E;
+     * tmp the MLM transform's (rows, E) output. ModernBERT's ffn holds the
+     * GeGLU's (T, 2I) input and gate, qkv also its (T, I) product. */
+    const bool modern = c->family == BERT_FAMILY_MODERNBERT;
+    const size_t inter = c->intermediate_size;
+    const size_t FF = modern ? 2 * inter : inter > E ? inter : E;
+    const size_t QKV = modern && inter > 3 * H ? inter : 3 * H;
     const size_t HE = H > E ? H : E;
     s->attn_floats = round_floats(attention_workspace_floats(max_seq_len, H / c->num_heads));
     size_t sizes[] = {
         round_floats(T * H),     /* x */
-        round_floats(T * 3 * H), /* qkv */
+        round_floats(T * QKV),   /* qkv */
         round_floats(T * H),     /* ctx */
         round_floats(T * HE),    /* tmp */
         round_floats(T * FF),    /* ffn */
@@ -107,7 +113,10 @@ static enum bert_status check_batch(const struct bert_model *model, const struct
                               b->n_tokens, s->max_tokens);
     for (size_t i = 0; i < b->n_seqs; i++) {
         size_t n = b->seq_start[i + 1] - b->seq_start[i];
-        const size_t positions = c->max_position_embeddings - c->position_offset;
+        /* ModernBERT's RoPE tables cover max_input_tokens positions. */
+        const size_t positions = c->family == BERT_FAMILY_MODERNBERT
+                                     ? model->max_input_tokens
+                                     : c->max_position_embeddings - c->position_offset;
         if (b->seq_start[i + 1] < b->seq_start[i] || n == 0 || n > s->max_seq_len ||
             n > positions)
             return bert_error_set(err, BERT_E_INVALID,
@@ -169,8 +178,8 @@ static void embed_rows(const struct bert_model *model, const struct bert_batch *
 /* Attention per sequence and head, handed out one (sequence, head) at a time
  * so members stay busy whatever the sequence lengths. Sequences never see
  * each other's tokens: that is what packing without padding needs. */
-static void attention(const struct bert_model *model, struct bert_scratch *s,
-                      const struct bert_batch *b, size_t member)
+void bert_attention_member(const struct bert_model *model, struct bert_scratch *s,
+                           const struct bert_batch *b, size_t member, size_t half_window)
 {
     const size_t H = model->config.hidden_size, A = model->config.num_heads, D = H / A;
     const size_t ld = 3 * H, items = b->n_seqs * A;
@@ -181,7 +190,8 @@ static void attention(const struct bert_model *model, struct bert_scratch *s,
         size_t i = item / A, h = item % A;
         size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
         const float *q = s->qkv + r0 * ld + h * D;
-        attention_head(q, q + H, q + 2 * H, ld, n, D, scale, s->ctx + r0 * H + h * D, H, work);
+        attention_head_window(q, q + H, q + 2 * H, ld, n, D, scale, s->ctx + r0 * H + h * D, H,
+                              work, half_window);
     }
 }
 
@@ -210,7 +220,7 @@ static void layer_forward(const struct encode_job *job, const struct bert_layer_
     if (p->member == 0)
         atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
     bert_team_barrier(team);
-    attention(job->model, s, job->b, p->member);
+    bert_attention_member(job->model, s, job->b, p->member, SIZE_MAX);
     bert_team_barrier(team);
 
     bert_linear_share(p, s->ctx, H, l->attn_out_w, H, *tmp, H);
@@ -248,6 +258,10 @@ static void encode_member(void *arg, size_t member, size_t n_members)
     struct bert_scratch *s = job->s;
     const struct bert_weights *w = &job->model->weights;
     const struct bert_share p = bert_share_of(job->b->n_tokens, member, n_members);
+    if (job->model->config.family == BERT_FAMILY_MODERNBERT) {
+        modernbert_encode_member(job->model, s, job->b, &p);
+        return;
+    }
     embed_rows(job->model, job->b, p.r0, p.r1, w->emb_proj_w ? s->ffn : s->x);
     if (!p.by_rows)
         bert_team_barrier(s->team);
@@ -276,7 +290,8 @@ enum bert_status bert_encode(const struct bert_model *model, struct bert_scratch
         return st;
     struct encode_job job = {model, s, batch};
     bert_team_run(s->team, encode_member, &job);
-    /* Every layer swaps x and tmp twice, so the result is back in x. */
+    /* Every layer swaps x and tmp twice, so the result is back in x
+     * (ModernBERT's residual stream stays in x). */
     *hidden = s->x;
     return BERT_OK;
 }

@@ -55,7 +55,8 @@ void bert_pool(const float *hidden, size_t H, size_t row0, size_t n, enum bert_p
 }
 
 /* Pooler (dense + the family's activation on the first token: tanh for
- * BERT and RoBERTa, ReLU for DistilBERT, GELU for ELECTRA) then the
+ * BERT and RoBERTa, ReLU for DistilBERT, GELU for ELECTRA; ModernBERT's
+ * head on the cls or mean pooled row, with its LayerNorm) then the
  * classifier, for every classify sequence at once: one GEMM each over the
  * gathered first rows. Small, so one member does it. */
 static void run_classify(const struct bert_model *model, struct bert_scratch *s,
@@ -66,15 +67,23 @@ static void run_classify(const struct bert_model *model, struct bert_scratch *s,
     const size_t H = model->config.hidden_size, C = model->config.num_labels;
     float *gathered = s->ctx; /* (m, H) [CLS] rows; the encoder is done with ctx */
     float *pooled = s->tmp;   /* (m, H) */
+    /* ModernBERT pools by its classifier_pooling; the others read [CLS]. */
+    const enum bert_pooling pooling = model->config.family == BERT_FAMILY_MODERNBERT
+                                          ? model->config.modern.classifier_pooling
+                                          : BERT_POOLING_CLS;
     size_t m = 0;
     for (size_t i = 0; i < b->n_seqs; i++)
         if (tasks[i].task == BERT_TASK_CLASSIFY)
-            memcpy(gathered + m++ * H, hidden + b->seq_start[i] * H, H * sizeof(float));
+            bert_pool(hidden, H, b->seq_start[i], b->seq_start[i + 1] - b->seq_start[i],
+                      pooling, false, gathered + m++ * H);
     if (m == 0)
         return;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)H, (int)H, 1.0f, gathered,
                 (int)H, w->pooler_w, (int)H, 0.0f, pooled, (int)H);
     kernel_bias_activation(pooled, w->pooler_b, m, H, H, model->config.pooler_activation);
+    if (w->pooler_ln_g != NULL) /* ModernBertPredictionHead ends with its norm */
+        kernel_add_layernorm(pooled, NULL, NULL, w->pooler_ln_g, w->pooler_ln_b, m, H,
+                             model->config.layer_norm_eps);
     /* Logits go into the gather buffer, which is free again. */
     float *logits = gathered;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)C, (int)H, 1.0f, pooled,
@@ -84,6 +93,30 @@ static void run_classify(const struct bert_model *model, struct bert_scratch *s,
     for (size_t i = 0; i < b->n_seqs; i++)
         if (tasks[i].task == BERT_TASK_CLASSIFY)
             memcpy(tasks[i].logits, logits + m++ * C, C * sizeof(float));
+}
+
+/* ElectraDiscriminatorPredictions on every token of the replaced-token
+ * sequences: dense + hidden_act, dense_prediction, sigmoid. One member,
+ * a sequence at a time through ctx. */
+static void run_replaced(const struct bert_model *model, struct bert_scratch *s,
+                         const struct bert_batch *b, const float *hidden,
+                         const struct bert_seq_task *tasks)
+{
+    const struct bert_weights *w = &model->weights;
+    const size_t H = model->config.hidden_size;
+    for (size_t i = 0; i < b->n_seqs; i++) {
+        if (tasks[i].task != BERT_TASK_REPLACED)
+            continue;
+        const size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)H, (int)H, 1.0f,
+                    hidden + r0 * H, (int)H, w->disc_dense_w, (int)H, 0.0f, s->ctx, (int)H);
+        kernel_bias_activation(s->ctx, w->disc_dense_b, n, H, H, model->config.activation);
+        for (size_t t = 0; t < n; t++) {
+            const float logit =
+                cblas_sdot((int)H, s->ctx + t * H, 1, w->disc_pred_w, 1) + w->disc_pred_b[0];
+            tasks[i].replaced[t] = 1.0f / (1.0f + vmath_exp(-logit));
+        }
+    }
 }
 
 /* Keep the k best (score, id) pairs, best first; ties go to the lower id,
@@ -151,7 +184,7 @@ struct heads_job {
     const struct bert_batch *b;
     const float *hidden;
     const struct bert_seq_task *tasks;
-    bool any_classify;
+    bool any_classify, any_replaced;
     size_t n_masks;
 };
 
@@ -211,6 +244,8 @@ static void heads_member(void *arg, size_t member, size_t n_members)
     }
     if (job->any_classify && member == 0)
         run_classify(job->model, job->s, b, job->hidden, job->tasks);
+    if (job->any_replaced && member == 0)
+        run_replaced(job->model, job->s, b, job->hidden, job->tasks);
     if (job->n_masks > 0) {
         bert_team_barrier(job->s->team); /* classify is done with ctx and tmp */
         fill_mask_member(job, member, n_members);
@@ -246,6 +281,11 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
                 return bert_error_set(err, BERT_E_INVALID,
                                       "this checkpoint has no classification head");
             job.any_classify = true;
+        } else if (t->task == BERT_TASK_REPLACED) {
+            if (!model->can_detect_replaced)
+                return bert_error_set(err, BERT_E_INVALID,
+                                      "this checkpoint has no ELECTRA discriminator head");
+            job.any_replaced = true;
         } else if (t->task == BERT_TASK_FILL_MASK) {
             if (!model->can_fill_mask)
                 return bert_error_set(err, BERT_E_INVALID,

@@ -13,6 +13,7 @@ enum bert_task {
     BERT_TASK_EMBED,
     BERT_TASK_FILL_MASK,
     BERT_TASK_CLASSIFY,
+    BERT_TASK_REPLACED,
 };
 
 /* What to compute for one sequence of a batch, and where to put it. */
@@ -36,6 +37,11 @@ struct bert_seq_task {
 
     /* BERT_TASK_CLASSIFY: raw classifier logits. */
     float *logits;           /* (num_labels) out */
+
+    /* BERT_TASK_REPLACED (ELECTRA discriminators): per token, the
+     * probability that it was replaced (sigmoid of the discriminator's
+     * logit), as ElectraForPreTraining computes it. */
+    float *replaced;         /* (tokens of the sequence) out */
 };
 
 /* Number of mask tokens in sequence `i` of `batch`. */

@@ -7,6 +7,7 @@
 
 #include "fileutil.h"
 #include "linear_bf16.h"
+#include "rope.h"
 
 /* The checkpoint's own limit: position embeddings (those from
  * position_offset on: RoBERTa's 514 give 512), narrowed by
@@ -62,8 +63,19 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
         return st;
     }
     m->max_input_tokens = model_max_input_tokens(&m->config);
+    if (m->config.family == BERT_FAMILY_MODERNBERT) {
+        const struct bert_config *c = &m->config;
+        const size_t D = c->hidden_size / c->num_heads;
+        m->rope_global = rope_table_new(m->max_input_tokens, D, c->modern.global_rope_theta);
+        m->rope_local = rope_table_new(m->max_input_tokens, D, c->modern.local_rope_theta);
+        if (m->rope_global == NULL || m->rope_local == NULL) {
+            bert_model_free(m);
+            return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE tables");
+        }
+    }
     m->can_fill_mask = m->weights.mlm_dense_w != NULL && bert_tokenizer_mask_id(m->tokenizer) >= 0;
     m->can_classify = m->weights.classifier_w != NULL;
+    m->can_detect_replaced = m->weights.disc_dense_w != NULL;
     *out = m;
     return BERT_OK;
 }
@@ -92,6 +104,8 @@ void bert_model_free(struct bert_model *m)
             linear_bf16_unregister(m->weights.arena);
     }
     bert_weights_free(&m->weights);
+    free(m->rope_global);
+    free(m->rope_local);
     safetensors_close(&m->file);
     bert_tokenizer_free(m->tokenizer);
     bert_config_free(&m->config);

@@ -20,7 +20,11 @@ struct bert_model {
     size_t max_input_tokens;  /* longest sequence the model accepts, specials included */
     bool can_fill_mask;       /* MLM head present and the tokenizer has a mask token */
     bool can_classify;        /* classifier head present */
+    bool can_detect_replaced; /* ELECTRA discriminator head present */
     bool bf16;                /* dense layers run in bf16 (bert_model_use_bf16) */
+    /* ModernBERT's RoPE tables (rope.h) for positions < max_input_tokens,
+     * global and local theta; NULL for the other families. */
+    float *rope_global, *rope_local;
 };
 
 /* Load the checkpoint folder `dir` (config.json, model.safetensors,

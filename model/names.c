@@ -14,6 +14,7 @@ static const struct {
     {"xlm-roberta", BERT_FAMILY_ROBERTA, "XLMRoberta"},
     {"camembert", BERT_FAMILY_ROBERTA, "Camembert"},
     {"electra", BERT_FAMILY_ELECTRA, "Electra"},
+    {"modernbert", BERT_FAMILY_MODERNBERT, "ModernBert"},
 };
 
 static const char *const family_names[BERT_FAMILY_COUNT] = {
@@ -21,6 +22,7 @@ static const char *const family_names[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_DISTILBERT] = "distilbert",
     [BERT_FAMILY_ROBERTA] = "roberta",
     [BERT_FAMILY_ELECTRA] = "electra",
+    [BERT_FAMILY_MODERNBERT] = "modernbert",
 };
 
 /* transformers' base_model_prefix of each family: XLM-R and CamemBERT keep
@@ -30,6 +32,7 @@ static const char *const prefixes[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_DISTILBERT] = "distilbert.",
     [BERT_FAMILY_ROBERTA] = "roberta.",
     [BERT_FAMILY_ELECTRA] = "electra.",
+    [BERT_FAMILY_MODERNBERT] = "model.",
 };
 
 bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
@@ -45,7 +48,7 @@ bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
 
 const char *bert_family_supported_types(void)
 {
-    return "bert, distilbert, roberta, xlm-roberta, camembert, electra";
+    return "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert";
 }
 
 const char *bert_family_name(enum bert_family family)
@@ -163,8 +166,9 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_MLM_DECODER_W] = {"lm_head.decoder.weight", false},
         [BERT_TENSOR_MLM_DECODER_B] = {"lm_head.bias", false},
     },
-    /* ElectraModel's embeddings_project, ElectraClassificationHead and the
-     * generator's ElectraGeneratorPredictions + generator_lm_head. */
+    /* ElectraModel's embeddings_project, ElectraClassificationHead, the
+     * generator's ElectraGeneratorPredictions + generator_lm_head, and
+     * ElectraForPreTraining's ElectraDiscriminatorPredictions. */
     [BERT_FAMILY_ELECTRA] = {
         BERT_ENCODER_NAMES,
         [BERT_TENSOR_EMB_PROJ_W] = {"embeddings_project.weight", true},
@@ -179,6 +183,43 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_MLM_LN_B] = {"generator_predictions.LayerNorm.bias", false},
         [BERT_TENSOR_MLM_DECODER_W] = {"generator_lm_head.weight", false},
         [BERT_TENSOR_MLM_DECODER_B] = {"generator_lm_head.bias", false},
+        [BERT_TENSOR_DISC_DENSE_W] = {"discriminator_predictions.dense.weight", false},
+        [BERT_TENSOR_DISC_DENSE_B] = {"discriminator_predictions.dense.bias", false},
+        [BERT_TENSOR_DISC_PRED_W] = {"discriminator_predictions.dense_prediction.weight", false},
+        [BERT_TENSOR_DISC_PRED_B] = {"discriminator_predictions.dense_prediction.bias", false},
+    },
+    /* modeling_modernbert.py: ModernBertEmbeddings (no positions, no token
+     * types), ModernBertEncoderLayer (attn_norm, fused Wqkv, Wo, mlp_norm,
+     * GeGLU Wi / Wo), final_norm, and ModernBertPredictionHead ("head"),
+     * which the MLM decoder and the classifier both read. Layer 0 has no
+     * attn_norm (an Identity). Biases exist only when config.json turns
+     * them on (attention_bias, mlp_bias, norm_bias, classifier_bias). */
+    [BERT_FAMILY_MODERNBERT] = {
+        [BERT_TENSOR_WORD_EMB] = {"embeddings.tok_embeddings.weight", true},
+        [BERT_TENSOR_EMB_LN_G] = {"embeddings.norm.weight", true},
+        [BERT_TENSOR_EMB_LN_B] = {"embeddings.norm.bias", true},
+        [BERT_TENSOR_LAYER_QUERY_W] = {"layers.%zu.attn.Wqkv.weight", true},
+        [BERT_TENSOR_LAYER_QUERY_B] = {"layers.%zu.attn.Wqkv.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_W] = {"layers.%zu.attn.Wo.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_B] = {"layers.%zu.attn.Wo.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_G] = {"layers.%zu.attn_norm.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_B] = {"layers.%zu.attn_norm.bias", true},
+        [BERT_TENSOR_LAYER_FFN_IN_W] = {"layers.%zu.mlp.Wi.weight", true},
+        [BERT_TENSOR_LAYER_FFN_IN_B] = {"layers.%zu.mlp.Wi.bias", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_W] = {"layers.%zu.mlp.Wo.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_B] = {"layers.%zu.mlp.Wo.bias", true},
+        [BERT_TENSOR_LAYER_FFN_LN_G] = {"layers.%zu.mlp_norm.weight", true},
+        [BERT_TENSOR_LAYER_FFN_LN_B] = {"layers.%zu.mlp_norm.bias", true},
+        [BERT_TENSOR_FINAL_LN_G] = {"final_norm.weight", true},
+        [BERT_TENSOR_FINAL_LN_B] = {"final_norm.bias", true},
+        [BERT_TENSOR_POOLER_W] = {"head.dense.weight", false},
+        [BERT_TENSOR_POOLER_B] = {"head.dense.bias", false},
+        [BERT_TENSOR_POOLER_LN_G] = {"head.norm.weight", false},
+        [BERT_TENSOR_POOLER_LN_B] = {"head.norm.bias", false},
+        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
+        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
+        [BERT_TENSOR_MLM_DECODER_W] = {"decoder.weight", false},
+        [BERT_TENSOR_MLM_DECODER_B] = {"decoder.bias", false},
     },
 };
 

@@ -1,6 +1,7 @@
 /* Encoder families and the Hugging Face tensor names of each: which
  * model_type values belong to a family, the prefix its task models put in
- * front of the encoder ("bert.", "distilbert.", "roberta.", "electra."), and
+ * front of the encoder ("bert.", "distilbert.", "roberta.", "electra.",
+ * "model."), and
  * the name of every parameter bertserve binds. One table, read by the
  * weight binder and by the synthetic-checkpoint writer. */
 #ifndef BERT_NAMES_H
@@ -14,6 +15,7 @@ enum bert_family {
     BERT_FAMILY_DISTILBERT, /* DistilBertModel: no token types, its own names */
     BERT_FAMILY_ROBERTA,    /* RoBERTa, XLM-RoBERTa, CamemBERT: BERT layers, offset positions */
     BERT_FAMILY_ELECTRA,    /* ELECTRA: embedding_size, projected to hidden_size */
+    BERT_FAMILY_MODERNBERT, /* ModernBERT: pre-norm, RoPE, GeGLU, local/global attention */
     BERT_FAMILY_COUNT
 };
 
@@ -27,7 +29,7 @@ enum bert_tensor {
     BERT_TENSOR_EMB_LN_B,
     BERT_TENSOR_EMB_PROJ_W,   /* ELECTRA embeddings_project */
     BERT_TENSOR_EMB_PROJ_B,
-    BERT_TENSOR_LAYER_QUERY_W,
+    BERT_TENSOR_LAYER_QUERY_W,  /* ModernBERT: the fused (3H, H) Wqkv */
     BERT_TENSOR_LAYER_QUERY_B,
     BERT_TENSOR_LAYER_KEY_W,
     BERT_TENSOR_LAYER_KEY_B,
@@ -55,6 +57,14 @@ enum bert_tensor {
     BERT_TENSOR_MLM_LN_B,
     BERT_TENSOR_MLM_DECODER_W,  /* absent from the file when tied to the word embeddings */
     BERT_TENSOR_MLM_DECODER_B,
+    BERT_TENSOR_FINAL_LN_G,     /* ModernBERT final_norm (pre-norm encoders end with one) */
+    BERT_TENSOR_FINAL_LN_B,
+    BERT_TENSOR_POOLER_LN_G,    /* ModernBERT head.norm after the head's dense + activation */
+    BERT_TENSOR_POOLER_LN_B,
+    BERT_TENSOR_DISC_DENSE_W,   /* ELECTRA discriminator_predictions: dense, activation, */
+    BERT_TENSOR_DISC_DENSE_B,
+    BERT_TENSOR_DISC_PRED_W,    /* then dense_prediction (1, H): the "replaced" logit */
+    BERT_TENSOR_DISC_PRED_B,
     BERT_TENSOR_COUNT
 };
 

@@ -122,9 +122,76 @@ static bool synth_add_named(struct synth_list *l, const struct bert_synth_option
     return synth_add(l, o, name, kind, d0, d1);
 }
 
+/* ModernBertForMaskedLM / ForSequenceClassification / Model, in the order
+ * transformers writes them; biases only where the config turns them on. */
+static bool build_modernbert(struct synth_list *l, const struct bert_synth_options *o,
+                             const struct bert_config *c)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
+    const struct bert_modernbert *m = &c->modern;
+    const bool head = o->mlm || o->classifier;
+    const struct {
+        enum bert_tensor t;
+        enum param_kind kind;
+        size_t d0, d1;
+        bool want;
+    } top[] = {
+        {BERT_TENSOR_WORD_EMB, PARAM_WEIGHT, V, H, true},
+        {BERT_TENSOR_EMB_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_EMB_LN_B, PARAM_LN_BETA, H, 0, m->norm_bias},
+    }, bottom[] = {
+        {BERT_TENSOR_FINAL_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_FINAL_LN_B, PARAM_LN_BETA, H, 0, m->norm_bias},
+        {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, head},
+        {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, head && m->classifier_bias},
+        {BERT_TENSOR_POOLER_LN_G, PARAM_LN_GAMMA, H, 0, head},
+        {BERT_TENSOR_POOLER_LN_B, PARAM_LN_BETA, H, 0, head && m->norm_bias},
+        {BERT_TENSOR_MLM_DECODER_W, PARAM_WEIGHT, V, H, o->mlm && o->untied_decoder},
+        {BERT_TENSOR_MLM_DECODER_B, PARAM_BIAS, V, 0, o->mlm},
+        {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, o->classifier},
+        {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, o->classifier},
+    };
+    for (size_t k = 0; k < sizeof top / sizeof top[0]; k++)
+        if (top[k].want &&
+            !synth_add_named(l, o, c, top[k].t, 0, top[k].kind, top[k].d0, top[k].d1))
+            return false;
+    for (size_t i = 0; i < c->num_layers; i++) {
+        const struct {
+            enum bert_tensor t;
+            enum param_kind kind;
+            size_t d0, d1;
+            bool want;
+        } layer[] = {
+            {BERT_TENSOR_LAYER_ATTN_LN_G, PARAM_LN_GAMMA, H, 0, i > 0},
+            {BERT_TENSOR_LAYER_ATTN_LN_B, PARAM_LN_BETA, H, 0, i > 0 && m->norm_bias},
+            {BERT_TENSOR_LAYER_QUERY_W, PARAM_WEIGHT, 3 * H, H, true},
+            {BERT_TENSOR_LAYER_QUERY_B, PARAM_BIAS, 3 * H, 0, m->attention_bias},
+            {BERT_TENSOR_LAYER_ATTN_OUT_W, PARAM_WEIGHT, H, H, true},
+            {BERT_TENSOR_LAYER_ATTN_OUT_B, PARAM_BIAS, H, 0, m->attention_bias},
+            {BERT_TENSOR_LAYER_FFN_LN_G, PARAM_LN_GAMMA, H, 0, true},
+            {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, m->norm_bias},
+            {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT, 2 * I, H, true},
+            {BERT_TENSOR_LAYER_FFN_IN_B, PARAM_BIAS, 2 * I, 0, m->mlp_bias},
+            {BERT_TENSOR_LAYER_FFN_OUT_W, PARAM_WEIGHT, H, I, true},
+            {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, m->mlp_bias},
+        };
+        for (size_t k = 0; k < sizeof layer / sizeof layer[0]; k++)
+            if (layer[k].want && !synth_add_named(l, o, c, layer[k].t, i, layer[k].kind,
+                                                  layer[k].d0, layer[k].d1))
+                return false;
+    }
+    for (size_t k = 0; k < sizeof bottom / sizeof bottom[0]; k++)
+        if (bottom[k].want &&
+            !synth_add_named(l, o, c, bottom[k].t, 0, bottom[k].kind, bottom[k].d0, bottom[k].d1))
+            return false;
+    return true;
+}
+
 static bool build_tensors(struct synth_list *l, const struct bert_synth_options *o,
                           const struct bert_config *c)
 {
+    if (c->family == BERT_FAMILY_MODERNBERT)
+        return build_modernbert(l, o, c);
     const size_t H = c->hidden_size, E = c->embedding_size, FF = c->intermediate_size;
     const size_t V = c->vocab_size;
     const struct {
@@ -168,6 +235,10 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         {BERT_TENSOR_MLM_DECODER_W, PARAM_WEIGHT, V, E, false, o->mlm && o->untied_decoder},
         {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, false, o->classifier},
         {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, false, o->classifier},
+        {BERT_TENSOR_DISC_DENSE_W, PARAM_WEIGHT, H, H, false, o->discriminator},
+        {BERT_TENSOR_DISC_DENSE_B, PARAM_BIAS, H, 0, false, o->discriminator},
+        {BERT_TENSOR_DISC_PRED_W, PARAM_WEIGHT, 1, H, false, o->discriminator},
+        {BERT_TENSOR_DISC_PRED_B, PARAM_BIAS, 1, 0, false, o->discriminator},
     };
     /* The order Hugging Face writes: embeddings, the layers, then the heads
      * (plan order), so the same options give the same bytes. */
@@ -292,7 +363,7 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     if (!bert_family_from_model_type(c.model_type, &c.family))
         return bert_error_set(err, BERT_E_INVALID, "model type '%s' is not one of %s",
                               c.model_type, bert_family_supported_types());
-    if (c.family == BERT_FAMILY_DISTILBERT)
+    if (c.family == BERT_FAMILY_DISTILBERT || c.family == BERT_FAMILY_MODERNBERT)
         c.type_vocab_size = 0;
     else if (c.type_vocab_size == 0)
         return bert_error_set(err, BERT_E_INVALID, "%s needs at least one token type",
@@ -305,7 +376,12 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     if (c.hidden_size == 0 || c.num_heads == 0 || c.hidden_size % c.num_heads != 0 ||
         c.num_layers == 0 || c.intermediate_size == 0 ||
         c.max_position_embeddings <= (size_t)c.pad_token_id + 1 ||
-        (o->classifier && c.num_labels == 0))
+        (o->classifier && c.num_labels == 0) ||
+        (o->discriminator && c.family != BERT_FAMILY_ELECTRA) ||
+        (c.family == BERT_FAMILY_MODERNBERT &&
+         ((c.hidden_size / c.num_heads) % 2 != 0 || c.modern.global_attn_every == 0 ||
+          c.modern.local_window == 0 || !(c.modern.global_rope_theta > 0) ||
+          !(c.modern.local_rope_theta > 0))))
         return bert_error_set(err, BERT_E_INVALID,
                               "invalid geometry: hidden %zu, heads %zu, layers %zu, "
                               "intermediate %zu, positions %zu, types %zu, labels %zu",
@@ -315,9 +391,10 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     if (c.architecture[0] == '\0')
         snprintf(c.architecture, sizeof c.architecture, "%s%s",
                  bert_family_class_prefix(c.model_type),
-                 o->classifier ? "ForSequenceClassification"
-                 : o->mlm      ? "ForMaskedLM"
-                               : "Model");
+                 o->classifier      ? "ForSequenceClassification"
+                 : o->mlm           ? "ForMaskedLM"
+                 : o->discriminator ? "ForPreTraining"
+                                    : "Model");
 
     enum bert_status st = file_mkdirs(dir, err);
     if (st != BERT_OK)

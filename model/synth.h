@@ -33,6 +33,7 @@ struct bert_synth_options {
     bool untied_decoder;       /* write an independent cls.predictions.decoder.weight */
     bool pooler;
     bool classifier;           /* implies pooler */
+    bool discriminator;        /* ELECTRA: discriminator_predictions (ElectraForPreTraining) */
     enum bert_dtype dtype;     /* F32, F16 or BF16 */
     const char *tokenizer_dir; /* tokenizer files are copied from here */
     bool sentence_transformers; /* write modules.json, 1_Pooling, sentence_bert_config.json */

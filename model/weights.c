@@ -174,16 +174,113 @@ static enum bert_status bind_mlm(struct binder *b, const struct bert_config *c,
     return need(b, c, BERT_TENSOR_MLM_DECODER_B, 0, &w->mlm_decoder_b, 1, V, 0);
 }
 
+/* A ModernBERT tensor the config may turn off: bound when `on`, else the
+ * zeros (a bias or a LayerNorm beta). */
+static enum bert_status maybe(struct binder *b, const struct bert_config *c, bool on,
+                              enum bert_tensor tensor, size_t layer, const float **dst,
+                              size_t n, const float *zeros)
+{
+    if (!on) {
+        *dst = zeros;
+        return BERT_OK;
+    }
+    return need(b, c, tensor, layer, dst, 1, n, 0);
+}
+
+static enum bert_status bind_modernbert_layer(struct binder *b, const struct bert_config *c,
+                                              size_t i, struct bert_layer_weights *l,
+                                              const float *zeros)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size;
+    const struct bert_modernbert *m = &c->modern;
+    enum bert_status st;
+    if ((st = need(b, c, BERT_TENSOR_LAYER_QUERY_W, i, &l->query_w, 2, 3 * H, H)) ||
+        (st = maybe(b, c, m->attention_bias, BERT_TENSOR_LAYER_QUERY_B, i, &l->query_b, 3 * H,
+                    zeros)) ||
+        (st = need(b, c, BERT_TENSOR_LAYER_ATTN_OUT_W, i, &l->attn_out_w, 2, H, H)) ||
+        (st = maybe(b, c, m->attention_bias, BERT_TENSOR_LAYER_ATTN_OUT_B, i, &l->attn_out_b, H,
+                    zeros)) ||
+        (st = need(b, c, BERT_TENSOR_LAYER_FFN_LN_G, i, &l->ffn_ln_g, 1, H, 0)) ||
+        (st = maybe(b, c, m->norm_bias, BERT_TENSOR_LAYER_FFN_LN_B, i, &l->ffn_ln_b, H,
+                    zeros)) ||
+        (st = need(b, c, BERT_TENSOR_LAYER_FFN_IN_W, i, &l->ffn_in_w, 2, 2 * I, H)) ||
+        (st = maybe(b, c, m->mlp_bias, BERT_TENSOR_LAYER_FFN_IN_B, i, &l->ffn_in_b, 2 * I,
+                    zeros)) ||
+        (st = need(b, c, BERT_TENSOR_LAYER_FFN_OUT_W, i, &l->ffn_out_w, 2, H, I)) ||
+        (st = maybe(b, c, m->mlp_bias, BERT_TENSOR_LAYER_FFN_OUT_B, i, &l->ffn_out_b, H,
+                    zeros)))
+        return st;
+    /* Layer 0's attn_norm is an Identity: no tensor. */
+    if (i == 0)
+        return BERT_OK;
+    if ((st = need(b, c, BERT_TENSOR_LAYER_ATTN_LN_G, i, &l->attn_ln_g, 1, H, 0)))
+        return st;
+    return maybe(b, c, m->norm_bias, BERT_TENSOR_LAYER_ATTN_LN_B, i, &l->attn_ln_b, H, zeros);
+}
+
+/* ModernBertModel, and the ModernBertPredictionHead ("head") that its
+ * MaskedLM and SequenceClassification models put on top. */
+static enum bert_status bind_modernbert(struct binder *b, const struct bert_config *c,
+                                        struct bert_weights *w)
+{
+    const size_t H = c->hidden_size, V = c->vocab_size;
+    const bool norm_bias = c->modern.norm_bias;
+    enum bert_status st;
+    if ((st = need(b, c, BERT_TENSOR_WORD_EMB, 0, &w->word_emb, 2, V, H)) ||
+        (st = need(b, c, BERT_TENSOR_EMB_LN_G, 0, &w->emb_ln_g, 1, H, 0)) ||
+        (st = maybe(b, c, norm_bias, BERT_TENSOR_EMB_LN_B, 0, &w->emb_ln_b, H, w->zeros)))
+        return st;
+    for (size_t i = 0; i < c->num_layers; i++)
+        if ((st = bind_modernbert_layer(b, c, i, &w->layers[i], w->zeros)) != BERT_OK)
+            return st;
+    if ((st = need(b, c, BERT_TENSOR_FINAL_LN_G, 0, &w->final_ln_g, 1, H, 0)) ||
+        (st = maybe(b, c, norm_bias, BERT_TENSOR_FINAL_LN_B, 0, &w->final_ln_b, H, w->zeros)))
+        return st;
+    const bool mlm = has(b, c, BERT_TENSOR_MLM_DECODER_B) || has(b, c, BERT_TENSOR_MLM_DECODER_W);
+    const bool classifier = has(b, c, BERT_TENSOR_CLASSIFIER_W);
+    if (!mlm && !classifier)
+        return BERT_OK; /* a bare ModernBertModel (any head tensors are ignored) */
+    if ((st = need(b, c, BERT_TENSOR_POOLER_W, 0, &w->pooler_w, 2, H, H)) ||
+        (st = maybe(b, c, c->modern.classifier_bias, BERT_TENSOR_POOLER_B, 0, &w->pooler_b, H,
+                    w->zeros)) ||
+        (st = need(b, c, BERT_TENSOR_POOLER_LN_G, 0, &w->pooler_ln_g, 1, H, 0)) ||
+        (st = maybe(b, c, norm_bias, BERT_TENSOR_POOLER_LN_B, 0, &w->pooler_ln_b, H,
+                    w->zeros)))
+        return st;
+    if (classifier &&
+        ((st = need(b, c, BERT_TENSOR_CLASSIFIER_W, 0, &w->classifier_w, 2, c->num_labels, H)) ||
+         (st = need(b, c, BERT_TENSOR_CLASSIFIER_B, 0, &w->classifier_b, 1, c->num_labels, 0))))
+        return st;
+    if (!mlm)
+        return BERT_OK;
+    /* decoder_bias false leaves decoder.bias out. */
+    if ((st = maybe(b, c, has(b, c, BERT_TENSOR_MLM_DECODER_B), BERT_TENSOR_MLM_DECODER_B, 0,
+                    &w->mlm_decoder_b, V, w->zeros)))
+        return st;
+    if (has(b, c, BERT_TENSOR_MLM_DECODER_W))
+        return need(b, c, BERT_TENSOR_MLM_DECODER_W, 0, &w->mlm_decoder_w, 2, V, H);
+    if (!c->tie_word_embeddings)
+        return bert_error_set(b->err, BERT_E_FORMAT,
+                              "%s: missing tensor 'decoder.weight' (config.json sets "
+                              "tie_word_embeddings false)",
+                              b->file->path);
+    return BERT_OK;
+}
+
 static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
                                  struct bert_weights *w)
 {
     const size_t H = c->hidden_size;
     enum bert_status st;
-    if ((st = bind_embeddings(b, c, w)) != BERT_OK)
+    if (c->family == BERT_FAMILY_MODERNBERT) {
+        st = bind_modernbert(b, c, w);
+    } else {
+        st = bind_embeddings(b, c, w);
+        for (size_t i = 0; i < c->num_layers && st == BERT_OK; i++)
+            st = bind_layer(b, c, i, &w->layers[i]);
+    }
+    if (st != BERT_OK)
         return st;
-    for (size_t i = 0; i < c->num_layers; i++)
-        if ((st = bind_layer(b, c, i, &w->layers[i])) != BERT_OK)
-            return st;
     char extra[256];
     bert_tensor_name(c->family, BERT_TENSOR_LAYER_FFN_OUT_W, c->num_layers, b->prefixed, extra,
                      sizeof extra);
@@ -192,12 +289,20 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
                               "%s: has tensors for more than the %zu layers config.json declares "
                               "(found '%s')",
                               b->file->path, c->num_layers, extra);
+    if (c->family == BERT_FAMILY_MODERNBERT)
+        return BERT_OK;
 
     if (has(b, c, BERT_TENSOR_POOLER_W) &&
         ((st = need(b, c, BERT_TENSOR_POOLER_W, 0, &w->pooler_w, 2, H, H)) ||
          (st = need(b, c, BERT_TENSOR_POOLER_B, 0, &w->pooler_b, 1, H, 0))))
         return st;
     if (has(b, c, BERT_TENSOR_MLM_DENSE_W) && (st = bind_mlm(b, c, w)) != BERT_OK)
+        return st;
+    if (has(b, c, BERT_TENSOR_DISC_DENSE_W) &&
+        ((st = need(b, c, BERT_TENSOR_DISC_DENSE_W, 0, &w->disc_dense_w, 2, H, H)) ||
+         (st = need(b, c, BERT_TENSOR_DISC_DENSE_B, 0, &w->disc_dense_b, 1, H, 0)) ||
+         (st = need(b, c, BERT_TENSOR_DISC_PRED_W, 0, &w->disc_pred_w, 2, 1, H)) ||
+         (st = need(b, c, BERT_TENSOR_DISC_PRED_B, 0, &w->disc_pred_b, 1, 1, 0))))
         return st;
     if (has(b, c, BERT_TENSOR_CLASSIFIER_W)) {
         /* Pointers are only set by materialise(), so ask the file. */
@@ -259,8 +364,16 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
     bert_tensor_name(cfg->family, BERT_TENSOR_WORD_EMB, 0, true, word, sizeof word);
     w->prefixed = b.prefixed = safetensors_find(file, word) != NULL;
     w->layers = calloc(cfg->num_layers, sizeof *w->layers);
-    if (w->layers == NULL)
+    /* Long enough for any bias: 3H (Wqkv), 2I (Wi), V (decoder). */
+    size_t longest = 3 * cfg->hidden_size;
+    longest = 2 * cfg->intermediate_size > longest ? 2 * cfg->intermediate_size : longest;
+    longest = cfg->vocab_size > longest ? cfg->vocab_size : longest;
+    if (cfg->family == BERT_FAMILY_MODERNBERT)
+        w->zeros = calloc(longest, sizeof *w->zeros);
+    if (w->layers == NULL || (cfg->family == BERT_FAMILY_MODERNBERT && w->zeros == NULL)) {
+        bert_weights_free(w);
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");
+    }
     enum bert_status st = bind_all(&b, cfg, w);
     if (st == BERT_OK && b.arena_floats > 0) {
         w->arena = malloc(b.arena_floats * sizeof(float));
@@ -272,6 +385,13 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
     }
     if (st == BERT_OK) {
         materialise(&b, w);
+        if (cfg->family == BERT_FAMILY_MODERNBERT && w->mlm_decoder_b != NULL) {
+            /* The MLM decoder reads the same head as the classifier. */
+            w->mlm_dense_w = w->pooler_w;
+            w->mlm_dense_b = w->pooler_b;
+            w->mlm_ln_g = w->pooler_ln_g;
+            w->mlm_ln_b = w->pooler_ln_b;
+        }
         if (w->mlm_dense_w != NULL && w->mlm_decoder_w == NULL)
             w->mlm_decoder_w = w->word_emb;
     }
@@ -285,5 +405,6 @@ void bert_weights_free(struct bert_weights *w)
 {
     free(w->layers);
     free(w->arena);
+    free(w->zeros);
     memset(w, 0, sizeof *w);
 }

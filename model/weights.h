@@ -11,6 +11,10 @@
 #include "config.h"
 #include "safetensors.h"
 
+/* ModernBERT keeps its fused Wqkv (3H, H) in query_w / query_b and has
+ * no key_* / value_*; its norms are pre-norm (attn_ln before attention,
+ * NULL in layer 0; ffn_ln before the MLP) and ffn_in is the GeGLU Wi
+ * (2I, H). Biases a config turns off point at zeros. */
 struct bert_layer_weights {
     const float *query_w, *query_b;       /* (H, H), (H) */
     const float *key_w, *key_b;           /* (H, H), (H) */
@@ -41,6 +45,11 @@ struct bert_weights {
     const float *mlm_decoder_b;           /* (V) */
     const float *classifier_w;            /* (num_labels, H) */
     const float *classifier_b;            /* (num_labels) */
+    const float *pooler_ln_g, *pooler_ln_b; /* (H): ModernBERT head.norm; NULL elsewhere */
+    const float *final_ln_g, *final_ln_b; /* (H): ModernBERT final_norm; NULL elsewhere */
+    const float *disc_dense_w, *disc_dense_b; /* (H, H), (H): ELECTRA discriminator */
+    const float *disc_pred_w, *disc_pred_b;   /* (1, H), (1) */
+    float *zeros;                         /* owned: stands in for absent biases */
 
     float *arena;                         /* converted tensors, owned */
     size_t arena_floats;

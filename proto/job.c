@@ -62,6 +62,14 @@ static bool check_model(const struct proto_job *job, const struct bert_model *mo
             return false;
         }
         return true;
+    case PROTO_ROUTE_REPLACED_TOKENS:
+        if (!model->can_detect_replaced) {
+            proto_error_set(err, PROTO_ERR_INVALID,
+                            "this model cannot detect replaced tokens: the checkpoint has no "
+                            "ELECTRA discriminator head (discriminator_predictions)");
+            return false;
+        }
+        return true;
     case PROTO_ROUTE_OPENAI_EMBED:
         if (r->dimensions && r->dimensions != model->config.hidden_size) {
             proto_error_set(err, PROTO_ERR_INVALID,
@@ -276,8 +284,12 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
     }
 
     /* Fill-mask stores probabilities then ids; both are 4 bytes wide. */
-    size_t n_floats = r->route == PROTO_ROUTE_FILL_MASK ? 2 * total_masks * top_k
-                                                        : job->n_seqs * per_seq;
+    size_t all_tokens = 0;
+    for (size_t i = 0; i < job->n_seqs; i++)
+        all_tokens += job->seqs[i].enc.n;
+    size_t n_floats = r->route == PROTO_ROUTE_FILL_MASK         ? 2 * total_masks * top_k
+                      : r->route == PROTO_ROUTE_REPLACED_TOKENS ? all_tokens
+                                                                : job->n_seqs * per_seq;
     job->outputs = malloc((n_floats ? n_floats : 1) * sizeof(float));
     if (job->outputs == NULL) {
         proto_error_set(err, PROTO_ERR_INTERNAL, "out of memory for %zu results", n_floats);
@@ -285,6 +297,7 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
     }
     float *probs = job->outputs;
     int32_t *ids = (int32_t *)(job->outputs + total_masks * top_k);
+    float *per_token = job->outputs;
     for (size_t i = 0; i < job->n_seqs; i++) {
         struct bert_seq_task *t = &job->seqs[i].task;
         switch (r->route) {
@@ -310,6 +323,11 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
             t->top_ids = ids;
             probs += job->seqs[i].n_masks * top_k;
             ids += job->seqs[i].n_masks * top_k;
+            break;
+        case PROTO_ROUTE_REPLACED_TOKENS:
+            t->task = BERT_TASK_REPLACED;
+            t->replaced = per_token;
+            per_token += job->seqs[i].enc.n;
             break;
         default:
             break;
@@ -606,10 +624,13 @@ static bool render_classify(struct json_writer *w, const struct proto_job *job,
 }
 
 /* text-embeddings-inference's /tokenize: template specials carry their
- * token text and null offsets; other tokens the input bytes they cover. */
-static void render_tokenize(struct json_writer *w, const struct proto_job *job,
+ * token text and null offsets; other tokens the input bytes they cover.
+ * /replaced-tokens adds each token's "probability" of having been replaced
+ * (false when one is not finite). */
+static bool render_tokenize(struct json_writer *w, const struct proto_job *job,
                             const struct bert_model *model)
 {
+    const bool replaced = job->req.route == PROTO_ROUTE_REPLACED_TOKENS;
     json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs; i++) {
         const struct bert_encoding *enc = &job->seqs[i].enc;
@@ -644,11 +665,19 @@ static void render_tokenize(struct json_writer *w, const struct proto_job *job,
                 json_writer_null(w);
             else
                 json_writer_int(w, enc->stop[j]);
+            if (replaced) {
+                const float p = job->seqs[i].task.replaced[j];
+                if (!isfinite(p))
+                    return false;
+                json_writer_key(w, "probability");
+                json_writer_float(w, p);
+            }
             json_writer_end_object(w);
         }
         json_writer_end_array(w);
     }
     json_writer_end_array(w);
+    return true;
 }
 
 char *proto_job_respond(const struct proto_job *job, const struct bert_model *model,
@@ -674,7 +703,8 @@ char *proto_job_respond(const struct proto_job *job, const struct bert_model *mo
         ok = render_classify(&w, job, model);
         break;
     case PROTO_ROUTE_TOKENIZE:
-        render_tokenize(&w, job, model);
+    case PROTO_ROUTE_REPLACED_TOKENS:
+        ok = render_tokenize(&w, job, model);
         break;
     case PROTO_ROUTE_RERANK:
     case PROTO_ROUTE_V1_RERANK:

@@ -31,6 +31,7 @@ enum proto_route {
     PROTO_ROUTE_OPENAI_EMBED,    /* POST /v1/embeddings */
     PROTO_ROUTE_RERANK,          /* POST /rerank (text-embeddings-inference) */
     PROTO_ROUTE_V1_RERANK,       /* POST /v1/rerank (Jina / Cohere shape) */
+    PROTO_ROUTE_REPLACED_TOKENS, /* POST /replaced-tokens (ELECTRA discriminators) */
     PROTO_ROUTE_COUNT
 };
 

@@ -14,6 +14,7 @@ static const struct {
     [PROTO_ROUTE_OPENAI_EMBED] = {"/v1/embeddings", "openai-embeddings"},
     [PROTO_ROUTE_RERANK] = {"/rerank", "rerank"},
     [PROTO_ROUTE_V1_RERANK] = {"/v1/rerank", "v1-rerank"},
+    [PROTO_ROUTE_REPLACED_TOKENS] = {"/replaced-tokens", "replaced-tokens"},
 };
 
 bool proto_route_from_path(const char *path, enum proto_route *out)

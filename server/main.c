@@ -91,6 +91,8 @@ static char *info_json(const struct server *s)
         json_array_append_new(caps, json_string("fill-mask"));
     if (m->can_classify && c->num_labels == 1) /* a cross-encoder */
         json_array_append_new(caps, json_string("rerank"));
+    if (m->can_detect_replaced) /* an ELECTRA discriminator */
+        json_array_append_new(caps, json_string("replaced-tokens"));
     json_t *root = json_pack(
         "{s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b, "
         "s:s}, s:{s:I, s:I, s:I}, s:o}",

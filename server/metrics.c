@@ -10,7 +10,7 @@
 
 static const char *const route_labels[METRICS_ROUTE_COUNT] = {
     "embed", "fill-mask", "classify", "tokenize", "openai-embeddings", "rerank", "v1-rerank",
-    "health", "ready", "info", "metrics", "other",
+    "replaced-tokens", "health", "ready", "info", "metrics", "other",
 };
 
 /* Every status the server answers with. */
@@ -165,7 +165,7 @@ char *metrics_render(const struct metrics_gauges *g, size_t *len)
 
     emit(&t, "# HELP bertserve_input_tokens_total Tokens of accepted inputs by route.\n"
              "# TYPE bertserve_input_tokens_total counter\n");
-    for (int r = 0; r <= METRICS_ROUTE_V1_RERANK; r++)
+    for (int r = 0; r <= METRICS_ROUTE_REPLACED_TOKENS; r++)
         emit(&t, "bertserve_input_tokens_total{route=\"%s\"} %llu\n", route_labels[r],
              (unsigned long long)atomic_load_explicit(&m.tokens[r], memory_order_relaxed));
 

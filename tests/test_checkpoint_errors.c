@@ -375,6 +375,7 @@ static void missing_tensor(const char *d)
 static void shape_vs_config(const char *d) { config_set(d, "intermediate_size", json_integer(96)); }
 static void fewer_layers(const char *d) { config_set(d, "num_hidden_layers", json_integer(1)); }
 static void gpt2(const char *d) { config_set(d, "model_type", json_string("gpt2")); }
+/* A BERT checkpoint declared as ModernBERT: the binder looks for its names. */
 static void modernbert(const char *d) { config_set(d, "model_type", json_string("modernbert")); }
 /* A BERT checkpoint declared as RoBERTa: the binder looks for RoBERTa's names. */
 static void roberta_names(const char *d) { config_set(d, "model_type", json_string("roberta")); }
@@ -442,9 +443,10 @@ static const struct bad_case cases[] = {
     {"extra-layers", fewer_layers, BERT_E_FORMAT, "model.safetensors",
      {"more than the 1 layers", "bert.encoder.layer.1."}},
     {"model-type-gpt2", gpt2, BERT_E_UNSUPPORTED, "config.json",
-     {"model_type \"gpt2\"", "supported: bert"}},
-    {"model-type-modernbert", modernbert, BERT_E_UNSUPPORTED, "config.json",
-     {"model_type \"modernbert\"", "supported: bert, distilbert, roberta, xlm-roberta"}},
+     {"model_type \"gpt2\"", "supported: bert, distilbert, roberta, xlm-roberta, camembert, "
+                               "electra, modernbert"}},
+    {"bert-weights-as-modernbert", modernbert, BERT_E_FORMAT, "model.safetensors",
+     {"missing tensor 'embeddings.tok_embeddings.weight'", NULL}},
     {"bert-weights-as-roberta", roberta_names, BERT_E_FORMAT, "model.safetensors",
      {"missing tensor 'embeddings.word_embeddings.weight'", NULL}},
     {"relative-key", relative_key, BERT_E_UNSUPPORTED, "config.json",

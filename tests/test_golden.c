@@ -79,6 +79,7 @@ struct result {
     size_t n_masks;
     int32_t *top_ids;              /* (n_masks, TOP_K) */
     float *top_probs;              /* (n_masks, TOP_K) */
+    float *replaced;               /* (n) ELECTRA discriminator probabilities, or NULL */
 };
 
 static void result_free(struct result *r)
@@ -92,6 +93,7 @@ static void result_free(struct result *r)
     free(r->probs);
     free(r->top_ids);
     free(r->top_probs);
+    free(r->replaced);
     memset(r, 0, sizeof *r);
 }
 
@@ -237,11 +239,29 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
     };
     static const char *const special_keys[] = {"seed", "eps", "act", "pooling", "problem-type",
                                                "labels", "model-type"};
+    /* ModernBERT specs carry these too (cli/init.c's defaults otherwise). */
+    struct bert_modernbert *mb = &c->modern;
+    bool biases = false;
+    *mb = (struct bert_modernbert){.global_rope_theta = 160000.0, .local_rope_theta = 10000.0,
+                                   .global_attn_every = 3, .local_window = 128,
+                                   .classifier_activation = BERT_ACTIVATION_GELU};
+    const struct init_field modern_fields[] = {
+        {"global-every", &mb->global_attn_every, NULL, NULL},
+        {"local-window", &mb->local_window, NULL, NULL},
+        {"global-theta", NULL, &mb->global_rope_theta, NULL},
+        {"local-theta", NULL, &mb->local_rope_theta, NULL},
+        {"biases", NULL, NULL, &biases},
+    };
+    const size_t n_modern = sizeof modern_fields / sizeof modern_fields[0] + 1;
     const size_t n_fields = sizeof fields / sizeof fields[0];
     const size_t n_keys = n_fields + sizeof special_keys / sizeof special_keys[0];
-    if (json_object_size(init) != n_keys) {
+    const bool modern = json_object_get(init, "global-every") != NULL;
+    /* ELECTRA discriminator specs add "discriminator". */
+    const size_t want_keys = n_keys + (modern ? n_modern : 0) +
+                             (json_object_get(init, "discriminator") != NULL);
+    if (json_object_size(init) != want_keys) {
         fprintf(stderr, "golden init: %zu options, want all %zu\n", json_object_size(init),
-                n_keys);
+                want_keys);
         return false;
     }
     const char *key;
@@ -249,7 +269,13 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
     json_object_foreach(init, key, v) {
         const char *s = json_string_value(v);
         bool ok = false;
-        if (set_field(fields, n_fields, key, v, &ok)) {
+        if (set_field(fields, n_fields, key, v, &ok) ||
+            (modern && set_field(modern_fields, n_modern - 1, key, v, &ok))) {
+        } else if (strcmp(key, "discriminator") == 0) {
+            ok = json_is_boolean(v);
+            o->discriminator = json_is_true(v);
+        } else if (modern && strcmp(key, "classifier-pooling") == 0) {
+            ok = s != NULL && bert_pooling_parse(s, &mb->classifier_pooling);
         } else if (strcmp(key, "model-type") == 0) {
             ok = s != NULL && strlen(s) < sizeof c->model_type;
             if (ok)
@@ -279,6 +305,7 @@ static bool synth_options_from_json(json_t *init, const char *dtype, const char 
             return false;
         }
     }
+    mb->attention_bias = mb->mlp_bias = mb->norm_bias = mb->classifier_bias = biases;
     return true;
 }
 
@@ -399,7 +426,8 @@ static void class_probabilities(const struct bert_config *c, const float *logits
 static float *pooler_output(const struct bert_model *m, const float *cls)
 {
     const struct bert_weights *w = &m->weights;
-    if (w->pooler_w == NULL)
+    /* ModernBERT's head is checked through the classifier and the MLM. */
+    if (w->pooler_w == NULL || m->config.family == BERT_FAMILY_MODERNBERT)
         return NULL;
     const size_t H = m->config.hidden_size;
     float *out = xcalloc(H, sizeof *out);
@@ -483,6 +511,8 @@ static void alloc_outputs(const struct run *r, const struct packed *p, struct re
         x->n_masks = m->can_fill_mask ? bert_count_masks(m, &p->batch, i) : 0;
         x->top_ids = xcalloc(x->n_masks * TOP_K, sizeof(int32_t));
         x->top_probs = xcalloc(x->n_masks * TOP_K, sizeof(float));
+        if (m->can_detect_replaced)
+            x->replaced = xcalloc(x->n, sizeof(float));
     }
 }
 
@@ -551,6 +581,12 @@ static bool run_batch(const struct run *r, size_t first, size_t count, struct re
     }
     if (ok && any)
         ok = run_tasks(r, &p, tasks);
+    if (ok && m->can_detect_replaced) {
+        for (size_t i = 0; i < count; i++)
+            tasks[i] = (struct bert_seq_task){.task = BERT_TASK_REPLACED,
+                                              .replaced = res[i].replaced};
+        ok = run_tasks(r, &p, tasks);
+    }
     for (size_t i = 0; ok && i < count; i++)
         if (res[i].logits != NULL)
             class_probabilities(&m->config, res[i].logits, res[i].probs);
@@ -622,6 +658,10 @@ static void compare_golden(const struct run *r, const struct result *x, json_t *
     CHECK((pooler != NULL) == (x->pooler != NULL));
     if (pooler != NULL && x->pooler != NULL)
         e->pooler = max_of(e->pooler, max_abs_json(x->pooler, H, pooler));
+    json_t *replaced = json_object_get(want, "replaced");
+    CHECK((replaced != NULL) == (x->replaced != NULL));
+    if (replaced != NULL && x->replaced != NULL)
+        e->prob = max_of(e->prob, max_abs_json(x->replaced, x->n, replaced));
     json_t *probs = json_object_get(want, "probabilities");
     CHECK((probs != NULL) == (x->logits != NULL));
     if (probs != NULL && x->logits != NULL) {
@@ -666,6 +706,8 @@ static double compare_results(const struct run *r, const struct result *a,
     }
     for (size_t i = 0; a->logits && i < r->model->config.num_labels; i++)
         worst = max_of(worst, fabs(a->logits[i] - b->logits[i]));
+    for (size_t i = 0; a->replaced && i < a->n; i++)
+        worst = max_of(worst, fabs(a->replaced[i] - b->replaced[i]));
     for (size_t i = 0; i < a->n_masks * TOP_K; i++) {
         worst = max_of(worst, fabs(a->top_probs[i] - b->top_probs[i]));
         *id_mismatches += a->top_ids[i] != b->top_ids[i];

@@ -281,6 +281,79 @@ SPECS += [
 ]
 
 
+# ELECTRA discriminator (ElectraForPreTraining): per-token replaced probabilities.
+SPECS += [
+    {
+        "name": "electra-discriminator",
+        "about": "ElectraForPreTraining L=2 H=128 A=2 embedding_size 64: "
+                 "discriminator_predictions dense + gelu_new (hidden_act) + dense_prediction, "
+                 "sigmoid per token",
+        "tokenizer": "minilm",
+        "init": {**L2H128, **SPREAD, "model-type": "electra", "embedding-size": 64, "seed": 63,
+                 "prefix": True, "discriminator": True, "act": "gelu_new"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES + MASKED[:2] + [LONG_TEXT]],
+        "hidden": {"f32": "all"},
+    },
+]
+
+# ModernBERT: 4 layers, so with global attention every 3 layers 0 and 3 are
+# global and 1 and 2 local; inputs longer than the local window.
+MODERN = {"model-type": "modernbert", "layers": 4, "hidden": 128, "heads": 2,
+          "intermediate": 192, "max-position": 1024, "eps": 1e-5}
+SPECS += [
+    {
+        "name": "modernbert-mlm",
+        "about": "ModernBertForMaskedLM L=3 H=128 A=2 I=192 (GeGLU Wi 384), local window 16 "
+                 "(+-8) in layer 1, global 0 and 2, tied decoder, no biases",
+        "tokenizer": "modernbert",
+        "init": {**MODERN, **SPREAD, "weight-std": 0.2, "seed": 123, "prefix": True, "mlm": True,
+                 "layers": 3, "global-every": 2, "local-window": 16},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON + MASKED[:2] + [LONG_MASKED]],
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "modernbert-embed",
+        "about": "ModernBertModel L=4 H=128 A=2 like ModernBERT-base's geometry rules (window "
+                 "128, thetas 160000 / 10000), no prefix, mean pooling + Normalize, inputs "
+                 "up to ~560 tokens; F32 and BF16",
+        "tokenizer": "modernbert",
+        "init": {**MODERN, "weight-std": 0.08, "ln-range": 0.2, "seed": 72,
+                 "sentence-transformers": True, "pooling": "mean", "normalize": True},
+        "dtypes": ["f32", "bf16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES + [LONG_TEXT,
+                                                            LONG_TEXT + " " + LONG_TEXT]],
+        "hidden": {"f32": [0, 3, 8], "bf16": [0, 7]},
+    },
+    {
+        "name": "modernbert-classify",
+        "about": "ModernBertForSequenceClassification L=4 H=128 A=2, every bias on (--biases), "
+                 "window 32, cls pooling, 3 labels softmax, pairs",
+        "tokenizer": "modernbert",
+        "init": {**MODERN, **SPREAD, "weight-std": 0.1, "seed": 73, "prefix": True, "biases": True,
+                 "local-window": 32, "labels": "negative,neutral,positive",
+                 "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES + COMMON] + PAIRS,
+        "hidden": {"f32": "all"},
+    },
+    {
+        "name": "modernbert-rerank",
+        "about": "ModernBertForSequenceClassification cross-encoder L=4 H=128 A=4: "
+                 "classifier_pooling mean, 1 label (sigmoid), global every 2 layers, "
+                 "hidden_activation gelu_new",
+        "tokenizer": "modernbert",
+        "init": {**MODERN, **SPREAD, "weight-std": 0.1, "heads": 4, "seed": 74, "prefix": True,
+                 "classifier-pooling": "mean", "global-every": 2, "local-window": 64,
+                 "act": "gelu_new", "labels": "LABEL_0"},
+        "dtypes": ["f32"],
+        "inputs": PAIRS + [(SENTENCES[0], SENTENCES[1]), (COMMON[0], None)],
+        "hidden": {"f32": "all"},
+    },
+]
+
+
 def tokenize(tokenizer_dir, inputs):
     """Ids from the official tokenizer: tokenizer.json as is, or the
     vocab.txt layout converted as transformers does."""
@@ -349,6 +422,10 @@ def run_reference(model, spec, dtype, tokens, mask_id, report):
             out["embedding"] = rounded(model.l2_normalize(e) if model.normalize else e)
         if model.has_pooler():
             out["pooler"] = rounded(model.pooler(h))
+        if model.has_discriminator():
+            probs = model.replaced_probabilities(h)
+            out["replaced"] = rounded(probs)
+            report["class_spread"].append(float((probs - 0.5).abs().max()))
         if model.has_classifier():
             logits = model.classifier_logits(h)
             probs = model.class_probabilities(logits)
@@ -452,7 +529,7 @@ def make(spec, bert, work):
         stored = synth.write_checkpoint(o, tok_dir, folder)
         if bert:
             bits_equal(bert, o, tok_dir, stored, work)
-        model = reference.Bert(folder)
+        model = reference.load(folder)
         outputs = run_reference(model, spec, dtype, tokens, mask_id, report)
         golden["variants"].append({"dtype": dtype, "checksums": checksums(stored, dtype),
                                    "outputs": outputs})

@@ -7,7 +7,9 @@ pooling files) of each family: BERT, DistilBERT (Sanh et al. 2019;
 modeling_distilbert.py), RoBERTa / XLM-R / CamemBERT (Liu et al. 2019;
 modeling_roberta.py: positions from padding_idx + 1, RobertaLMHead,
 RobertaClassificationHead) and ELECTRA (Clark et al. 2020;
-modeling_electra.py: embedding_size projected to hidden_size, gelu heads). It reads checkpoints with its own minimal safetensors reader
+modeling_electra.py: embedding_size projected to hidden_size, gelu heads)
+and ModernBERT (Warner et al. 2024; modeling_modernbert.py: pre-norm,
+RoPE, GeGLU, local / global attention). It reads checkpoints with its own minimal safetensors reader
 and shares no code with the C engine: do not import our C or call our
 binaries from here.
 
@@ -255,6 +257,18 @@ class Bert:
         return linear(self.pooler(hidden), self.w[self.classifier_name + ".weight"],
                       self.w[self.classifier_name + ".bias"])
 
+    def has_discriminator(self):
+        return self.has("discriminator_predictions.dense.weight")
+
+    def replaced_probabilities(self, hidden):
+        """ElectraDiscriminatorPredictions: dense, hidden_act, dense_prediction
+        to one logit per token; sigmoid gives P(token was replaced)."""
+        d = "discriminator_predictions."
+        h = activation(self.act, linear(hidden, self.w[d + "dense.weight"], self.w[d + "dense.bias"]))
+        logits = linear(h, self.w[d + "dense_prediction.weight"],
+                        self.w[d + "dense_prediction.bias"]).squeeze(-1)
+        return torch.sigmoid(logits)
+
     def class_probabilities(self, logits):
         """transformers' text-classification pipeline default function."""
         c = self.config
@@ -280,6 +294,116 @@ class Bert:
         return t @ decoder.T + bias
 
 
+def rotate_half(x):
+    """RoPE's partner of each element: (-second half, first half)."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class ModernBert(Bert):
+    """ModernBERT (Warner et al. 2024, modeling_modernbert.py) in float64:
+    token embeddings + LayerNorm (no positions), pre-norm layers (layer 0
+    without attn_norm) with a fused Wqkv, rotary positions on the query and
+    key halves (theta per layer kind), attention that is global when
+    layer % global_attn_every_n_layers == 0 and otherwise limited by a
+    full n x n mask to |i - j| <= local_attention // 2, a GeGLU MLP
+    (act(input) * gate, input and gate the two halves of Wi), final_norm,
+    and ModernBertPredictionHead (dense, classifier_activation, norm) under
+    the MLM decoder and the classifier (pooled by classifier_pooling).
+    Absent biases (attention_bias / mlp_bias / norm_bias / classifier_bias
+    false) are zeros."""
+
+    def __init__(self, folder):  # pylint: disable=super-init-not-called
+        with open(os.path.join(folder, "config.json")) as f:
+            self.config = c = json.load(f)
+        self.family = "modernbert"
+        self.H, self.A, self.L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
+        self.eps = c.get("norm_eps", 1e-5)
+        self.act = c.get("hidden_activation", "gelu")
+        self.head_act = c.get("classifier_activation", "gelu")
+        raw = read_safetensors(os.path.join(folder, "model.safetensors"))
+        self.w = {name: to_tensor(*v) for name, v in raw.items()}
+        self.prefix = "model." if "model.embeddings.tok_embeddings.weight" in self.w else ""
+        self.pooling, self.normalize = self._sentence_transformers(folder)
+
+    def get(self, name, shape_of):
+        """A tensor, or zeros shaped like `shape_of` when the config left it out."""
+        t = self.w.get(name)
+        return t if t is not None else torch.zeros(shape_of.shape[0], dtype=torch.float64)
+
+    def norm(self, name, x):
+        g = self.w[name + ".weight"]
+        return layer_norm(x, g, self.get(name + ".bias", g), self.eps)
+
+    def lin(self, name, x):
+        wt = self.w[name + ".weight"]
+        return linear(x, wt, self.get(name + ".bias", wt))
+
+    def rope(self, n, theta):
+        D = self.H // self.A
+        inv_freq = theta ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+        angles = torch.arange(n, dtype=torch.float64)[:, None] * inv_freq[None, :]
+        emb = torch.cat((angles, angles), dim=-1)  # (n, D)
+        return emb.cos(), emb.sin()
+
+    def encode(self, ids, type_ids):
+        del type_ids  # ModernBERT has no token types
+        c, p = self.config, self.prefix
+        ids = torch.tensor(ids, dtype=torch.long)
+        n, H, A = len(ids), self.H, self.A
+        D = H // A
+        x = self.norm(p + "embeddings.norm", self.w[p + "embeddings.tok_embeddings.weight"][ids])
+        idx = torch.arange(n)
+        window = (idx[:, None] - idx[None, :]).abs() <= c["local_attention"] // 2
+        for i in range(self.L):
+            lp = f"{p}layers.{i}."
+            h = x if i == 0 else self.norm(lp + "attn_norm", x)
+            qkv = self.lin(lp + "attn.Wqkv", h).reshape(n, 3, A, D)
+            q, k, v = (qkv[:, j].transpose(0, 1) for j in range(3))  # (A, n, D)
+            is_global = i % c["global_attn_every_n_layers"] == 0
+            cos, sin = self.rope(n, c["global_rope_theta"] if is_global else c["local_rope_theta"])
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            scores = q @ k.transpose(1, 2) / math.sqrt(D)
+            if not is_global:
+                scores = scores.masked_fill(~window, float("-inf"))
+            ctx = (softmax(scores) @ v).transpose(0, 1).reshape(n, H)
+            x = x + self.lin(lp + "attn.Wo", ctx)
+            wi = self.lin(lp + "mlp.Wi", self.norm(lp + "mlp_norm", x))
+            inp, gate = wi.chunk(2, dim=-1)
+            x = x + self.lin(lp + "mlp.Wo", activation(self.act, inp) * gate)
+        return self.norm(p + "final_norm", x)
+
+    def head(self, rows):
+        return self.norm("head.norm", activation(self.head_act, self.lin("head.dense", rows)))
+
+    def has_pooler(self):
+        return False  # the head is checked through the classifier and the MLM
+
+    def has_classifier(self):
+        return self.has("classifier.weight")
+
+    def has_mlm(self):
+        return self.has("decoder.bias") or self.has("decoder.weight")
+
+    def classifier_logits(self, hidden):
+        pooled = self.pool(hidden, self.config.get("classifier_pooling", "cls"))
+        return self.lin("classifier", self.head(pooled))
+
+    def mlm_logits(self, rows):
+        decoder = self.w.get("decoder.weight")
+        if decoder is None:  # tied to the token embeddings
+            decoder = self.w[self.prefix + "embeddings.tok_embeddings.weight"]
+        return self.head(rows) @ decoder.T + self.get("decoder.bias", decoder)
+
+
+def load(folder):
+    """The reference model for a checkpoint folder of any supported family."""
+    with open(os.path.join(folder, "config.json")) as f:
+        model_type = json.load(f).get("model_type", "bert")
+    return ModernBert(folder) if model_type == "modernbert" else Bert(folder)
+
+
 def self_check():
     """The primitives above agree with torch.nn.functional's to float64
     rounding (a guard on this file, not a dependency of it)."""
@@ -296,6 +420,16 @@ def self_check():
         "softmax": (softmax(x), torch.softmax(x, dim=-1)),
         "normalize": (Bert.l2_normalize(x[0]), F.normalize(x[0], dim=0)),
     }
+    # RoPE: a query-key product depends only on the distance between the
+    # positions (RoFormer sec. 3.4), which a wrong rotation layout breaks.
+    m = ModernBert.__new__(ModernBert)
+    m.H, m.A = 32, 1
+    cos, sin = m.rope(40, 10000.0)
+    q, k = x[0, :32], x[1, :32]
+
+    def score(i, j):
+        return float((q * cos[i] + rotate_half(q) * sin[i]) @ (k * cos[j] + rotate_half(k) * sin[j]))
+    pairs["rope_relative"] = (torch.tensor(score(3, 10)), torch.tensor(score(30, 37)))
     for name, (ours, theirs) in pairs.items():
         err = float((ours - theirs).abs().max())
         if err > 1e-12:

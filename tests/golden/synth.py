@@ -36,6 +36,13 @@ INIT_DEFAULTS = {
     "max-seq-length": 0,
 }
 
+# ModernBERT's extra `bert init` options (ModernBERT-base's values); only
+# modernbert specs carry them.
+MODERN_DEFAULTS = {
+    "global-every": 3, "local-window": 128, "global-theta": 160000.0, "local-theta": 10000.0,
+    "classifier-pooling": "cls", "biases": False,
+}
+
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json",
                    "special_tokens_map.json")
 
@@ -78,20 +85,32 @@ def vocab_size(tokenizer_dir):
         return sum(1 for _ in f)
 
 
+def defaults(init):
+    """The `bert init` options (with defaults) a spec of this model type has."""
+    d = dict(INIT_DEFAULTS)
+    if init.get("model-type") == "modernbert":
+        d.update(MODERN_DEFAULTS)
+    if "discriminator" in init:  # ELECTRA specs that ask for it
+        d["discriminator"] = False
+    return d
+
+
 def options(init):
     """Fill a spec's `bert init` options with the defaults."""
-    unknown = set(init) - set(INIT_DEFAULTS) - {"tokenizer"}
+    unknown = set(init) - set(defaults(init)) - {"tokenizer"}
     if unknown:
         raise ValueError(f"unknown init options {sorted(unknown)}")
-    o = dict(INIT_DEFAULTS)
+    o = defaults(init)
     o.update(init)
     return o
 
 
 FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
-            "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra"}
+            "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra",
+            "modernbert": "modernbert"}
 CLASS_PREFIX = {"bert": "Bert", "distilbert": "DistilBert", "roberta": "Roberta",
-                "xlm-roberta": "XLMRoberta", "camembert": "Camembert", "electra": "Electra"}
+                "xlm-roberta": "XLMRoberta", "camembert": "Camembert", "electra": "Electra",
+                "modernbert": "ModernBert"}
 
 
 def family(o):
@@ -141,11 +160,60 @@ def distilbert_layer_specs(lp, H, FF):
     ]
 
 
+def modernbert_specs(o, vocab):
+    """ModernBertForMaskedLM / ForSequenceClassification / Model names
+    (modeling_modernbert.py): no position or token-type embeddings, fused
+    Wqkv, GeGLU Wi of 2 * intermediate rows, layer 0 without attn_norm,
+    biases only with --biases, one `head` for the MLM decoder and the
+    classifier."""
+    p = "model." if o["prefix"] else ""
+    H, FF, b = o["hidden"], o["intermediate"], o["biases"]
+    specs = [(f"{p}embeddings.tok_embeddings.weight", WEIGHT, (vocab, H)),
+             (f"{p}embeddings.norm.weight", LN_GAMMA, (H,))]
+    if b:
+        specs.append((f"{p}embeddings.norm.bias", LN_BETA, (H,)))
+    for i in range(o["layers"]):
+        lp = f"{p}layers.{i}."
+        if i > 0:
+            specs.append((f"{lp}attn_norm.weight", LN_GAMMA, (H,)))
+            if b:
+                specs.append((f"{lp}attn_norm.bias", LN_BETA, (H,)))
+        for name, kind, shape in (
+                ("attn.Wqkv.weight", WEIGHT, (3 * H, H)), ("attn.Wqkv.bias", BIAS, (3 * H,)),
+                ("attn.Wo.weight", WEIGHT, (H, H)), ("attn.Wo.bias", BIAS, (H,)),
+                ("mlp_norm.weight", LN_GAMMA, (H,)), ("mlp_norm.bias", LN_BETA, (H,)),
+                ("mlp.Wi.weight", WEIGHT, (2 * FF, H)), ("mlp.Wi.bias", BIAS, (2 * FF,)),
+                ("mlp.Wo.weight", WEIGHT, (H, FF)), ("mlp.Wo.bias", BIAS, (H,))):
+            if name.endswith(".weight") or b:
+                specs.append((lp + name, kind, shape))
+    specs.append((f"{p}final_norm.weight", LN_GAMMA, (H,)))
+    if b:
+        specs.append((f"{p}final_norm.bias", LN_BETA, (H,)))
+    classifier = o["labels"] is not None
+    if o["mlm"] or classifier:
+        specs.append(("head.dense.weight", WEIGHT, (H, H)))
+        if b:
+            specs.append(("head.dense.bias", BIAS, (H,)))
+        specs.append(("head.norm.weight", LN_GAMMA, (H,)))
+        if b:
+            specs.append(("head.norm.bias", LN_BETA, (H,)))
+    if o["mlm"]:
+        if o["untied-decoder"]:
+            specs.append(("decoder.weight", WEIGHT, (vocab, H)))
+        specs.append(("decoder.bias", BIAS, (vocab,)))
+    if classifier:
+        n = len(o["labels"].split(","))
+        specs += [("classifier.weight", WEIGHT, (n, H)), ("classifier.bias", BIAS, (n,))]
+    return specs
+
+
 def tensor_specs(o, vocab):
     """(name, kind, shape) of every tensor, as Hugging Face names them for
     the family (BertForMaskedLM, DistilBertForSequenceClassification,
     RobertaForMaskedLM, ElectraForMaskedLM, ...)."""
     fam = family(o)
+    if fam == "modernbert":
+        return modernbert_specs(o, vocab)
     p = {"bert": "bert.", "distilbert": "distilbert.", "roberta": "roberta.",
          "electra": "electra."}[fam] if o["prefix"] else ""
     H, FF, E = o["hidden"], o["intermediate"], embedding_size(o)
@@ -195,6 +263,11 @@ def tensor_specs(o, vocab):
         n = len(o["labels"].split(","))
         out = "classifier" if fam in ("bert", "distilbert") else "classifier.out_proj"
         specs += [(f"{out}.weight", WEIGHT, (n, H)), (f"{out}.bias", BIAS, (n,))]
+    if o.get("discriminator"):  # ElectraForPreTraining's ElectraDiscriminatorPredictions
+        d = "discriminator_predictions."
+        specs += [(d + "dense.weight", WEIGHT, (H, H)), (d + "dense.bias", BIAS, (H,)),
+                  (d + "dense_prediction.weight", WEIGHT, (1, H)),
+                  (d + "dense_prediction.bias", BIAS, (1,))]
     return specs
 
 
@@ -233,13 +306,26 @@ def config_json(o, vocab):
     labels = o["labels"].split(",") if o["labels"] is not None else []
     fam = family(o)
     arch = CLASS_PREFIX[o["model-type"]] + ("ForSequenceClassification" if labels else
-                                            "ForMaskedLM" if o["mlm"] else "Model")
+                                            "ForMaskedLM" if o["mlm"] else
+                                            "ForPreTraining" if o.get("discriminator") else
+                                            "Model")
     act = {"gelu": "gelu", "gelu_new": "gelu_new", "relu": "relu", "silu": "silu"}[o["act"]]
     cfg = {"architectures": [arch], "model_type": o["model-type"], "vocab_size": vocab,
            "max_position_embeddings": o["max-position"],
            "pad_token_id": 1 if fam == "roberta" else 0,
            "tie_word_embeddings": not o["untied-decoder"]}
-    if fam == "distilbert":
+    if fam == "modernbert":
+        b = o["biases"]
+        cfg.update({
+            "hidden_size": o["hidden"], "intermediate_size": o["intermediate"],
+            "num_hidden_layers": o["layers"], "num_attention_heads": o["heads"],
+            "norm_eps": float(np.float32(o["eps"])), "hidden_activation": act,
+            "classifier_activation": "gelu", "classifier_pooling": o["classifier-pooling"],
+            "global_rope_theta": o["global-theta"], "local_rope_theta": o["local-theta"],
+            "global_attn_every_n_layers": o["global-every"], "local_attention": o["local-window"],
+            "attention_bias": b, "mlp_bias": b, "norm_bias": b, "classifier_bias": b,
+            "decoder_bias": True})
+    elif fam == "distilbert":
         cfg.update({"dim": o["hidden"], "n_layers": o["layers"], "n_heads": o["heads"],
                     "hidden_dim": o["intermediate"], "activation": act,
                     "sinusoidal_pos_embds": False})
@@ -326,7 +412,7 @@ def write_checkpoint(o, tokenizer_dir, out_dir):
 def init_command(o, tokenizer_dir, out_dir, bert="build/bin/bert"):
     """The `bert init` command line that builds the same checkpoint."""
     cmd = [bert, "init", "--out", out_dir, "--tokenizer", tokenizer_dir]
-    for key, default in INIT_DEFAULTS.items():
+    for key, default in defaults(o).items():
         value = o[key]
         if value == default:
             continue

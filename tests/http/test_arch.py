@@ -1,11 +1,13 @@
 """The other encoder families and reranking over real HTTP.
 
 For each family (DistilBERT, RoBERTa, XLM-R, ELECTRA with an embedding
-projection, and a BERT cross-encoder) a small checkpoint made by `bert init
+projection, ModernBERT, and a BERT cross-encoder) a small checkpoint made by `bert init
 --model-type ...` is served, and every route it supports is checked: results
 equal the `bert` CLI's, /rerank and /v1/rerank order equals sorting the
 classifier's scores, /info names the family and its capabilities, routes the
-checkpoint cannot serve answer 422 naming why. An unsupported model_type
+checkpoint cannot serve answer 422 naming why; ModernBERT also takes a
+4,096-token input end to end; an ELECTRA discriminator serves
+/replaced-tokens. An unsupported model_type
 fails start-up naming config.json and the value.
 
 usage: test_arch.py BIN_DIR TOKENIZER_ROOT
@@ -179,6 +181,82 @@ class Electra(Family, unittest.TestCase):
     flags = ("--embedding-size", "32")
 
 
+class ModernBert(Family, unittest.TestCase):
+    """Pre-norm, RoPE, GeGLU, sliding-window layers (window 32 here, so the
+    long input below crosses many windows), every bias on, mean pooling in
+    the classifier, served with max_batch_tokens 8192 for its 8K context."""
+    family = model_type = "modernbert"
+    tokenizer = "modernbert"
+    flags = ("--max-position", "8192", "--eps", "1e-5", "--local-window", "32",
+             "--global-every", "2", "--classifier-pooling", "mean", "--biases")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = init(cls.__name__, cls.tokenizer, "--model-type", cls.model_type, "--mlm",
+                         "--labels", "LABEL_0", *cls.flags)
+        cls.s = Server(BIN, cls.model, flags=("--max-batch-tokens", "8192"))
+
+    def test_long_input(self):
+        # [CLS] + 4094 words + [SEP]: 4,096 tokens through every layer kind.
+        text = "hello" + " world" * 4093
+        status, _, toks = self.s.post("/tokenize", {"inputs": text})
+        self.assertEqual(status, 200, toks)
+        self.assertEqual(len(toks[0]), 4096)
+        got = self.same_as_cli("embed", {"inputs": text}, tol=1e-4)
+        self.assertEqual(len(got[0]), 64)
+        status, _, got = self.s.post("/classify", {"inputs": text, "raw_scores": True})
+        self.assertEqual(status, 200, got)
+        status, info = self.s.get_json("/info")
+        self.assertEqual(info["model"]["max_input_tokens"], 8192)
+        status, _, got = self.s.post("/embed", {"inputs": "hello" + " world" * 8191})
+        self.assertEqual(status, 413, got)
+
+
+class ElectraDiscriminator(unittest.TestCase):
+    """ElectraForPreTraining: encoder routes, and /replaced-tokens equal to the
+    CLI, one probability per token of /tokenize's tokens."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = init("electra-discriminator", "minilm", "--model-type", "electra",
+                         "--embedding-size", "32", "--discriminator")
+        cls.s = Server(BIN, cls.model)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0, cls.s.output()
+
+    def test_info_and_encoder_routes(self):
+        status, info = self.s.get_json("/info")
+        self.assertEqual(info["model"]["architecture"], "ElectraForPreTraining")
+        self.assertEqual(sorted(info["model"]["capabilities"]),
+                         ["embed", "replaced-tokens", "tokenize"])
+        status, _, got = self.s.post("/embed", {"inputs": "Hello world!"})
+        self.assertEqual(status, 200, got)
+        status, _, got = self.s.post("/classify", {"inputs": "Hello world!"})
+        self.assertEqual(status, 422, got)
+
+    def test_replaced_tokens(self):
+        body = {"inputs": ["The chef cooked the meal.", "Zürich, 東京."]}
+        status, _, got = self.s.post("/replaced-tokens", body)
+        self.assertEqual(status, 200, got)
+        rc, want = cli(BIN, "replaced-tokens", self.model, body)
+        self.assertEqual(rc, 0)
+        self.assertTrue(close_floats(got, want, 1e-5), "%s vs %s" % (got, want))
+        status, _, toks = self.s.post("/tokenize", body)
+        self.assertEqual(status, 200, toks)
+        for seq, tseq in zip(got, toks):
+            self.assertEqual([{k: v for k, v in t.items() if k != "probability"} for t in seq],
+                             tseq)
+            for t in seq:
+                self.assertTrue(0.0 < t["probability"] < 1.0, t)
+        status, _, one = self.s.post("/replaced-tokens", {"inputs": body["inputs"][0]})
+        self.assertEqual(status, 200, one)
+        self.assertTrue(close_floats(one[0], got[0], 1e-5))
+        status, _, err = self.s.post("/replaced-tokens", {"inputs": [["a", "pair"]]})
+        self.assertEqual(status, 422, err)
+
+
 class NotACrossEncoder(unittest.TestCase):
     """Two labels: classify works, rerank answers 422 saying why."""
 
@@ -195,17 +273,20 @@ class NotACrossEncoder(unittest.TestCase):
             status, _, got = s.post("/fill-mask", {"inputs": "a [MASK]"})
             self.assertEqual(status, 422, got)
             self.assertIn("no masked-LM head", got["error"])
+            status, _, got = s.post("/replaced-tokens", {"inputs": "a"})
+            self.assertEqual(status, 422, got)
+            self.assertIn("no ELECTRA discriminator head", got["error"])
         finally:
             self.assertEqual(s.stop(), 0, s.output())
 
 
 class UnsupportedModelType(unittest.TestCase):
     def test_start_up_names_config_and_value(self):
-        model = init("modernbert", "minilm")
+        model = init("deberta", "minilm")
         path = os.path.join(model, "config.json")
         with open(path) as f:
             cfg = json.load(f)
-        cfg["model_type"] = "modernbert"
+        cfg["model_type"] = "deberta-v2"
         with open(path, "w") as f:
             json.dump(cfg, f)
         s = Server(BIN, model, ready=False)
@@ -217,7 +298,7 @@ class UnsupportedModelType(unittest.TestCase):
         out = s.output()
         self.assertIn(path, out)
         # The log escapes the quotes around the value.
-        self.assertRegex(out, r'model_type \\?"modernbert\\?" is not supported')
+        self.assertRegex(out, r'model_type \\?"deberta-v2\\?" is not supported')
         self.assertIn("distilbert", out)
 
 

@@ -1,0 +1,18 @@
+/* Rotary position embeddings (Su et al. 2021, "RoFormer"), in the
+ * GPT-NeoX / ModernBERT layout: a head vector's first half and second half
+ * form the rotated pairs (x[k], x[k + d/2]), not neighbouring elements. */
+#ifndef BERT_ROPE_H
+#define BERT_ROPE_H
+
+#include <stddef.h>
+
+/* A table for positions 0..positions-1 and head size d (even): row p holds
+ * cos(p * f_k) for k < d/2, then sin(p * f_k), with f_k = theta^(-2k/d),
+ * computed in double. NULL when out of memory; free() it. */
+float *rope_table_new(size_t positions, size_t d, double theta);
+
+/* Rotate the head vector x (d floats) by its position's table row:
+ * x[k] <- x[k] cos - x[k + d/2] sin, x[k + d/2] <- x[k + d/2] cos + x[k] sin. */
+void rope_rotate(float *x, size_t d, const float *row);
+
+#endif
