@@ -27,6 +27,23 @@ awk '/^step /{n++; l[n]=$4} END {
        if (f - e < 1.5) exit 1 }' "$WORK/a.log" || fail "loss did not fall enough"
 grep -q '^held-out: .* MLM accuracy' "$WORK/a.log" || fail "no held-out accuracy"
 
+# mlm-eval redraws pretrain's held-out masks: same predictions, same accuracy,
+# split into [MASK] / random / kept; with a 100% [MASK] mix nothing is random or kept.
+EVAL="--model $WORK/a --corpus $DATA/corpus.txt --max-len 32 --seed 1 --threads 2"
+# shellcheck disable=SC2086
+"$BERT" mlm-eval $EVAL > "$WORK/me.log"
+cat "$WORK/me.log"
+held=$(awk '/^held-out:/{print $4, $8}' "$WORK/a.log" | tr -d ,)
+picked=$(awk '/^picked/{print $2, $3}' "$WORK/me.log")
+[ "$held" = "$picked" ] || fail "mlm-eval ($picked) != pretrain's held-out ($held)"
+awk '/^picked/{p=$2} /^\[MASK\]|^random|^kept/{s+=$2} END {exit !(p > 0 && s == p)}' \
+    "$WORK/me.log" || fail "kinds do not add up to the picked positions"
+# shellcheck disable=SC2086
+"$BERT" mlm-eval $EVAL --mask-mix 1,0,0 > "$WORK/me100.log"
+awk '/^random|^kept/{s+=$2} /^unmasked/{u=$2} END {exit !(s == 0 && u > 0)}' "$WORK/me100.log" ||
+    fail "a 100% [MASK] mix left random or kept positions"
+if "$BERT" mlm-eval $EVAL --mask-mix 0.8,0.1 2> /dev/null; then fail "a bad mix was accepted"; fi
+
 # shellcheck disable=SC2086
 "$BERT" pretrain $GEO --out "$WORK/b" --save-every 20 --stop-at 20 > "$WORK/b1.log"
 [ ! -e "$WORK/b/model.safetensors" ] || fail "an interrupted run must not write the final model"
