@@ -369,6 +369,7 @@ static struct train_batch labeled_batch(struct finetune *f, const struct train_l
         size_t i = order ? order[first + k] : first + k;
         size_t n = d->start[i + 1] - d->start[i];
         memcpy(f->buf.ids + n_tokens, d->ids + d->start[i], n * sizeof *f->buf.ids);
+        memcpy(f->buf.types + n_tokens, d->types + d->start[i], n * sizeof *f->buf.types);
         n_tokens += n;
         f->buf.start[k + 1] = n_tokens;
         f->buf.cls_labels[k] = d->labels[i];
@@ -478,7 +479,7 @@ int cli_finetune_command(int argc, char **argv)
     struct finetune f = {.batch = 32};
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, "checkpoint to start from (required)"},
-        {"train", CLI_OPT_STRING, &train_path, "training TSV: header, then text<TAB>label (required)"},
+        {"train", CLI_OPT_STRING, &train_path, "training TSV: header, then text[<TAB>text_b]<TAB>label (required)"},
         {"dev", CLI_OPT_STRING, &dev_path, "dev TSV for early stopping (required)"},
         {"out", CLI_OPT_STRING, &out, "folder for the best checkpoint (required)"},
         {"labels", CLI_OPT_STRING, &labels, "label names in id order, a,b,... (LABEL_i)"},

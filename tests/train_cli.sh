@@ -71,4 +71,18 @@ echo '{"inputs": "a charming and often affecting journey"}' | "$BERT" classify -
     | grep -q POSITIVE\\\|NEGATIVE || fail "classify does not name a label"
 echo '{"inputs": "the [MASK] of the ship"}' | "$BERT" fill-mask --model "$WORK/cls" \
     | grep -q token_str || fail "the fine-tuned model lost its MLM head"
+# Text pairs (text_a<TAB>text_b<TAB>label, token types 0 / 1): "is b the same
+# sentence as a"; the trainer and the engine must agree on the kept checkpoint.
+pairs() { awk -F '\t' 'NR > 1 { t[++n] = $1 } END { print "a\tb\tlabel"
+          for (i = 1; i < n; i++) { print t[i] "\t" t[i] "\t1"; print t[i] "\t" t[i + 1] "\t0" } }' "$1"; }
+pairs "$DATA/sst2-train-400.tsv" > "$WORK/pairs-train.tsv"
+pairs "$DATA/sst2-dev-100.tsv" > "$WORK/pairs-dev.tsv"
+"$BERT" finetune --model "$WORK/a" --train "$WORK/pairs-train.tsv" --dev "$WORK/pairs-dev.tsv" \
+    --out "$WORK/pair" --epochs 2 --batch 16 --lr 1e-3 --eval-every 10 --patience 2 --threads 2 \
+    > "$WORK/pair.log"
+cat "$WORK/pair.log"
+best=$(awk '/^best dev accuracy/{print $4}' "$WORK/pair.log")
+"$BERT" eval --model "$WORK/pair" --data "$WORK/pairs-dev.tsv" --threads 2 > "$WORK/pair-eval.log"
+acc=$(awk '/^accuracy/{print $2}' "$WORK/pair-eval.log")
+[ "$acc" = "$best" ] || fail "pairs: bert eval accuracy $acc != trainer's best $best"
 echo "ok"
