@@ -17,7 +17,7 @@ int cli_eval_command(int argc, char **argv)
     size_t max_len = 128, threads = cli_cpus();
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, "classifier checkpoint (required)"},
-        {"data", CLI_OPT_STRING, &data_path, "TSV: header, then text<TAB>label (required)"},
+        {"data", CLI_OPT_STRING, &data_path, "TSV: header, then text[<TAB>text_b]<TAB>label (required)"},
         {"max-len", CLI_OPT_SIZE, &max_len, "tokens per text, specials included (128)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (CPUs available)"},
     };
@@ -34,7 +34,7 @@ int cli_eval_command(int argc, char **argv)
     struct bert_model *model = NULL;
     struct bert_scratch *s = NULL;
     struct train_labeled d = {0};
-    int32_t *pred = NULL, *types = NULL;
+    int32_t *pred = NULL;
     float *logits = NULL;
     int rc = CLI_EXIT_FAILURE;
     if (bert_model_load(model_dir, &model, &err) != BERT_OK)
@@ -50,9 +50,8 @@ int cli_eval_command(int argc, char **argv)
         goto fail;
     s = bert_scratch_new(model, EVAL_BATCH * max_len, max_len, threads, &err);
     pred = malloc(d.n * sizeof *pred);
-    types = calloc(EVAL_BATCH * max_len, sizeof *types);
     logits = malloc(EVAL_BATCH * C * sizeof *logits);
-    if (s == NULL || pred == NULL || types == NULL || logits == NULL) {
+    if (s == NULL || pred == NULL || logits == NULL) {
         if (s != NULL)
             bert_error_set(&err, BERT_E_NOMEM, "out of memory");
         goto fail;
@@ -65,7 +64,8 @@ int cli_eval_command(int argc, char **argv)
             seq_start[k] = d.start[first + k] - d.start[first];
         for (size_t k = 0; k < n; k++)
             tasks[k] = (struct bert_seq_task){.task = BERT_TASK_CLASSIFY, .logits = logits + k * C};
-        struct bert_batch b = {n, seq_start[n], d.ids + d.start[first], types, seq_start};
+        struct bert_batch b = {n, seq_start[n], d.ids + d.start[first], d.types + d.start[first],
+                               seq_start};
         if (bert_run(model, s, &b, tasks, &err) != BERT_OK)
             goto fail;
         for (size_t k = 0; k < n; k++) {
@@ -85,7 +85,6 @@ fail:
     fprintf(stderr, "bert eval: %s\n", err.message);
 done:
     free(pred);
-    free(types);
     free(logits);
     train_labeled_free(&d);
     bert_scratch_free(s);

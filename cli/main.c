@@ -53,6 +53,7 @@ static void usage(FILE *out)
             "  finetune   --model DIR --train TSV --dev TSV --out DIR [--freeze-encoder]\n"
             "  eval       --model DIR --data TSV   accuracy and F1 of a classifier\n"
             "  mask-stats --tokenizer DIR --corpus FILE   masked-LM corruption statistics\n"
+            "  mlm-eval   --model DIR --corpus FILE...   held-out MLM accuracy by position kind\n"
             "\n"
             "  bench      --model DIR (--workload FILE | --texts FILE)   time the engine\n"
             "\n"
@@ -83,6 +84,8 @@ int main(int argc, char **argv)
         return cli_finetune_command(argc - 1, argv + 1);
     if (strcmp(cmd, "eval") == 0)
         return cli_eval_command(argc - 1, argv + 1);
+    if (strcmp(cmd, "mlm-eval") == 0)
+        return cli_mlm_eval_command(argc - 1, argv + 1);
     if (strcmp(cmd, "mask-stats") == 0)
         return cli_mask_stats_command(argc - 1, argv + 1);
     if (strcmp(cmd, "init") == 0)

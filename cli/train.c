@@ -16,8 +16,6 @@
 #include "train_optim.h"
 #include "train_step.h"
 
-#define MAX_CORPUS_FILES 64
-
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -32,16 +30,6 @@ static void format_duration(double s, char *buf, size_t n)
         snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
     else
         snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
-}
-
-/* A step's own generator: the batch and its masking depend only on (seed,
- * step), so a resumed run draws exactly what an uninterrupted one would. */
-static struct train_rng step_rng(uint64_t seed, uint64_t step, uint64_t stream)
-{
-    struct train_rng r = {seed ^ (stream * 0xD1B54A32D192ED03ull)};
-    r.state += step * 0x9E3779B97F4A7C15ull;
-    train_rng_next(&r);
-    return r;
 }
 
 static bool parse_dtype(const char *name, enum bert_dtype *out)
@@ -128,7 +116,7 @@ static void heldout_eval(struct pretrain *p, size_t batch, uint64_t seed)
     for (size_t first = 0; first < p->n_heldout; first += batch) {
         size_t n_seqs = 0, n_tokens = 0;
         for (size_t i = first; i < p->n_heldout && i < first + batch; i++) {
-            struct train_rng rng = step_rng(seed, i, 2);
+            struct train_rng rng = train_rng_for(seed, i, TRAIN_STREAM_HELDOUT);
             add_masked(p, &rng, p->n_train + i, &n_seqs, &n_tokens);
         }
         struct train_batch tb = mlm_batch(p, n_seqs, n_tokens);
@@ -171,13 +159,7 @@ static enum bert_status pretrain_model(struct pretrain *p, const char *out, bool
     char dir[PATH_MAX], state[PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/checkpoint", out);
     snprintf(state, sizeof state, "%s/checkpoint/trainer_state.bin", out);
-    struct bert_model *loaded;
-    if ((st = bert_model_load(dir, &loaded, err)) != BERT_OK)
-        return st;
-    st = train_model_init(&p->model, &loaded->config, true, false, err);
-    if (st == BERT_OK)
-        st = train_model_copy_weights(&p->model, &loaded->weights, err);
-    bert_model_free(loaded);
+    st = train_model_load(&p->model, dir, true, false, err);
     if (st == BERT_OK)
         st = train_adamw_init(&p->opt, &p->model, wd, err);
     if (st == BERT_OK)
@@ -185,14 +167,13 @@ static enum bert_status pretrain_model(struct pretrain *p, const char *out, bool
     return st;
 }
 
-/* Pull every `--corpus FILE` out of argv (the option may repeat). */
-static int take_corpus_files(int argc, char **argv, const char **files, size_t *n_files)
+int cli_take_corpus_files(int argc, char **argv, const char **files, size_t *n_files)
 {
     int kept = 0;
     *n_files = 0;
     for (int i = 0; i < argc; i++) {
         if (i > 0 && strcmp(argv[i], "--corpus") == 0 && i + 1 < argc &&
-            *n_files < MAX_CORPUS_FILES) {
+            *n_files < CLI_MAX_CORPUS_FILES) {
             files[(*n_files)++] = argv[++i];
             continue;
         }
@@ -203,9 +184,9 @@ static int take_corpus_files(int argc, char **argv, const char **files, size_t *
 
 int cli_pretrain_command(int argc, char **argv)
 {
-    const char *files[MAX_CORPUS_FILES];
+    const char *files[CLI_MAX_CORPUS_FILES];
     size_t n_files;
-    argc = take_corpus_files(argc, argv, files, &n_files);
+    argc = cli_take_corpus_files(argc, argv, files, &n_files);
     struct bert_config cfg = {0};
     snprintf(cfg.model_type, sizeof cfg.model_type, "bert");
     cfg.num_layers = 2;
@@ -217,7 +198,7 @@ int cli_pretrain_command(int argc, char **argv)
     cfg.num_labels = 2;
     cfg.layer_norm_eps = 1e-12f;
     cfg.activation = BERT_ACTIVATION_GELU;
-    const char *out = NULL, *tok_dir = NULL, *dtype_name = "f32";
+    const char *out = NULL, *tok_dir = NULL, *dtype_name = "f32", *mask_mix = NULL;
     size_t max_len = 128, steps = 1000, batch = 32, warmup = 0, save_every = 0, log_every = 10;
     size_t stop_at = 0, threads = cli_cpus(), heldout_max = 500;
     double lr = 5e-4, wd = 0.01, clip = 1.0, heldout_frac = 0.05;
@@ -242,6 +223,7 @@ int cli_pretrain_command(int argc, char **argv)
         {"clip", CLI_OPT_DOUBLE, &clip, "gradient-norm clip, 0 for none (1.0)"},
         {"mask-prob", CLI_OPT_DOUBLE, &p.mask.mask_prob, "masking probability (0.15)"},
         {"whole-word", CLI_OPT_FLAG, &p.mask.whole_word, "whole-word masking"},
+        {"mask-mix", CLI_OPT_STRING, &mask_mix, "picked tokens made [MASK],random,kept (0.8,0.1,0.1)"},
         {"seed", CLI_OPT_U64, &seed, "seed for weights, batches and masks (0)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (CPUs available)"},
         {"log-every", CLI_OPT_SIZE, &log_every, "progress line every N steps (10)"},
@@ -258,10 +240,12 @@ int cli_pretrain_command(int argc, char **argv)
     enum bert_dtype dtype;
     if (out == NULL || tok_dir == NULL || n_files == 0 || steps == 0 || batch == 0 ||
         max_len < 3 || max_len > cfg.max_position_embeddings || !parse_dtype(dtype_name, &dtype) ||
-        !(heldout_frac >= 0 && heldout_frac < 1) || !(lr > 0)) {
+        !(heldout_frac >= 0 && heldout_frac < 1) || !(lr > 0) ||
+        !cli_mask_options(mask_mix, &p.mask)) {
         fprintf(stderr, "usage: bert pretrain --corpus FILE [--corpus FILE...] --out DIR "
                         "--tokenizer DIR [options]\n"
-                        "(max-len must be 3..max-position, dtype f32/f16/bf16)\n");
+                        "(max-len must be 3..max-position, dtype f32/f16/bf16, mask-prob in "
+                        "[0, 1], mask-mix three shares summing to 1)\n");
         cli_print_options(opts, n_opts);
         return CLI_EXIT_USAGE;
     }
@@ -308,7 +292,7 @@ int cli_pretrain_command(int argc, char **argv)
     double t0 = now_seconds(), window_loss = 0.0;
     size_t window_steps = 0, window_count = 0, window_correct = 0, tokens = 0;
     for (size_t step = p.opt.step; step < stop_at; step++) {
-        struct train_rng rng = step_rng(seed, step, 1);
+        struct train_rng rng = train_rng_for(seed, step, TRAIN_STREAM_BATCH);
         size_t n_seqs = 0, n_tokens = 0;
         for (size_t k = 0; k < batch; k++)
             add_masked(&p, &rng, train_rng_below(&rng, p.n_train), &n_seqs, &n_tokens);
@@ -385,6 +369,7 @@ static struct train_batch labeled_batch(struct finetune *f, const struct train_l
         size_t i = order ? order[first + k] : first + k;
         size_t n = d->start[i + 1] - d->start[i];
         memcpy(f->buf.ids + n_tokens, d->ids + d->start[i], n * sizeof *f->buf.ids);
+        memcpy(f->buf.types + n_tokens, d->types + d->start[i], n * sizeof *f->buf.types);
         n_tokens += n;
         f->buf.start[k + 1] = n_tokens;
         f->buf.cls_labels[k] = d->labels[i];
@@ -494,7 +479,7 @@ int cli_finetune_command(int argc, char **argv)
     struct finetune f = {.batch = 32};
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, "checkpoint to start from (required)"},
-        {"train", CLI_OPT_STRING, &train_path, "training TSV: header, then text<TAB>label (required)"},
+        {"train", CLI_OPT_STRING, &train_path, "training TSV: header, then text[<TAB>text_b]<TAB>label (required)"},
         {"dev", CLI_OPT_STRING, &dev_path, "dev TSV for early stopping (required)"},
         {"out", CLI_OPT_STRING, &out, "folder for the best checkpoint (required)"},
         {"labels", CLI_OPT_STRING, &labels, "label names in id order, a,b,... (LABEL_i)"},
@@ -572,7 +557,7 @@ int cli_finetune_command(int argc, char **argv)
     for (size_t step = 0; step < total; step++) {
         const size_t epoch = step / per_epoch, first = (step % per_epoch) * f.batch;
         if (step % per_epoch == 0) {
-            struct train_rng rng = step_rng(seed, epoch, 3);
+            struct train_rng rng = train_rng_for(seed, epoch, TRAIN_STREAM_SHUFFLE);
             for (size_t i = 0; i < f.train.n; i++)
                 order[i] = i;
             for (size_t i = f.train.n; i > 1; i--) {

@@ -127,7 +127,11 @@ enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_t
                                 line_no + 1, num_labels ? num_labels : 1000000);
             break;
         }
-        st = bert_tokenizer_encode(tok, line, (size_t)(tab - line), NULL, 0, &opts, &enc, err);
+        /* A second tab before the label's splits a pair. */
+        char *pair = memchr(line, '\t', (size_t)(tab - line));
+        const size_t len_a = (size_t)((pair ? pair : tab) - line);
+        st = bert_tokenizer_encode(tok, line, len_a, pair ? pair + 1 : NULL,
+                                   pair ? (size_t)(tab - pair - 1) : 0, &opts, &enc, err);
         if (st != BERT_OK) {
             bert_error_set(err, st, "%s:%zu: %s", path, line_no + 1, err->message);
             break;
@@ -144,13 +148,17 @@ enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_t
             int32_t *ids = realloc(d->ids, ids_cap * sizeof *ids);
             if (ids != NULL)
                 d->ids = ids;
-            if (start == NULL || labels == NULL || ids == NULL) {
+            int32_t *types = realloc(d->types, ids_cap * sizeof *types);
+            if (types != NULL)
+                d->types = types;
+            if (start == NULL || labels == NULL || ids == NULL || types == NULL) {
                 st = bert_error_set(err, BERT_E_NOMEM, "out of memory reading %s", path);
                 break;
             }
         }
         d->start[d->n] = n_ids;
         memcpy(d->ids + n_ids, enc.ids, enc.n * sizeof *enc.ids);
+        memcpy(d->types + n_ids, enc.type_ids, enc.n * sizeof *enc.type_ids);
         n_ids += enc.n;
         d->labels[d->n++] = (int32_t)label;
         d->start[d->n] = n_ids;
@@ -169,6 +177,7 @@ enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_t
 void train_labeled_free(struct train_labeled *d)
 {
     free(d->ids);
+    free(d->types);
     free(d->start);
     free(d->labels);
     memset(d, 0, sizeof *d);

@@ -32,12 +32,14 @@ size_t train_corpus_sequence(const struct train_corpus *c, size_t i, int32_t *ou
 /* Safe on a zeroed or already freed corpus. */
 void train_corpus_free(struct train_corpus *c);
 
-/* Labelled sentences for fine-tuning: a TSV file with a header line and
- * rows `text<TAB>label` (GLUE's SST-2 layout; the label is the last field,
- * an integer id). Each text is tokenized as [CLS] text [SEP], truncated to
- * max_len. */
+/* Labelled texts for fine-tuning: a TSV file with a header line and rows
+ * `text<TAB>label` (GLUE's SST-2 layout) or `text_a<TAB>text_b<TAB>label`
+ * for pairs (the label is the last field, an integer id). A text is
+ * tokenized as [CLS] text [SEP], a pair as [CLS] a [SEP] b [SEP] with token
+ * types 0 then 1 (BERT sec. 3), truncated to max_len longest-first. */
 struct train_labeled {
     int32_t *ids;        /* all sequences back to back */
+    int32_t *types;      /* token types, same layout as ids */
     size_t *start;       /* (n + 1) sequence i is ids[start[i] .. start[i + 1]) */
     int32_t *labels;     /* (n) */
     size_t n;

@@ -33,6 +33,18 @@ double train_rng_uniform(struct train_rng *r);
 /* Uniform in [0, n); n > 0. */
 uint64_t train_rng_below(struct train_rng *r, uint64_t n);
 
+/* A generator for one (seed, step, stream): what a step draws depends only
+ * on these, so a resumed run draws exactly what an uninterrupted one would,
+ * and an evaluation can redraw the trainer's held-out masks. */
+struct train_rng train_rng_for(uint64_t seed, uint64_t step, uint64_t stream);
+
+/* Streams of train_rng_for used by the CLI. */
+enum train_rng_stream {
+    TRAIN_STREAM_BATCH = 1,   /* pretraining batches and their masks */
+    TRAIN_STREAM_HELDOUT = 2, /* held-out masks, by sequence */
+    TRAIN_STREAM_SHUFFLE = 3, /* fine-tuning epoch order */
+};
+
 /* What happened to a token. */
 enum train_mask_kind {
     TRAIN_MASK_NONE = 0,   /* not picked: label -100 */

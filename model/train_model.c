@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fileutil.h"
+#include "model.h"
 #include "synth.h"
 
 /* The layout as a list of (pointer slot, name, kind, shape), in
@@ -238,6 +239,22 @@ enum bert_status train_model_copy_weights(struct train_model *m, const struct be
             memcpy(dst, src, t->count * sizeof *dst);
     }
     return BERT_OK;
+}
+
+enum bert_status train_model_load(struct train_model *m, const char *dir, bool mlm,
+                                  bool classifier, struct bert_error *err)
+{
+    struct bert_model *loaded;
+    enum bert_status st = bert_model_load(dir, &loaded, err);
+    if (st != BERT_OK)
+        return st;
+    st = train_model_init(m, &loaded->config, mlm, classifier, err);
+    if (st == BERT_OK)
+        st = train_model_copy_weights(m, &loaded->weights, err);
+    bert_model_free(loaded);
+    if (st != BERT_OK)
+        train_model_free(m);
+    return st;
 }
 
 enum bert_status train_model_save(const struct train_model *m, const char *dir,

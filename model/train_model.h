@@ -68,6 +68,12 @@ void train_model_synth(struct train_model *m, uint64_t seed, double weight_std,
 enum bert_status train_model_copy_weights(struct train_model *m, const struct bert_weights *w,
                                           struct bert_error *err);
 
+/* Load the checkpoint in `dir` into a model of its configuration with the
+ * chosen heads (train_model_init, then train_model_copy_weights). On
+ * failure *m is freed. */
+enum bert_status train_model_load(struct train_model *m, const char *dir, bool mlm,
+                                  bool classifier, struct bert_error *err);
+
 /* Write `dir`: config.json, model.safetensors (`dtype`: F32, F16 or BF16)
  * and the tokenizer files from `tokenizer_dir`. */
 enum bert_status train_model_save(const struct train_model *m, const char *dir,

@@ -93,6 +93,29 @@ static void check_seeded(const struct bert_tokenizer *tok, const struct train_vo
     CHECK(memcmp(la, lc, sizeof la) != 0);
 }
 
+/* Generators for neighbouring steps are unrelated: no stream is another's
+ * shifted by a few draws (which made consecutive held-out sequences share
+ * their masks), and the same (seed, step, stream) repeats exactly. */
+static void check_step_streams(void)
+{
+    enum { DRAWS = 64 };
+    uint64_t prev[DRAWS];
+    for (uint64_t step = 0; step < 100; step++) {
+        struct train_rng r = train_rng_for(9, step, TRAIN_STREAM_HELDOUT);
+        uint64_t cur[DRAWS];
+        for (size_t i = 0; i < DRAWS; i++)
+            cur[i] = train_rng_next(&r);
+        struct train_rng copy = train_rng_for(9, step, TRAIN_STREAM_HELDOUT);
+        CHECK(train_rng_next(&copy) == cur[0]);
+        for (size_t shift = 0; step > 0 && shift < DRAWS; shift++)
+            CHECK(cur[0] != prev[shift]);
+        memcpy(prev, cur, sizeof cur);
+    }
+    struct train_rng a = train_rng_for(9, 3, TRAIN_STREAM_BATCH);
+    struct train_rng b = train_rng_for(9, 3, TRAIN_STREAM_HELDOUT);
+    CHECK(train_rng_next(&a) != train_rng_next(&b));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -113,6 +136,7 @@ int main(int argc, char **argv)
     run(tok, &v, false);
     run(tok, &v, true);
     check_seeded(tok, &v);
+    check_step_streams();
     train_vocab_free(&v);
     bert_tokenizer_free(tok);
     return check_exit();

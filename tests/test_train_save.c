@@ -1,15 +1,53 @@
 /* A checkpoint the trainer saves loads in the inference engine (what `bert`
  * and `bertserve` run) and gives the trainer's own outputs: classifier
  * logits within 1e-5 and masked-LM cross-entropy at [MASK] positions within
- * 1e-5 relative. argv[1]: tokenizer folder, argv[2]: work folder. */
+ * 1e-5 relative, with a sequence carrying pair token types; and a pair row
+ * of a fine-tuning TSV loads as the tokenizer encodes the pair.
+ * argv[1]: tokenizer folder, argv[2]: work folder. */
 #include <stdint.h>
 
 #include "check.h"
 #include "heads.h"
 #include "model.h"
+#include "train_data.h"
 #include "train_step.h"
 
 #define SEQS 3
+
+/* A pair row loads as the tokenizer encodes the pair, types included; a
+ * single text as the text alone. */
+static void check_pair_rows(const struct bert_tokenizer *tok, const char *work)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pairs.tsv", work);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f == NULL)
+        return;
+    fputs("a\tb\tlabel\na man is eating\tsomeone eats food\t1\na dog runs\t0\n", f);
+    fclose(f);
+    struct train_labeled d;
+    struct bert_error err;
+    CHECK(train_labeled_load(&d, tok, path, 32, 2, &err) == BERT_OK);
+    struct bert_encode_options o = bert_encode_options_default();
+    struct bert_encoding enc = {0};
+    CHECK(bert_tokenizer_encode(tok, "a man is eating", 15, "someone eats food", 17, &o, &enc,
+                                &err) == BERT_OK);
+    CHECK_INT_EQ(d.n, 2);
+    CHECK_INT_EQ(d.start[1], enc.n);
+    for (size_t t = 0; t < enc.n && t < d.start[1]; t++) {
+        CHECK_INT_EQ(d.ids[t], enc.ids[t]);
+        CHECK_INT_EQ(d.types[t], enc.type_ids[t]);
+    }
+    CHECK_INT_EQ(d.types[enc.n - 1], 1);
+    CHECK(bert_tokenizer_encode(tok, "a dog runs", 10, NULL, 0, &o, &enc, &err) == BERT_OK);
+    CHECK_INT_EQ(d.start[2] - d.start[1], enc.n);
+    for (size_t t = d.start[1]; t < d.start[2]; t++)
+        CHECK_INT_EQ(d.types[t], 0);
+    CHECK(d.labels[0] == 1 && d.labels[1] == 0);
+    bert_encoding_free(&enc);
+    train_labeled_free(&d);
+}
 
 int main(int argc, char **argv)
 {
@@ -39,7 +77,9 @@ int main(int argc, char **argv)
     const int32_t targets[] = {-100, -100, 2003, -100, -100, -100, -100, 1996, -100, 2307,
                                -100, -100, -100, -100, -100, -100};
     const size_t T = sizeof ids / sizeof ids[0];
+    /* The second sequence is a pair: its last tokens have type 1. */
     int32_t types[sizeof ids / sizeof ids[0]] = {0};
+    types[10] = types[11] = types[12] = 1;
     const size_t start[SEQS + 1] = {0, 6, 13, 16};
     const int32_t labels[SEQS] = {0, 2, 1};
     float train_logits[SEQS * 3];
@@ -100,6 +140,7 @@ int main(int argc, char **argv)
     CHECK(st.mlm_count == 3);
     CHECK_NEAR(engine_loss, st.mlm_loss_sum, 1e-5 * st.mlm_loss_sum);
 
+    check_pair_rows(tok, argv[2]);
     bert_scratch_free(s);
     bert_model_free(model);
     train_work_free(w);

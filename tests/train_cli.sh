@@ -27,6 +27,23 @@ awk '/^step /{n++; l[n]=$4} END {
        if (f - e < 1.5) exit 1 }' "$WORK/a.log" || fail "loss did not fall enough"
 grep -q '^held-out: .* MLM accuracy' "$WORK/a.log" || fail "no held-out accuracy"
 
+# mlm-eval redraws pretrain's held-out masks: same predictions, same accuracy,
+# split into [MASK] / random / kept; with a 100% [MASK] mix nothing is random or kept.
+EVAL="--model $WORK/a --corpus $DATA/corpus.txt --max-len 32 --seed 1 --threads 2"
+# shellcheck disable=SC2086
+"$BERT" mlm-eval $EVAL > "$WORK/me.log"
+cat "$WORK/me.log"
+held=$(awk '/^held-out:/{print $4, $8}' "$WORK/a.log" | tr -d ,)
+picked=$(awk '/^picked/{print $2, $3}' "$WORK/me.log")
+[ "$held" = "$picked" ] || fail "mlm-eval ($picked) != pretrain's held-out ($held)"
+awk '/^picked/{p=$2} /^\[MASK\]|^random|^kept/{s+=$2} END {exit !(p > 0 && s == p)}' \
+    "$WORK/me.log" || fail "kinds do not add up to the picked positions"
+# shellcheck disable=SC2086
+"$BERT" mlm-eval $EVAL --mask-mix 1,0,0 > "$WORK/me100.log"
+awk '/^random|^kept/{s+=$2} /^unmasked/{u=$2} END {exit !(s == 0 && u > 0)}' "$WORK/me100.log" ||
+    fail "a 100% [MASK] mix left random or kept positions"
+if "$BERT" mlm-eval $EVAL --mask-mix 0.8,0.1 2> /dev/null; then fail "a bad mix was accepted"; fi
+
 # shellcheck disable=SC2086
 "$BERT" pretrain $GEO --out "$WORK/b" --save-every 20 --stop-at 20 > "$WORK/b1.log"
 [ ! -e "$WORK/b/model.safetensors" ] || fail "an interrupted run must not write the final model"
@@ -54,4 +71,18 @@ echo '{"inputs": "a charming and often affecting journey"}' | "$BERT" classify -
     | grep -q POSITIVE\\\|NEGATIVE || fail "classify does not name a label"
 echo '{"inputs": "the [MASK] of the ship"}' | "$BERT" fill-mask --model "$WORK/cls" \
     | grep -q token_str || fail "the fine-tuned model lost its MLM head"
+# Text pairs (text_a<TAB>text_b<TAB>label, token types 0 / 1): "is b the same
+# sentence as a"; the trainer and the engine must agree on the kept checkpoint.
+pairs() { awk -F '\t' 'NR > 1 { t[++n] = $1 } END { print "a\tb\tlabel"
+          for (i = 1; i < n; i++) { print t[i] "\t" t[i] "\t1"; print t[i] "\t" t[i + 1] "\t0" } }' "$1"; }
+pairs "$DATA/sst2-train-400.tsv" > "$WORK/pairs-train.tsv"
+pairs "$DATA/sst2-dev-100.tsv" > "$WORK/pairs-dev.tsv"
+"$BERT" finetune --model "$WORK/a" --train "$WORK/pairs-train.tsv" --dev "$WORK/pairs-dev.tsv" \
+    --out "$WORK/pair" --epochs 2 --batch 16 --lr 1e-3 --eval-every 10 --patience 2 --threads 2 \
+    > "$WORK/pair.log"
+cat "$WORK/pair.log"
+best=$(awk '/^best dev accuracy/{print $4}' "$WORK/pair.log")
+"$BERT" eval --model "$WORK/pair" --data "$WORK/pairs-dev.tsv" --threads 2 > "$WORK/pair-eval.log"
+acc=$(awk '/^accuracy/{print $2}' "$WORK/pair-eval.log")
+[ "$acc" = "$best" ] || fail "pairs: bert eval accuracy $acc != trainer's best $best"
 echo "ok"
