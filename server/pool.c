@@ -165,12 +165,19 @@ static void worker_free(struct worker *w)
 }
 
 /* One forward pass pages the weights in and touches the scratch, so the
- * first real request does not pay for it. */
+ * first real request does not pay for it. At most WARM_UP_TOKENS: every
+ * weight is read whatever the length, and a full-length pass of a long-
+ * context model (8,192 tokens) per worker would delay readiness by as much
+ * as a long request takes. */
+#define WARM_UP_TOKENS 512
+
 static enum bert_status warm_up(const struct bert_model *model, struct worker *w,
                                 struct bert_error *err)
 {
     const struct bert_config *c = &model->config;
     size_t n = w->pool->settings.max_seq_len;
+    if (n > WARM_UP_TOKENS)
+        n = WARM_UP_TOKENS;
     for (size_t t = 0; t < n; t++) {
         w->ids[t] = (int32_t)(t % c->vocab_size);
         w->type_ids[t] = 0;
