@@ -122,9 +122,12 @@ class Drain(unittest.TestCase):
         # A generous drain bound: a loaded CI machine must not turn a slow
         # drain into 503s.
         s = Server(BIN, MODEL, ["--threads", "1", "--max-batch-tokens", "1024",
+                                "--max-queue-tokens", "200000",
                                 "--shutdown-timeout-ms", "300000"])
         try:
-            body = {"inputs": [text(300, i) for i in range(4)]}
+            # 16 requests of 16 inputs of 300 tokens: about a second of work, so the
+            # drain always has requests to finish however fast the machine.
+            body = {"inputs": [text(300, i) for i in range(16)]}
             # A keep-alive connection opened before the drain, to ask /ready after it.
             keep = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
             keep.request("GET", "/ready")
@@ -134,14 +137,17 @@ class Drain(unittest.TestCase):
                        for _ in range(16)]
             for t in threads:
                 t.start()
-            # Wait until every request is admitted, then drain.
+            # Wait until every request is admitted (in flight or already
+            # answered), then drain while some are still in flight.
+            done = 'bertserve_requests_total{route="embed",status="200"}'
             deadline = time.time() + 30
             while time.time() < deadline:
                 m = s.metrics()
-                if m["bertserve_requests_in_flight"] >= 16:
+                if m["bertserve_requests_in_flight"] + m.get(done, 0) >= 16:
                     break
                 time.sleep(0.01)
-            self.assertEqual(m["bertserve_requests_in_flight"], 16)
+            self.assertEqual(m["bertserve_requests_in_flight"] + m.get(done, 0), 16)
+            self.assertGreater(m["bertserve_requests_in_flight"], 0)
             s.signal(signal.SIGTERM)
             time.sleep(0.2)
             keep.request("GET", "/ready")
