@@ -144,12 +144,22 @@ static enum bert_status save_checkpoint(struct pretrain *p, const char *out, con
     return st == BERT_OK ? train_adamw_save(&p->opt, state, err) : st;
 }
 
-/* The model from out/checkpoint (resume) or a fresh one for `cfg`. */
+/* The model from out/checkpoint (resume), from the weights of `init`
+ * (continued pretraining, fresh optimiser) or a fresh one for `cfg`. */
 static enum bert_status pretrain_model(struct pretrain *p, const char *out, bool resume,
-                                       struct bert_config *cfg, uint64_t seed, double wd,
-                                       struct bert_error *err)
+                                       const char *init, struct bert_config *cfg, uint64_t seed,
+                                       double wd, struct bert_error *err)
 {
     enum bert_status st;
+    if (!resume && init != NULL) {
+        if ((st = train_model_load(&p->model, init, true, false, err)) != BERT_OK)
+            return st;
+        if (p->model.config.vocab_size != cfg->vocab_size)
+            return bert_error_set(err, BERT_E_FORMAT,
+                                  "%s: vocabulary of %zu tokens, the tokenizer has %zu", init,
+                                  p->model.config.vocab_size, cfg->vocab_size);
+        return train_adamw_init(&p->opt, &p->model, wd, err);
+    }
     if (!resume) {
         if ((st = train_model_init(&p->model, cfg, true, false, err)) != BERT_OK)
             return st;
@@ -199,6 +209,7 @@ int cli_pretrain_command(int argc, char **argv)
     cfg.layer_norm_eps = 1e-12f;
     cfg.activation = BERT_ACTIVATION_GELU;
     const char *out = NULL, *tok_dir = NULL, *dtype_name = "f32", *mask_mix = NULL;
+    const char *init = NULL;
     size_t max_len = 128, steps = 1000, batch = 32, warmup = 0, save_every = 0, log_every = 10;
     size_t stop_at = 0, threads = cli_cpus(), heldout_max = 500;
     double lr = 5e-4, wd = 0.01, clip = 1.0, heldout_frac = 0.05;
@@ -229,6 +240,7 @@ int cli_pretrain_command(int argc, char **argv)
         {"log-every", CLI_OPT_SIZE, &log_every, "progress line every N steps (10)"},
         {"save-every", CLI_OPT_SIZE, &save_every, "checkpoint every N steps (0: at the end only)"},
         {"resume", CLI_OPT_FLAG, &resume, "continue from OUT/checkpoint"},
+        {"init", CLI_OPT_STRING, &init, "start from this model's weights (geometry flags ignored)"},
         {"stop-at", CLI_OPT_SIZE, &stop_at, "end this run after step N (schedule still --steps)"},
         {"heldout", CLI_OPT_DOUBLE, &heldout_frac, "share of sequences held out (0.05)"},
         {"heldout-max", CLI_OPT_SIZE, &heldout_max, "held-out sequences evaluated at most (500)"},
@@ -262,7 +274,7 @@ int cli_pretrain_command(int argc, char **argv)
         goto fail;
     cfg.vocab_size = p.vocab.size;
     cfg.pad_token_id = bert_tokenizer_pad_id(p.tok) >= 0 ? bert_tokenizer_pad_id(p.tok) : 0;
-    if (pretrain_model(&p, out, resume, &cfg, seed, wd, &err) != BERT_OK)
+    if (pretrain_model(&p, out, resume, init, &cfg, seed, wd, &err) != BERT_OK)
         goto fail;
     max_len = max_len < p.model.config.max_position_embeddings
                   ? max_len

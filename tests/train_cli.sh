@@ -5,7 +5,8 @@
 #  2. the same run stopped at step 20 and resumed from its checkpoint must
 #     print the same loss, accuracy and learning rate at every step 21..40
 #     and write a bit-identical model;
-#  3. `bert finetune` of a classifier on 400 SST-2 rows with early stopping,
+#  3. `--init` continues from a model's weights;
+#  4. `bert finetune` of a classifier on 400 SST-2 rows with early stopping,
 #     then `bert eval` (the inference engine) on the dev rows must report
 #     the accuracy the trainer measured for the checkpoint it kept.
 set -eu
@@ -56,6 +57,19 @@ steps "$WORK/b1.log" "$WORK/b2.log" > "$WORK/b.steps"
 cmp "$WORK/a.steps" "$WORK/b.steps" || { diff "$WORK/a.steps" "$WORK/b.steps"; fail "resumed run differs"; }
 cmp "$WORK/a/model.safetensors" "$WORK/b/model.safetensors" || fail "resumed model differs"
 echo "resume: steps 1-40 and the final model identical"
+
+# --init continues from a's weights with a fresh optimiser: its first steps
+# start near a's last loss, far below a fresh model's first.
+# shellcheck disable=SC2086
+"$BERT" pretrain $GEO --out "$WORK/c" --init "$WORK/a" --steps 5 --lr 1e-4 > "$WORK/c.log"
+awk 'FNR == 1 { f++ } f == 1 && /^step / { a[++n] = $4 } f == 2 && /^step 1\// { c = $4 }
+     END { printf "init: a first %.3f, a last %.3f, init first %.3f\n", a[1], a[n], c
+           exit !(c < a[n] + 0.5 && c < a[1] - 1.0) }' "$WORK/a.log" "$WORK/c.log" ||
+    fail "--init did not start from the given weights"
+if "$BERT" pretrain $GEO --out "$WORK/d" --init "$WORK/none" 2> "$WORK/d.err"; then
+    fail "--init of a missing folder was accepted"
+fi
+grep -q "$WORK/none" "$WORK/d.err" || fail "the --init error does not name the folder"
 
 "$BERT" finetune --model "$WORK/a" --train "$DATA/sst2-train-400.tsv" --dev "$DATA/sst2-dev-100.tsv" \
     --out "$WORK/cls" --labels NEGATIVE,POSITIVE --epochs 4 --batch 16 --lr 1e-3 --eval-every 5 \
