@@ -72,6 +72,17 @@ static void batch_buf_free(struct batch_buf *b)
     free(b->start);
 }
 
+/* Training batches drop out with a mask that depends only on (seed, step),
+ * so a resumed run draws the masks an uninterrupted one would. */
+static void set_dropout(struct train_batch *tb, double p, uint64_t seed, size_t step)
+{
+    struct train_rng rng = train_rng_for(seed, step, TRAIN_STREAM_DROPOUT);
+    tb->dropout = (float)p;
+    tb->dropout_seed = train_rng_next(&rng);
+}
+
+static bool valid_dropout(double p) { return p >= 0.0 && p < 1.0; }
+
 /* ---- pretrain ------------------------------------------------------------ */
 
 struct pretrain {
@@ -212,7 +223,7 @@ int cli_pretrain_command(int argc, char **argv)
     const char *init = NULL;
     size_t max_len = 128, steps = 1000, batch = 32, warmup = 0, save_every = 0, log_every = 10;
     size_t stop_at = 0, threads = cli_cpus(), heldout_max = 500;
-    double lr = 5e-4, wd = 0.01, clip = 1.0, heldout_frac = 0.05;
+    double lr = 5e-4, wd = 0.01, clip = 1.0, heldout_frac = 0.05, dropout = 0.0;
     uint64_t seed = 0;
     bool resume = false;
     struct pretrain p = {0};
@@ -232,6 +243,7 @@ int cli_pretrain_command(int argc, char **argv)
         {"warmup", CLI_OPT_SIZE, &warmup, "warm-up steps (default 10% of steps)"},
         {"weight-decay", CLI_OPT_DOUBLE, &wd, "AdamW weight decay (0.01)"},
         {"clip", CLI_OPT_DOUBLE, &clip, "gradient-norm clip, 0 for none (1.0)"},
+        {"dropout", CLI_OPT_DOUBLE, &dropout, "dropout of hidden states (0: short runs underfit)"},
         {"mask-prob", CLI_OPT_DOUBLE, &p.mask.mask_prob, "masking probability (0.15)"},
         {"whole-word", CLI_OPT_FLAG, &p.mask.whole_word, "whole-word masking"},
         {"mask-mix", CLI_OPT_STRING, &mask_mix, "picked tokens made [MASK],random,kept (0.8,0.1,0.1)"},
@@ -252,7 +264,7 @@ int cli_pretrain_command(int argc, char **argv)
     enum bert_dtype dtype;
     if (out == NULL || tok_dir == NULL || n_files == 0 || steps == 0 || batch == 0 ||
         max_len < 3 || max_len > cfg.max_position_embeddings || !parse_dtype(dtype_name, &dtype) ||
-        !(heldout_frac >= 0 && heldout_frac < 1) || !(lr > 0) ||
+        !(heldout_frac >= 0 && heldout_frac < 1) || !(lr > 0) || !valid_dropout(dropout) ||
         !cli_mask_options(mask_mix, &p.mask)) {
         fprintf(stderr, "usage: bert pretrain --corpus FILE [--corpus FILE...] --out DIR "
                         "--tokenizer DIR [options]\n"
@@ -309,6 +321,7 @@ int cli_pretrain_command(int argc, char **argv)
         for (size_t k = 0; k < batch; k++)
             add_masked(&p, &rng, train_rng_below(&rng, p.n_train), &n_seqs, &n_tokens);
         struct train_batch tb = mlm_batch(&p, n_seqs, n_tokens);
+        set_dropout(&tb, dropout, seed, step);
         struct train_stats st;
         if (train_step(&p.model, p.work, &tb, true, false, &st, &err) != BERT_OK)
             goto fail;
@@ -485,7 +498,7 @@ int cli_finetune_command(int argc, char **argv)
     const char *labels = NULL, *dtype_name = "f32";
     size_t max_len = 128, epochs = 3, eval_every = 0, patience = 3, threads = cli_cpus();
     size_t max_steps = 0;
-    double lr = 0.0, wd = 0.01, clip = 1.0, warmup_frac = 0.1;
+    double lr = 0.0, wd = 0.01, clip = 1.0, warmup_frac = 0.1, dropout = 0.1;
     uint64_t seed = 0;
     bool freeze = false;
     struct finetune f = {.batch = 32};
@@ -504,6 +517,7 @@ int cli_finetune_command(int argc, char **argv)
         {"warmup", CLI_OPT_DOUBLE, &warmup_frac, "warm-up share of the steps (0.1)"},
         {"weight-decay", CLI_OPT_DOUBLE, &wd, "AdamW weight decay (0.01)"},
         {"clip", CLI_OPT_DOUBLE, &clip, "gradient-norm clip, 0 for none (1.0)"},
+        {"dropout", CLI_OPT_DOUBLE, &dropout, "dropout of hidden states and the pooled [CLS] (0.1)"},
         {"eval-every", CLI_OPT_SIZE, &eval_every, "dev evaluation every N steps (once per epoch)"},
         {"patience", CLI_OPT_SIZE, &patience, "stop after N evaluations without improvement (3)"},
         {"seed", CLI_OPT_U64, &seed, "seed for new heads and shuffling (0)"},
@@ -516,7 +530,7 @@ int cli_finetune_command(int argc, char **argv)
     enum bert_dtype dtype;
     if (model_dir == NULL || train_path == NULL || dev_path == NULL || out == NULL ||
         f.batch == 0 || epochs == 0 || max_len < 3 || patience == 0 ||
-        !parse_dtype(dtype_name, &dtype) || lr < 0) {
+        !parse_dtype(dtype_name, &dtype) || lr < 0 || !valid_dropout(dropout)) {
         fprintf(stderr, "usage: bert finetune --model DIR --train TSV --dev TSV --out DIR "
                         "[--freeze-encoder] [options]\n");
         cli_print_options(opts, n_opts);
@@ -580,6 +594,7 @@ int cli_finetune_command(int argc, char **argv)
         }
         size_t count = f.train.n - first < f.batch ? f.train.n - first : f.batch;
         struct train_batch tb = labeled_batch(&f, &f.train, order, first, count);
+        set_dropout(&tb, dropout, seed, step);
         struct train_stats st;
         if (train_step(&f.model, f.work, &tb, true, freeze, &st, &err) != BERT_OK)
             goto fail;

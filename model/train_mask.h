@@ -43,6 +43,7 @@ enum train_rng_stream {
     TRAIN_STREAM_BATCH = 1,   /* pretraining batches and their masks */
     TRAIN_STREAM_HELDOUT = 2, /* held-out masks, by sequence */
     TRAIN_STREAM_SHUFFLE = 3, /* fine-tuning epoch order */
+    TRAIN_STREAM_DROPOUT = 4, /* dropout masks, by step */
 };
 
 /* What happened to a token. */

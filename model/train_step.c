@@ -428,10 +428,53 @@ static void attention(struct train_work *w, const struct bert_batch *b, struct l
     bert_team_run(w->team, attention_member, &j);
 }
 
+/* ---- dropout -------------------------------------------------------------- */
+
+/* Inverted dropout whose mask is a hash of (seed, site, element): the
+ * backward pass redraws the forward's mask instead of storing it. */
+struct dropout {
+    uint64_t seed;
+    uint32_t cut;  /* an element is dropped when its 32-bit hash is below cut */
+    float scale;   /* 1 / (1 - p) */
+    float keep;    /* 1 - p */
+};
+
+/* Sites: the embeddings, then (attention, feed-forward) per layer, then the pooler. */
+#define DROP_EMBED 0u
+#define DROP_ATTN(l) (1u + 2u * (l))
+#define DROP_FFN(l) (2u + 2u * (l))
+#define DROP_POOLED(L) (1u + 2u * (L))
+
+static struct dropout dropout_of(const struct train_batch *tb)
+{
+    float p = tb->dropout > 0.0f && tb->dropout < 1.0f ? tb->dropout : 0.0f;
+    return (struct dropout){tb->dropout_seed, (uint32_t)((double)p * 4294967296.0),
+                            1.0f / (1.0f - p), 1.0f - p};
+}
+
+/* dst[i] = src[i] * mask[i] / (1 - p); src may equal dst. Forward and
+ * backward both call it: the gradient goes through the same mask. */
+static void dropout_apply(const struct dropout *d, unsigned site, const float *src, float *dst,
+                          size_t n)
+{
+    if (d->cut == 0) {
+        if (dst != src)
+            memcpy(dst, src, n * sizeof *dst);
+        return;
+    }
+    const uint64_t base = d->seed ^ ((uint64_t)site * 0x9E3779B97F4A7C15ull);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t z = base + (uint64_t)i * 0xD1B54A32D192ED03ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        dst[i] = (uint32_t)((z ^ (z >> 31)) >> 32) < d->cut ? 0.0f : src[i] * d->scale;
+    }
+}
+
 /* ---- the network --------------------------------------------------------- */
 
 static void embed_forward(const struct train_model *m, struct train_work *w,
-                          const struct bert_batch *b)
+                          const struct bert_batch *b, const struct dropout *d)
 {
     const size_t H = m->config.hidden_size;
     const struct train_view *p = &m->p;
@@ -445,13 +488,15 @@ static void embed_forward(const struct train_model *m, struct train_work *w,
         }
     layernorm_forward(w->z0, p->emb_ln_g, p->emb_ln_b, b->n_tokens, H, m->config.layer_norm_eps,
                       w->x[0], w->st0);
+    dropout_apply(d, DROP_EMBED, w->x[0], w->x[0], b->n_tokens * H);
 }
 
 static void embed_backward(struct train_model *m, struct train_work *w,
-                           const struct bert_batch *b, float *dx)
+                           const struct bert_batch *b, const struct dropout *d, float *dx)
 {
     const size_t H = m->config.hidden_size;
     struct train_view *g = &m->g;
+    dropout_apply(d, DROP_EMBED, dx, dx, b->n_tokens * H);
     layernorm_backward(dx, w->z0, w->st0, m->p.emb_ln_g, b->n_tokens, H, dx, g->emb_ln_g,
                        g->emb_ln_b);
     for (size_t i = 0; i < b->n_seqs; i++)
@@ -468,7 +513,7 @@ static void embed_backward(struct train_model *m, struct train_work *w,
 }
 
 static void layer_forward(const struct train_model *m, struct train_work *w,
-                          const struct bert_batch *b, size_t l)
+                          const struct bert_batch *b, const struct dropout *d, size_t l)
 {
     const struct bert_config *c = &m->config;
     const struct train_layer *p = &m->p.layers[l];
@@ -480,12 +525,14 @@ static void layer_forward(const struct train_model *m, struct train_work *w,
     linear_forward(w, x, T, H, p->value_w, p->value_b, H, a->qkv + 2 * H, 3 * H);
     attention(w, b, a, H, c->num_heads, false);
     linear_forward(w, a->ctx, T, H, p->attn_out_w, p->attn_out_b, H, a->z1, H);
+    dropout_apply(d, DROP_ATTN(l), a->z1, a->z1, T * H);
     for (size_t i = 0; i < T * H; i++)
         a->z1[i] += x[i];
     layernorm_forward(a->z1, p->attn_ln_g, p->attn_ln_b, T, H, c->layer_norm_eps, a->h1, a->st1);
     gemm(w, false, true, T, FF, H, 1.0f, a->h1, H, p->ffn_in_w, H, 0.0f, a->u, FF);
     bias_activation_forward(a->u, p->ffn_in_b, a->a, T, FF, c->activation);
     linear_forward(w, a->a, T, FF, p->ffn_out_w, p->ffn_out_b, H, a->z2, H);
+    dropout_apply(d, DROP_FFN(l), a->z2, a->z2, T * H);
     for (size_t i = 0; i < T * H; i++)
         a->z2[i] += a->h1[i];
     layernorm_forward(a->z2, p->ffn_ln_g, p->ffn_ln_b, T, H, c->layer_norm_eps, w->x[l + 1],
@@ -494,24 +541,28 @@ static void layer_forward(const struct train_model *m, struct train_work *w,
 
 /* In: dx = dLoss/d(layer output). Out: dx = dLoss/d(layer input). */
 static void layer_backward(struct train_model *m, struct train_work *w,
-                           const struct bert_batch *b, size_t l)
+                           const struct bert_batch *b, const struct dropout *d, size_t l)
 {
     const struct bert_config *c = &m->config;
     const struct train_layer *p = &m->p.layers[l];
     struct train_layer *g = &m->g.layers[l];
     struct layer_acts *a = &w->acts[l];
     const size_t T = b->n_tokens, H = c->hidden_size, FF = c->intermediate_size;
-    /* dh = dz2; then dh = dh1 = dz2 + d(ffn)/dh1 */
+    /* dh = dz2; then dh = dh1 = dz2 + d(ffn)/dh1. The feed-forward output's
+     * gradient (dz2 through the dropout mask) goes through dx, free here. */
     layernorm_backward(w->dx, a->z2, a->st2, p->ffn_ln_g, T, H, w->dh, g->ffn_ln_g, g->ffn_ln_b);
-    linear_backward(w, w->dh, H, a->a, T, FF, p->ffn_out_w, H, g->ffn_out_w, g->ffn_out_b, w->du,
+    dropout_apply(d, DROP_FFN(l), w->dh, w->dx, T * H);
+    linear_backward(w, w->dx, H, a->a, T, FF, p->ffn_out_w, H, g->ffn_out_w, g->ffn_out_b, w->du,
                     0.0f);
     activation_backward(w, w->du, a->u, T * FF, c->activation);
     linear_backward(w, w->du, FF, a->h1, T, H, p->ffn_in_w, FF, g->ffn_in_w, g->ffn_in_b, w->dh,
                     1.0f);
-    /* dx = dz1; dctx; attention; then dx += the Q, K, V paths */
+    /* dx = dz1; dctx (from dz1 through the dropout mask, in dh, free here);
+     * attention; then dx += the Q, K, V paths */
     layernorm_backward(w->dh, a->z1, a->st1, p->attn_ln_g, T, H, w->dx, g->attn_ln_g,
                        g->attn_ln_b);
-    linear_backward(w, w->dx, H, a->ctx, T, H, p->attn_out_w, H, g->attn_out_w, g->attn_out_b,
+    dropout_apply(d, DROP_ATTN(l), w->dx, w->dh, T * H);
+    linear_backward(w, w->dh, H, a->ctx, T, H, p->attn_out_w, H, g->attn_out_w, g->attn_out_b,
                     w->dctx, 0.0f);
     attention(w, b, a, H, c->num_heads, true);
     const float *x = w->x[l];
@@ -664,7 +715,8 @@ static void mlm_head(struct train_model *m, struct train_work *w, const struct t
 /* Pooler (dense + tanh on [CLS]) and classifier; with backward (and an
  * encoder that trains) the [CLS] gradient lands in dx. */
 static void cls_head(struct train_model *m, struct train_work *w, const struct train_batch *tb,
-                     bool backward, bool into_encoder, struct train_stats *st)
+                     const struct dropout *drop, bool backward, bool into_encoder,
+                     struct train_stats *st)
 {
     const struct bert_config *c = &m->config;
     const struct train_view *p = &m->p;
@@ -676,6 +728,7 @@ static void cls_head(struct train_model *m, struct train_work *w, const struct t
     linear_forward(w, w->cg, n, H, p->pooler_w, p->pooler_b, H, w->pooled, H);
     for (size_t i = 0; i < n * H; i++)
         w->pooled[i] = tanhf(w->pooled[i]);
+    dropout_apply(drop, DROP_POOLED(c->num_layers), w->pooled, w->pooled, n * H);
     linear_forward(w, w->pooled, n, H, p->classifier_w, p->classifier_b, C, w->cls_logits, C);
     const float scale = backward ? 1.0f / (float)n : 0.0f;
     for (size_t i = 0; i < n; i++) {
@@ -699,8 +752,12 @@ static void cls_head(struct train_model *m, struct train_work *w, const struct t
         return;
     linear_backward(w, w->cls_logits, C, w->pooled, n, H, p->classifier_w, C, g->classifier_w,
                     g->classifier_b, w->dpool, 0.0f);
-    for (size_t i = 0; i < n * H; i++)
-        w->dpool[i] *= 1.0f - w->pooled[i] * w->pooled[i];
+    /* pooled holds tanh * mask / keep; where the mask is 0 so is dpool. */
+    dropout_apply(drop, DROP_POOLED(c->num_layers), w->dpool, w->dpool, n * H);
+    for (size_t i = 0; i < n * H; i++) {
+        float y = w->pooled[i] * drop->keep;
+        w->dpool[i] *= 1.0f - y * y;
+    }
     linear_backward(w, w->dpool, H, w->cg, n, H, p->pooler_w, H, g->pooler_w, g->pooler_b,
                     into_encoder ? w->cg : NULL, 0.0f);
     if (into_encoder)
@@ -764,16 +821,17 @@ enum bert_status train_step(struct train_model *m, struct train_work *w,
         size_t n = b->seq_start[i + 1] - b->seq_start[i];
         w->prob_offset[i + 1] = w->prob_offset[i] + A * n * n;
     }
-    embed_forward(m, w, b);
+    const struct dropout drop = dropout_of(tb);
+    embed_forward(m, w, b, &drop);
     for (size_t l = 0; l < c->num_layers; l++)
-        layer_forward(m, w, b, l);
+        layer_forward(m, w, b, &drop, l);
     const bool encoder_grads = backward && !freeze_encoder;
     if (encoder_grads)
         memset(w->dx, 0, b->n_tokens * H * sizeof(float));
     if (tb->mlm_labels != NULL)
         mlm_head(m, w, tb, encoder_grads, st);
     if (tb->cls_labels != NULL || tb->cls_pred != NULL || tb->cls_logits != NULL)
-        cls_head(m, w, tb, backward, encoder_grads, st);
+        cls_head(m, w, tb, &drop, backward, encoder_grads, st);
     if (st->mlm_count > 0)
         st->loss += st->mlm_loss_sum / (double)st->mlm_count;
     if (st->cls_count > 0)
@@ -781,7 +839,7 @@ enum bert_status train_step(struct train_model *m, struct train_work *w,
     if (!encoder_grads)
         return BERT_OK;
     for (size_t l = c->num_layers; l-- > 0;)
-        layer_backward(m, w, b, l);
-    embed_backward(m, w, b, w->dx);
+        layer_backward(m, w, b, &drop, l);
+    embed_backward(m, w, b, &drop, w->dx);
     return BERT_OK;
 }

@@ -24,6 +24,12 @@ struct train_batch {
     const int32_t *cls_labels; /* (n_seqs); NULL: no classification loss */
     int32_t *cls_pred;         /* (n_seqs) out, argmax of the classifier; may be NULL */
     float *cls_logits;         /* (n_seqs, num_labels) out; may be NULL */
+    /* Dropout probability of the embeddings' output, each layer's attention
+     * and feed-forward outputs (before their residual) and the pooled
+     * [CLS], as BERT's hidden_dropout_prob and classifier dropout; 0 for
+     * none (evaluation). The masks are a function of dropout_seed. */
+    float dropout;
+    uint64_t dropout_seed;
 };
 
 struct train_stats {

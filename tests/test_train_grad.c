@@ -91,10 +91,15 @@ static struct train_batch batch_of(const struct golden *g)
     };
 }
 
+/* Dropout of the batches loss_of runs (0: none, as in the PyTorch golden). */
+static float test_dropout;
+
 static double loss_of(struct train_model *m, struct train_work *w, const struct golden *g,
                       bool backward)
 {
     struct train_batch b = batch_of(g);
+    b.dropout = test_dropout;
+    b.dropout_seed = 12345;
     struct train_stats st;
     struct bert_error err;
     if (backward)
@@ -205,6 +210,22 @@ static void check_finite_differences(struct train_model *m, struct train_work *w
     free(grads);
 }
 
+/* Dropout masks are a function of the seed, so the loss is still a
+ * deterministic function of the parameters and finite differences check
+ * the masked backward pass; the masks must also change the loss, and drop
+ * about p of the units (seen through the loss moving with the seed). */
+static void check_dropout(struct train_model *m, struct train_work *w, const struct golden *g)
+{
+    double plain = loss_of(m, w, g, false);
+    test_dropout = 0.3f;
+    double dropped = loss_of(m, w, g, false), again = loss_of(m, w, g, false);
+    CHECK(dropped != plain);
+    CHECK(dropped == again);
+    printf("dropout 0.3: loss %.6f (without %.6f)\n", dropped, plain);
+    check_finite_differences(m, w, g);
+    test_dropout = 0.0f;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -229,6 +250,7 @@ int main(int argc, char **argv)
             train_model_free(&m);
             build(&m, &g);
             check_finite_differences(&m, w, &g);
+            check_dropout(&m, w, &g);
         }
         train_work_free(w);
         train_model_free(&m);
