@@ -36,7 +36,9 @@ class Server:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=full_env)
         if ready:
-            self.wait_ready(timeout)
+            # Under a wrapper (valgrind runs 20-50x slower) the warm-up pass
+            # alone can take a minute on a busy machine.
+            self.wait_ready(timeout * 5 if wrapper else timeout)
 
     def wait_ready(self, timeout=60):
         deadline = time.time() + timeout
