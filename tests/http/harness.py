@@ -36,7 +36,13 @@ class Server:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=full_env)
         if ready:
-            self.wait_ready(timeout)
+            try:
+                self.wait_ready(timeout)
+            except RuntimeError:
+                # The caller never gets this object to stop: a server that did not
+                # come up (under valgrind on a loaded machine) must not outlive it.
+                self.stop()
+                raise
 
     def wait_ready(self, timeout=60):
         deadline = time.time() + timeout
