@@ -1,5 +1,7 @@
-/* `bert eval`: accuracy and F1 of a classifier checkpoint on a labelled TSV,
- * run through the inference engine exactly as bertserve runs it. */
+/* `bert eval`: the scores of a classifier checkpoint on a labelled TSV, run
+ * through the inference engine exactly as bertserve runs it: accuracy and
+ * F1 (single-label), micro/macro F1 and exact match (multi-label), or
+ * Pearson, Spearman and MSE (regression), by the config's problem_type. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +13,42 @@
 
 #define EVAL_BATCH 32
 
+/* The head as the trainer reads it; without problem_type, transformers'
+ * rule: one label is a regression. */
+static enum bert_problem_type problem_of(const struct bert_config *c)
+{
+    if (c->problem_type != BERT_PROBLEM_UNSET)
+        return c->problem_type;
+    return c->num_labels == 1 ? BERT_PROBLEM_REGRESSION : BERT_PROBLEM_SINGLE_LABEL;
+}
+
+static void print_scores(const struct bert_config *c, enum bert_problem_type problem,
+                         const struct train_labeled *d, const int32_t *pred, const float *logits)
+{
+    const size_t C = c->num_labels;
+    printf("examples %zu\n", d->n);
+    if (problem == BERT_PROBLEM_MULTI_LABEL) {
+        struct train_multi_scores sc = train_score_multi(logits, d->targets, d->n, C);
+        printf("micro-f1 %.4f\nmacro-f1 %.4f\nexact-match %.4f\n", sc.micro_f1, sc.macro_f1,
+               sc.exact_match);
+    } else if (problem == BERT_PROBLEM_REGRESSION) {
+        struct train_regression_scores sc = train_score_regression(logits, d->targets, d->n);
+        printf("pearson %.4f\nspearman %.4f\nmse %.4f\n", sc.pearson, sc.spearman, sc.mse);
+    } else {
+        struct train_scores sc = train_score(pred, d->labels, d->n, C);
+        printf("accuracy %.4f\nmacro-f1 %.4f\n", sc.accuracy, sc.macro_f1);
+        if (C == 2)
+            printf("f1 (label 1: %s) %.4f\n", c->id2label[1], sc.f1_positive);
+    }
+}
+
 int cli_eval_command(int argc, char **argv)
 {
     const char *model_dir = NULL, *data_path = NULL;
     size_t max_len = 128, threads = cli_cpus();
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, "classifier checkpoint (required)"},
-        {"data", CLI_OPT_STRING, &data_path, "TSV: header, then text[<TAB>text_b]<TAB>label (required)"},
+        {"data", CLI_OPT_STRING, &data_path, "TSV: header, then text[<TAB>text_b]<TAB>label, as for finetune (required)"},
         {"max-len", CLI_OPT_SIZE, &max_len, "tokens per text, specials included (128)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (CPUs available)"},
     };
@@ -46,11 +77,18 @@ int cli_eval_command(int argc, char **argv)
     const size_t C = model->config.num_labels;
     if (max_len > model->max_input_tokens)
         max_len = model->max_input_tokens;
-    if (train_labeled_load(&d, model->tokenizer, data_path, max_len, C, &err) != BERT_OK)
+    const enum bert_problem_type problem = problem_of(&model->config);
+    if (problem == BERT_PROBLEM_REGRESSION && C != 1) {
+        bert_error_set(&err, BERT_E_INVALID, "%s: a regression head must have 1 label, not %zu",
+                       model_dir, C);
+        goto fail;
+    }
+    const struct train_label_spec spec = {problem, C, model->config.id2label};
+    if (train_labeled_load_spec(&d, model->tokenizer, data_path, max_len, &spec, &err) != BERT_OK)
         goto fail;
     s = bert_scratch_new(model, EVAL_BATCH * max_len, max_len, threads, &err);
     pred = malloc(d.n * sizeof *pred);
-    logits = malloc(EVAL_BATCH * C * sizeof *logits);
+    logits = malloc(d.n * C * sizeof *logits);
     if (s == NULL || pred == NULL || logits == NULL) {
         if (s != NULL)
             bert_error_set(&err, BERT_E_NOMEM, "out of memory");
@@ -63,22 +101,21 @@ int cli_eval_command(int argc, char **argv)
         for (size_t k = 0; k <= n; k++)
             seq_start[k] = d.start[first + k] - d.start[first];
         for (size_t k = 0; k < n; k++)
-            tasks[k] = (struct bert_seq_task){.task = BERT_TASK_CLASSIFY, .logits = logits + k * C};
+            tasks[k] = (struct bert_seq_task){.task = BERT_TASK_CLASSIFY,
+                                              .logits = logits + (first + k) * C};
         struct bert_batch b = {n, seq_start[n], d.ids + d.start[first], d.types + d.start[first],
                                seq_start};
         if (bert_run(model, s, &b, tasks, &err) != BERT_OK)
             goto fail;
         for (size_t k = 0; k < n; k++) {
             size_t best = 0;
+            const float *row = logits + (first + k) * C;
             for (size_t c = 1; c < C; c++)
-                best = logits[k * C + c] > logits[k * C + best] ? c : best;
+                best = row[c] > row[best] ? c : best;
             pred[first + k] = (int32_t)best;
         }
     }
-    struct train_scores sc = train_score(pred, d.labels, d.n, C);
-    printf("examples %zu\naccuracy %.4f\nmacro-f1 %.4f\n", d.n, sc.accuracy, sc.macro_f1);
-    if (C == 2)
-        printf("f1 (label 1: %s) %.4f\n", model->config.id2label[1], sc.f1_positive);
+    print_scores(&model->config, problem, &d, pred, logits);
     rc = CLI_EXIT_OK;
     goto done;
 fail:

@@ -2,6 +2,7 @@
  * classification head), both on model/train_*.c. */
 #include <cblas.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,19 @@ static bool parse_dtype(const char *name, enum bert_dtype *out)
         *out = BERT_DTYPE_F16;
     else if (strcmp(name, "bf16") == 0)
         *out = BERT_DTYPE_BF16;
+    else
+        return false;
+    return true;
+}
+
+static bool parse_problem(const char *name, enum bert_problem_type *out)
+{
+    if (strcmp(name, "single") == 0)
+        *out = BERT_PROBLEM_SINGLE_LABEL;
+    else if (strcmp(name, "multi") == 0)
+        *out = BERT_PROBLEM_MULTI_LABEL;
+    else if (strcmp(name, "regression") == 0)
+        *out = BERT_PROBLEM_REGRESSION;
     else
         return false;
     return true;
@@ -381,6 +395,7 @@ struct finetune {
     struct bert_tokenizer *tok;
     struct train_labeled train, dev;
     struct batch_buf buf;
+    float *targets; /* (batch, width) multi-label / regression targets of a batch */
     size_t batch;
 };
 
@@ -398,36 +413,73 @@ static struct train_batch labeled_batch(struct finetune *f, const struct train_l
         n_tokens += n;
         f->buf.start[k + 1] = n_tokens;
         f->buf.cls_labels[k] = d->labels[i];
+        if (d->width > 0)
+            memcpy(f->targets + k * d->width, d->targets + i * d->width,
+                   d->width * sizeof *f->targets);
     }
     return (struct train_batch){.b = {count, n_tokens, f->buf.ids, f->buf.types, f->buf.start},
-                                .cls_labels = f->buf.cls_labels,
+                                .cls_labels = d->width == 0 ? f->buf.cls_labels : NULL,
+                                .cls_targets = d->width > 0 ? f->targets : NULL,
                                 .cls_pred = f->buf.pred};
 }
 
-/* Dev accuracy and F1; false on failure. */
-static bool dev_scores(struct finetune *f, struct train_scores *out, double *loss,
-                       struct bert_error *err)
+/* The dev scores of the head, and the one early stopping follows. */
+struct dev_eval {
+    double loss, metric;
+    const char *metric_name; /* as in "best dev NAME" */
+    char scores[160];        /* as on the progress line */
+};
+
+/* Dev loss and scores: accuracy and F1 (single-label), micro-F1 (multi-
+ * label) or Pearson (regression) drives early stopping; false on failure. */
+static bool dev_scores(struct finetune *f, struct dev_eval *out, struct bert_error *err)
 {
-    int32_t *pred = malloc(f->dev.n * sizeof *pred);
-    if (pred == NULL) {
+    const struct bert_config *c = &f->model.config;
+    const size_t C = c->num_labels, n = f->dev.n;
+    int32_t *pred = malloc(n * sizeof *pred);
+    float *logits = malloc(n * C * sizeof *logits);
+    if (pred == NULL || logits == NULL) {
+        free(pred);
+        free(logits);
         bert_error_set(err, BERT_E_NOMEM, "out of memory");
         return false;
     }
     double sum = 0.0;
-    for (size_t first = 0; first < f->dev.n; first += f->batch) {
-        size_t count = f->dev.n - first < f->batch ? f->dev.n - first : f->batch;
+    for (size_t first = 0; first < n; first += f->batch) {
+        size_t count = n - first < f->batch ? n - first : f->batch;
         struct train_batch tb = labeled_batch(f, &f->dev, NULL, first, count);
+        tb.cls_logits = logits + first * C;
         struct train_stats st;
         if (train_step(&f->model, f->work, &tb, false, false, &st, err) != BERT_OK) {
             free(pred);
+            free(logits);
             return false;
         }
         memcpy(pred + first, f->buf.pred, count * sizeof *pred);
         sum += st.cls_loss_sum;
     }
-    *out = train_score(pred, f->dev.labels, f->dev.n, f->model.config.num_labels);
-    *loss = sum / (double)f->dev.n;
+    out->loss = sum / (double)n;
+    if (c->problem_type == BERT_PROBLEM_MULTI_LABEL) {
+        struct train_multi_scores sc = train_score_multi(logits, f->dev.targets, n, C);
+        out->metric = sc.micro_f1;
+        out->metric_name = "micro-f1";
+        snprintf(out->scores, sizeof out->scores, "dev-micro-f1 %.4f  dev-macro-f1 %.4f  "
+                 "dev-exact %.4f", sc.micro_f1, sc.macro_f1, sc.exact_match);
+    } else if (c->problem_type == BERT_PROBLEM_REGRESSION) {
+        struct train_regression_scores sc = train_score_regression(logits, f->dev.targets, n);
+        out->metric = sc.pearson;
+        out->metric_name = "pearson";
+        snprintf(out->scores, sizeof out->scores, "dev-pearson %.4f  dev-spearman %.4f  "
+                 "dev-mse %.4f", sc.pearson, sc.spearman, sc.mse);
+    } else {
+        struct train_scores sc = train_score(pred, f->dev.labels, n, C);
+        out->metric = sc.accuracy;
+        out->metric_name = "accuracy";
+        snprintf(out->scores, sizeof out->scores, "dev-acc %.4f  dev-f1 %.4f", sc.accuracy,
+                 C == 2 ? sc.f1_positive : sc.macro_f1);
+    }
     free(pred);
+    free(logits);
     return true;
 }
 
@@ -463,7 +515,8 @@ static bool set_labels(struct bert_config *c, const char *list, size_t n)
 /* The checkpoint's encoder (and MLM head, kept so the model still fills
  * masks) plus a new or reused pooler and classifier. */
 static enum bert_status finetune_model(struct finetune *f, const char *dir, const char *labels,
-                                       size_t n_labels, uint64_t seed, struct bert_error *err)
+                                       size_t n_labels, enum bert_problem_type problem,
+                                       uint64_t seed, struct bert_error *err)
 {
     struct bert_model *loaded;
     enum bert_status st = bert_model_load(dir, &loaded, err);
@@ -476,7 +529,7 @@ static enum bert_status finetune_model(struct finetune *f, const char *dir, cons
         bert_model_free(loaded);
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");
     }
-    cfg.problem_type = BERT_PROBLEM_SINGLE_LABEL;
+    cfg.problem_type = problem;
     st = train_model_init(&f->model, &cfg, loaded->weights.mlm_dense_w != NULL, true, err);
     bert_config_free(&cfg);
     if (st == BERT_OK) {
@@ -495,7 +548,7 @@ static enum bert_status finetune_model(struct finetune *f, const char *dir, cons
 int cli_finetune_command(int argc, char **argv)
 {
     const char *model_dir = NULL, *train_path = NULL, *dev_path = NULL, *out = NULL;
-    const char *labels = NULL, *dtype_name = "f32";
+    const char *labels = NULL, *dtype_name = "f32", *problem_name = "single";
     size_t max_len = 128, epochs = 3, eval_every = 0, patience = 3, threads = cli_cpus();
     size_t max_steps = 0;
     double lr = 0.0, wd = 0.01, clip = 1.0, warmup_frac = 0.1, dropout = 0.1;
@@ -508,6 +561,8 @@ int cli_finetune_command(int argc, char **argv)
         {"dev", CLI_OPT_STRING, &dev_path, "dev TSV for early stopping (required)"},
         {"out", CLI_OPT_STRING, &out, "folder for the best checkpoint (required)"},
         {"labels", CLI_OPT_STRING, &labels, "label names in id order, a,b,... (LABEL_i)"},
+        {"problem", CLI_OPT_STRING, &problem_name, "head: single, multi (label names a,b in the "
+                                                   "label column) or regression (a number) (single)"},
         {"freeze-encoder", CLI_OPT_FLAG, &freeze, "train only the pooler and classifier"},
         {"epochs", CLI_OPT_SIZE, &epochs, "passes over the training set at most (3)"},
         {"max-steps", CLI_OPT_SIZE, &max_steps, "stop after this many steps (0: no limit)"},
@@ -528,11 +583,17 @@ int cli_finetune_command(int argc, char **argv)
     if (!cli_parse("finetune", argc, argv, opts, n_opts))
         return CLI_EXIT_USAGE;
     enum bert_dtype dtype;
+    enum bert_problem_type problem = BERT_PROBLEM_SINGLE_LABEL;
     if (model_dir == NULL || train_path == NULL || dev_path == NULL || out == NULL ||
         f.batch == 0 || epochs == 0 || max_len < 3 || patience == 0 ||
-        !parse_dtype(dtype_name, &dtype) || lr < 0 || !valid_dropout(dropout)) {
+        !parse_dtype(dtype_name, &dtype) || lr < 0 || !valid_dropout(dropout) ||
+        !parse_problem(problem_name, &problem) ||
+        (problem == BERT_PROBLEM_MULTI_LABEL && labels == NULL) ||
+        (problem == BERT_PROBLEM_REGRESSION && labels != NULL)) {
         fprintf(stderr, "usage: bert finetune --model DIR --train TSV --dev TSV --out DIR "
-                        "[--freeze-encoder] [options]\n");
+                        "[--freeze-encoder] [options]\n"
+                        "(--problem single, multi or regression; multi needs --labels, "
+                        "regression takes none)\n");
         cli_print_options(opts, n_opts);
         return CLI_EXIT_USAGE;
     }
@@ -542,13 +603,21 @@ int cli_finetune_command(int argc, char **argv)
     struct bert_error err = {0};
     int rc = CLI_EXIT_FAILURE;
     size_t *order = NULL;
+    /* A single-label head takes its size from the training ids, the others
+     * from --labels (multi) or are one number (regression). */
+    const bool single = problem == BERT_PROBLEM_SINGLE_LABEL;
     if (bert_tokenizer_load(model_dir, &f.tok, &err) != BERT_OK ||
-        train_labeled_load(&f.train, f.tok, train_path, max_len, 0, &err) != BERT_OK)
+        (single && train_labeled_load(&f.train, f.tok, train_path, max_len, 0, &err) != BERT_OK))
         goto fail;
-    size_t n_labels = (size_t)f.train.max_label + 1 > 2 ? (size_t)f.train.max_label + 1 : 2;
-    if (finetune_model(&f, model_dir, labels, n_labels, seed, &err) != BERT_OK ||
-        train_labeled_load(&f.dev, f.tok, dev_path, max_len, f.model.config.num_labels, &err) !=
-            BERT_OK)
+    size_t n_labels = single && f.train.max_label + 1 > 2 ? (size_t)f.train.max_label + 1
+                                                          : (single ? 2 : 1);
+    if (finetune_model(&f, model_dir, labels, n_labels, problem, seed, &err) != BERT_OK)
+        goto fail;
+    const struct train_label_spec spec = {problem, f.model.config.num_labels,
+                                          f.model.config.id2label};
+    if ((!single &&
+         train_labeled_load_spec(&f.train, f.tok, train_path, max_len, &spec, &err) != BERT_OK) ||
+        train_labeled_load_spec(&f.dev, f.tok, dev_path, max_len, &spec, &err) != BERT_OK)
         goto fail;
     if ((size_t)f.train.max_label >= f.model.config.num_labels) {
         bert_error_set(&err, BERT_E_INVALID, "%s has label %d but --labels names %zu",
@@ -562,7 +631,8 @@ int cli_finetune_command(int argc, char **argv)
     if (f.work == NULL || train_adamw_init(&f.opt, &f.model, wd, &err) != BERT_OK)
         goto fail;
     order = malloc(f.train.n * sizeof *order);
-    if (!batch_buf_init(&f.buf, f.batch, max_len) || order == NULL) {
+    f.targets = malloc(f.batch * (f.train.width + 1) * sizeof *f.targets);
+    if (!batch_buf_init(&f.buf, f.batch, max_len) || order == NULL || f.targets == NULL) {
         err = (struct bert_error){BERT_E_NOMEM, "out of memory"};
         goto fail;
     }
@@ -573,12 +643,14 @@ int cli_finetune_command(int argc, char **argv)
     if (eval_every == 0)
         eval_every = per_epoch;
     const size_t warmup = (size_t)((double)total * warmup_frac);
-    printf("finetune: %zu training and %zu dev texts, %zu labels, %s, %zu steps (%zu per "
+    printf("finetune: %zu training and %zu dev texts, %zu labels%s, %s, %zu steps (%zu per "
            "epoch), lr %.1e\n",
            f.train.n, f.dev.n, f.model.config.num_labels,
+           single ? "" : problem == BERT_PROBLEM_MULTI_LABEL ? " (multi-label)" : " (regression)",
            freeze ? "frozen encoder" : "full fine-tuning", total, per_epoch, lr);
     fflush(stdout);
-    double best = -1.0, t0 = now_seconds(), window_loss = 0.0;
+    double best = -INFINITY, t0 = now_seconds(), window_loss = 0.0;
+    const char *best_name = "accuracy";
     size_t bad = 0, window = 0, window_right = 0, window_n = 0;
     for (size_t step = 0; step < total; step++) {
         const size_t epoch = step / per_epoch, first = (step % per_epoch) * f.batch;
@@ -607,22 +679,26 @@ int cli_finetune_command(int argc, char **argv)
         window_n += st.cls_count;
         if ((step + 1) % eval_every != 0 && step + 1 != total)
             continue;
-        struct train_scores sc;
-        double dev_loss;
-        if (!dev_scores(&f, &sc, &dev_loss, &err))
+        struct dev_eval dev;
+        if (!dev_scores(&f, &dev, &err))
             goto fail;
-        const bool improved = sc.accuracy > best;
-        printf("step %zu/%zu  epoch %.2f  train-loss %.4f  train-acc %.4f  dev-loss %.4f  "
-               "dev-acc %.4f  dev-f1 %.4f  %.0fs%s\n",
+        const bool improved = dev.metric > best;
+        /* The share of texts right: the class (single-label) or the whole set
+         * (multi-label); a regression has none. */
+        char train_right[40] = "";
+        if (problem != BERT_PROBLEM_REGRESSION)
+            snprintf(train_right, sizeof train_right, "  train-%s %.4f",
+                     single ? "acc" : "exact", (double)window_right / (double)window_n);
+        printf("step %zu/%zu  epoch %.2f  train-loss %.4f%s  dev-loss %.4f  %s  %.0fs%s\n",
                step + 1, total, (double)(step + 1) / (double)per_epoch,
-               window_loss / (double)window, (double)window_right / (double)window_n, dev_loss,
-               sc.accuracy, f.model.config.num_labels == 2 ? sc.f1_positive : sc.macro_f1,
+               window_loss / (double)window, train_right, dev.loss, dev.scores,
                now_seconds() - t0, improved ? "  (best, saved)" : "");
         fflush(stdout);
         window_loss = 0.0;
         window = window_right = window_n = 0;
+        best_name = dev.metric_name;
         if (improved) {
-            best = sc.accuracy;
+            best = dev.metric;
             bad = 0;
             if (train_model_save(&f.model, out, model_dir, dtype, &err) != BERT_OK)
                 goto fail;
@@ -631,13 +707,14 @@ int cli_finetune_command(int argc, char **argv)
             break;
         }
     }
-    printf("best dev accuracy %.4f (saved in %s)\n", best, out);
+    printf("best dev %s %.4f (saved in %s)\n", best_name, best, out);
     rc = CLI_EXIT_OK;
     goto done;
 fail:
     fprintf(stderr, "bert finetune: %s\n", err.message);
 done:
     free(order);
+    free(f.targets);
     batch_buf_free(&f.buf);
     train_work_free(f.work);
     train_adamw_free(&f.opt);

@@ -1,5 +1,6 @@
 #include "train_data.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,11 +94,94 @@ void train_corpus_free(struct train_corpus *c)
     memset(c, 0, sizeof *c);
 }
 
-enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_tokenizer *tok,
-                                    const char *path, size_t max_len, size_t num_labels,
-                                    struct bert_error *err)
+/* The label field of one row, `field` (NUL-terminated, any '\r' removed),
+ * into *label or target (width floats). Returns a description of what was
+ * expected, or NULL when the field is valid. */
+static const char *parse_label(char *field, const struct train_label_spec *spec, int32_t *label,
+                               float *target)
+{
+    char *stop;
+    *label = 0;
+    if (spec->problem == BERT_PROBLEM_REGRESSION) {
+        double v = strtod(field, &stop);
+        if (stop == field || *stop != '\0' || !isfinite(v) || fabs(v) > 1e30)
+            return "a number as the score";
+        target[0] = (float)v;
+        return NULL;
+    }
+    if (spec->problem == BERT_PROBLEM_MULTI_LABEL) {
+        memset(target, 0, spec->num_labels * sizeof *target);
+        if (*field == '\0') /* the empty set */
+            return NULL;
+        for (char *name = field;;) {
+            char *comma = strchr(name, ',');
+            size_t len = comma ? (size_t)(comma - name) : strlen(name);
+            while (len > 0 && name[0] == ' ')
+                name++, len--;
+            while (len > 0 && name[len - 1] == ' ')
+                len--;
+            size_t k = 0;
+            while (k < spec->num_labels &&
+                   (strlen(spec->names[k]) != len || memcmp(spec->names[k], name, len) != 0))
+                k++;
+            if (len == 0 || k == spec->num_labels)
+                return "label names from --labels separated by ','";
+            target[k] = 1.0f;
+            if (comma == NULL)
+                return NULL;
+            name = comma + 1;
+        }
+    }
+    long id = strtol(field, &stop, 10);
+    if (stop == field || *stop != '\0' || id < 0 || id > 1000000 ||
+        (spec->num_labels > 0 && (size_t)id >= spec->num_labels))
+        return "an integer label id in range";
+    *label = (int32_t)id;
+    return NULL;
+}
+
+static size_t target_width(const struct train_label_spec *spec)
+{
+    if (spec->problem == BERT_PROBLEM_MULTI_LABEL)
+        return spec->num_labels;
+    return spec->problem == BERT_PROBLEM_REGRESSION ? 1 : 0;
+}
+
+/* Room for one more row of `n_tokens` tokens. */
+static bool grow_rows(struct train_labeled *d, size_t *rows_cap, size_t *ids_cap, size_t n_ids,
+                      size_t n_tokens)
+{
+    if (d->n + 2 <= *rows_cap && n_ids + n_tokens <= *ids_cap)
+        return true;
+    *rows_cap = *rows_cap ? 2 * *rows_cap : 1024;
+    *ids_cap = 2 * (*ids_cap > n_ids + n_tokens ? *ids_cap : n_ids + n_tokens);
+    size_t *start = realloc(d->start, *rows_cap * sizeof *start);
+    if (start != NULL)
+        d->start = start;
+    int32_t *labels = realloc(d->labels, *rows_cap * sizeof *labels);
+    if (labels != NULL)
+        d->labels = labels;
+    float *targets = d->targets;
+    if (d->width > 0 && (targets = realloc(d->targets, *rows_cap * d->width * sizeof *targets)))
+        d->targets = targets;
+    int32_t *ids = realloc(d->ids, *ids_cap * sizeof *ids);
+    if (ids != NULL)
+        d->ids = ids;
+    int32_t *types = realloc(d->types, *ids_cap * sizeof *types);
+    if (types != NULL)
+        d->types = types;
+    return start && labels && (d->width == 0 || targets) && ids && types;
+}
+
+enum bert_status train_labeled_load_spec(struct train_labeled *d,
+                                         const struct bert_tokenizer *tok, const char *path,
+                                         size_t max_len, const struct train_label_spec *spec,
+                                         struct bert_error *err)
 {
     memset(d, 0, sizeof *d);
+    d->width = target_width(spec);
+    if (spec->problem == BERT_PROBLEM_MULTI_LABEL && (spec->num_labels == 0 || !spec->names))
+        return bert_error_set(err, BERT_E_INVALID, "multi-label data needs the label names");
     char *text;
     size_t len;
     enum bert_status st = file_read_all(path, &text, &len, err);
@@ -108,23 +192,29 @@ enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_t
     opts.truncate = true;
     struct bert_encoding enc = {0};
     size_t rows_cap = 0, ids_cap = 0, n_ids = 0, line_no = 0;
+    int32_t label = 0;
+    float target[1];
+    float *row_target = d->width > 1 ? malloc(d->width * sizeof *row_target) : target;
+    if (row_target == NULL)
+        st = bert_error_set(err, BERT_E_NOMEM, "out of memory reading %s", path);
     d->max_label = -1;
     for (char *line = text; st == BERT_OK && line < text + len; line_no++) {
         char *end = memchr(line, '\n', (size_t)(text + len - line));
         size_t n = end ? (size_t)(end - line) : (size_t)(text + len - line);
         char *next = line + n + 1;
+        if (n > 0 && line[n - 1] == '\r')
+            n--;
         if (line_no == 0 || n == 0) { /* header, blank */
             line = next;
             continue;
         }
         line[n] = '\0';
-        char *tab = strrchr(line, '\t'), *stop;
-        long label = tab ? strtol(tab + 1, &stop, 10) : -1;
-        if (tab == NULL || stop == tab + 1 || (*stop != '\0' && *stop != '\r') || label < 0 ||
-            label > 1000000 || (num_labels > 0 && (size_t)label >= num_labels)) {
-            st = bert_error_set(err, BERT_E_FORMAT,
-                                "%s:%zu: expected text<TAB>label with a label in [0, %zu)", path,
-                                line_no + 1, num_labels ? num_labels : 1000000);
+        char *tab = strrchr(line, '\t');
+        const char *expected = tab ? parse_label(tab + 1, spec, &label, row_target)
+                                   : "text<TAB>label";
+        if (expected != NULL) {
+            st = bert_error_set(err, BERT_E_FORMAT, "%s:%zu: expected %s, got \"%.60s\"", path,
+                                line_no + 1, expected, tab ? tab + 1 : line);
             break;
         }
         /* A second tab before the label's splits a pair. */
@@ -136,35 +226,23 @@ enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_t
             bert_error_set(err, st, "%s:%zu: %s", path, line_no + 1, err->message);
             break;
         }
-        if (d->n + 2 > rows_cap || n_ids + enc.n > ids_cap) {
-            rows_cap = rows_cap ? 2 * rows_cap : 1024;
-            ids_cap = 2 * (ids_cap > n_ids + enc.n ? ids_cap : n_ids + enc.n);
-            size_t *start = realloc(d->start, rows_cap * sizeof *start);
-            if (start != NULL)
-                d->start = start;
-            int32_t *labels = realloc(d->labels, rows_cap * sizeof *labels);
-            if (labels != NULL)
-                d->labels = labels;
-            int32_t *ids = realloc(d->ids, ids_cap * sizeof *ids);
-            if (ids != NULL)
-                d->ids = ids;
-            int32_t *types = realloc(d->types, ids_cap * sizeof *types);
-            if (types != NULL)
-                d->types = types;
-            if (start == NULL || labels == NULL || ids == NULL || types == NULL) {
-                st = bert_error_set(err, BERT_E_NOMEM, "out of memory reading %s", path);
-                break;
-            }
+        if (!grow_rows(d, &rows_cap, &ids_cap, n_ids, enc.n)) {
+            st = bert_error_set(err, BERT_E_NOMEM, "out of memory reading %s", path);
+            break;
         }
         d->start[d->n] = n_ids;
         memcpy(d->ids + n_ids, enc.ids, enc.n * sizeof *enc.ids);
         memcpy(d->types + n_ids, enc.type_ids, enc.n * sizeof *enc.type_ids);
         n_ids += enc.n;
-        d->labels[d->n++] = (int32_t)label;
+        if (d->width > 0)
+            memcpy(d->targets + d->n * d->width, row_target, d->width * sizeof *row_target);
+        d->labels[d->n++] = label;
         d->start[d->n] = n_ids;
-        d->max_label = (int32_t)label > d->max_label ? (int32_t)label : d->max_label;
+        d->max_label = label > d->max_label ? label : d->max_label;
         line = next;
     }
+    if (row_target != target)
+        free(row_target);
     bert_encoding_free(&enc);
     free(text);
     if (st == BERT_OK && d->n == 0)
@@ -174,13 +252,27 @@ enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_t
     return st;
 }
 
+enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_tokenizer *tok,
+                                    const char *path, size_t max_len, size_t num_labels,
+                                    struct bert_error *err)
+{
+    const struct train_label_spec spec = {BERT_PROBLEM_SINGLE_LABEL, num_labels, NULL};
+    return train_labeled_load_spec(d, tok, path, max_len, &spec, err);
+}
+
 void train_labeled_free(struct train_labeled *d)
 {
     free(d->ids);
     free(d->types);
     free(d->start);
     free(d->labels);
+    free(d->targets);
     memset(d, 0, sizeof *d);
+}
+
+static double f1_of(size_t tp, size_t fp, size_t fn)
+{
+    return tp ? 2.0 * (double)tp / (double)(2 * tp + fp + fn) : 0.0;
 }
 
 struct train_scores train_score(const int32_t *pred, const int32_t *gold, size_t n, size_t C)
@@ -197,10 +289,112 @@ struct train_scores train_score(const int32_t *pred, const int32_t *gold, size_t
             fp += pred[i] == (int32_t)c && gold[i] != (int32_t)c;
             fn += pred[i] != (int32_t)c && gold[i] == (int32_t)c;
         }
-        double f1 = tp ? 2.0 * (double)tp / (double)(2 * tp + fp + fn) : 0.0;
+        double f1 = f1_of(tp, fp, fn);
         s.macro_f1 += f1 / (double)C;
         if (C == 2 && c == 1)
             s.f1_positive = f1;
     }
+    return s;
+}
+
+struct train_multi_scores train_score_multi(const float *logits, const float *targets, size_t n,
+                                            size_t C)
+{
+    struct train_multi_scores s = {0};
+    size_t tp = 0, fp = 0, fn = 0, exact = 0;
+    for (size_t c = 0; c < C; c++) {
+        size_t ctp = 0, cfp = 0, cfn = 0;
+        for (size_t i = 0; i < n; i++) {
+            const bool p = logits[i * C + c] > 0.0f, g = targets[i * C + c] > 0.5f;
+            ctp += p && g;
+            cfp += p && !g;
+            cfn += !p && g;
+        }
+        s.macro_f1 += f1_of(ctp, cfp, cfn) / (double)C;
+        tp += ctp;
+        fp += cfp;
+        fn += cfn;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t c = 0;
+        while (c < C && (logits[i * C + c] > 0.0f) == (targets[i * C + c] > 0.5f))
+            c++;
+        exact += c == C;
+    }
+    s.micro_f1 = f1_of(tp, fp, fn);
+    s.exact_match = n ? (double)exact / (double)n : 0.0;
+    return s;
+}
+
+static double pearson(const double *x, const double *y, size_t n)
+{
+    double mx = 0.0, my = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        mx += x[i];
+        my += y[i];
+    }
+    mx /= (double)n;
+    my /= (double)n;
+    double sxy = 0.0, sxx = 0.0, syy = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        sxy += (x[i] - mx) * (y[i] - my);
+        sxx += (x[i] - mx) * (x[i] - mx);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    return sxx > 0.0 && syy > 0.0 ? sxy / sqrt(sxx * syy) : 0.0;
+}
+
+struct keyed {
+    double key;
+    size_t index;
+};
+
+static int by_key(const void *a, const void *b)
+{
+    const double x = ((const struct keyed *)a)->key, y = ((const struct keyed *)b)->key;
+    return (x > y) - (x < y);
+}
+
+/* rank[i] = 1-based rank of v[i], ties sharing their mean rank (as
+ * scipy.stats.rankdata). */
+static void ranks(const double *v, size_t n, struct keyed *order, double *rank)
+{
+    for (size_t i = 0; i < n; i++)
+        order[i] = (struct keyed){v[i], i};
+    qsort(order, n, sizeof *order, by_key);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && order[j + 1].key == order[i].key)
+            j++;
+        for (size_t k = i; k <= j; k++)
+            rank[order[k].index] = (double)(i + j) / 2.0 + 1.0;
+        i = j + 1;
+    }
+}
+
+struct train_regression_scores train_score_regression(const float *pred, const float *gold,
+                                                      size_t n)
+{
+    struct train_regression_scores s = {0};
+    double *buf = malloc(4 * n * sizeof *buf + 1);
+    struct keyed *order = malloc(n * sizeof *order + 1);
+    if (buf == NULL || order == NULL || n == 0) {
+        free(buf);
+        free(order);
+        s.mse = NAN;
+        return s;
+    }
+    double *x = buf, *y = buf + n, *rx = buf + 2 * n, *ry = buf + 3 * n;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = pred[i];
+        y[i] = gold[i];
+        s.mse += (x[i] - y[i]) * (x[i] - y[i]) / (double)n;
+    }
+    s.pearson = pearson(x, y, n);
+    ranks(x, n, order, rx);
+    ranks(y, n, order, ry);
+    s.spearman = pearson(rx, ry, n);
+    free(buf);
+    free(order);
     return s;
 }

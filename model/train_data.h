@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "status.h"
 #include "tokenizer.h"
 
@@ -34,20 +35,41 @@ void train_corpus_free(struct train_corpus *c);
 
 /* Labelled texts for fine-tuning: a TSV file with a header line and rows
  * `text<TAB>label` (GLUE's SST-2 layout) or `text_a<TAB>text_b<TAB>label`
- * for pairs (the label is the last field, an integer id). A text is
- * tokenized as [CLS] text [SEP], a pair as [CLS] a [SEP] b [SEP] with token
- * types 0 then 1 (BERT sec. 3), truncated to max_len longest-first. */
+ * for pairs (the label is the last field). A text is tokenized as
+ * [CLS] text [SEP], a pair as [CLS] a [SEP] b [SEP] with token types 0 then
+ * 1 (BERT sec. 3), truncated to max_len longest-first.
+ *
+ * What the label field holds depends on the head (config.h's problem
+ * types): single-label, an integer id; multi-label, zero or more of the
+ * label names separated by ',' (an empty field is the empty set);
+ * regression, a decimal number. */
+struct train_label_spec {
+    enum bert_problem_type problem; /* UNSET reads as single-label */
+    size_t num_labels;              /* single: ids must be below it (0: any id); multi: names */
+    char *const *names;             /* multi: (num_labels) the known names, id order */
+};
+
 struct train_labeled {
     int32_t *ids;        /* all sequences back to back */
     int32_t *types;      /* token types, same layout as ids */
     size_t *start;       /* (n + 1) sequence i is ids[start[i] .. start[i + 1]) */
-    int32_t *labels;     /* (n) */
+    int32_t *labels;     /* (n) single-label ids; 0 for the other heads */
+    float *targets;      /* (n, width) multi-label 0/1 per name, or the regression score;
+                            NULL for single-label */
+    size_t width;        /* 0 single-label, num_labels multi-label, 1 regression */
     size_t n;
     int32_t max_label;
 };
 
-/* Fails naming the file and line on a malformed row or a label outside
- * [0, num_labels) when num_labels > 0. */
+/* Fails naming the file and line on a malformed row: a label that is not an
+ * id in [0, num_labels) (single), an unknown name (multi) or not a finite
+ * number (regression). */
+enum bert_status train_labeled_load_spec(struct train_labeled *d,
+                                         const struct bert_tokenizer *tok, const char *path,
+                                         size_t max_len, const struct train_label_spec *spec,
+                                         struct bert_error *err);
+
+/* Single-label rows; num_labels 0 accepts any id. */
 enum bert_status train_labeled_load(struct train_labeled *d, const struct bert_tokenizer *tok,
                                     const char *path, size_t max_len, size_t num_labels,
                                     struct bert_error *err);
@@ -62,5 +84,27 @@ struct train_scores {
 };
 
 struct train_scores train_score(const int32_t *pred, const int32_t *gold, size_t n, size_t C);
+
+/* Multi-label scores of logits (n, C) against 0/1 targets (n, C); a label
+ * is predicted when sigmoid(logit) > 0.5, i.e. logit > 0. Micro F1 pools
+ * every (text, label) decision; macro F1 averages the labels' F1 (0 for a
+ * label never gold nor predicted); exact match is the share of texts whose
+ * whole predicted set is right. */
+struct train_multi_scores {
+    double micro_f1, macro_f1, exact_match;
+};
+
+struct train_multi_scores train_score_multi(const float *logits, const float *targets, size_t n,
+                                            size_t C);
+
+/* Regression scores of predictions against gold values: Pearson's r,
+ * Spearman's rho (Pearson of the ranks, ties given their mean rank) and
+ * the mean squared error. A correlation with a constant side is 0. */
+struct train_regression_scores {
+    double pearson, spearman, mse;
+};
+
+struct train_regression_scores train_score_regression(const float *pred, const float *gold,
+                                                      size_t n);
 
 #endif

@@ -712,6 +712,37 @@ static void mlm_head(struct train_model *m, struct train_work *w, const struct t
     }
 }
 
+/* Multi-label loss of one logits row: the mean over the n labels of
+ * BCE(sigmoid(z), y) = max(z, 0) - z y + log(1 + exp(-|z|)) (the stable
+ * form BCEWithLogitsLoss uses); with grad_scale != 0 the row becomes
+ * grad_scale * (sigmoid(z) - y) / n. *exact counts a row whose predicted
+ * set (z > 0) equals the gold one. */
+static double binary_cross_entropy(float *row, const float *y, size_t n, float grad_scale,
+                                   size_t *exact)
+{
+    double loss = 0.0;
+    bool all = true;
+    for (size_t j = 0; j < n; j++) {
+        const double z = row[j];
+        loss += fmax(z, 0.0) - z * y[j] + log1p(exp(-fabs(z)));
+        all = all && (z > 0.0) == (y[j] > 0.5f);
+        if (grad_scale != 0.0f)
+            row[j] = (float)((1.0 / (1.0 + exp(-z)) - y[j]) * grad_scale / (double)n);
+    }
+    *exact += all;
+    return loss / (double)n;
+}
+
+/* Regression loss of one single-logit row: (z - y)^2; with grad_scale != 0
+ * the row becomes grad_scale * 2 (z - y). */
+static double squared_error(float *row, float y, float grad_scale)
+{
+    const double d = (double)row[0] - y;
+    if (grad_scale != 0.0f)
+        row[0] = (float)(2.0 * d * grad_scale);
+    return d * d;
+}
+
 /* Pooler (dense + tanh on [CLS]) and classifier; with backward (and an
  * encoder that trains) the [CLS] gradient lands in dx. */
 static void cls_head(struct train_model *m, struct train_work *w, const struct train_batch *tb,
@@ -745,10 +776,16 @@ static void cls_head(struct train_model *m, struct train_work *w, const struct t
             bool ok;
             st->cls_loss_sum += cross_entropy(row, C, tb->cls_labels[i], scale, &ok);
             st->cls_correct += ok;
+        } else if (tb->cls_targets != NULL) {
+            st->cls_loss_sum += c->problem_type == BERT_PROBLEM_MULTI_LABEL
+                                    ? binary_cross_entropy(row, tb->cls_targets + i * C, C,
+                                                           scale, &st->cls_correct)
+                                    : squared_error(row, tb->cls_targets[i], scale);
         }
     }
-    st->cls_count = tb->cls_labels != NULL ? n : 0;
-    if (!backward || tb->cls_labels == NULL)
+    const bool supervised = tb->cls_labels != NULL || tb->cls_targets != NULL;
+    st->cls_count = supervised ? n : 0;
+    if (!backward || !supervised)
         return;
     linear_backward(w, w->cls_logits, C, w->pooled, n, H, p->classifier_w, C, g->classifier_w,
                     g->classifier_b, w->dpool, 0.0f);
@@ -773,9 +810,14 @@ static enum bert_status check(const struct train_model *m, const struct train_wo
 {
     const struct bert_config *c = &m->config;
     const struct bert_batch *b = &tb->b;
+    const bool targets_head = c->problem_type == BERT_PROBLEM_MULTI_LABEL ||
+                              (c->problem_type == BERT_PROBLEM_REGRESSION && c->num_labels == 1);
     if ((tb->mlm_labels != NULL && !m->mlm) ||
-        ((tb->cls_labels != NULL || tb->cls_pred != NULL || tb->cls_logits != NULL) &&
-         !m->classifier))
+        ((tb->cls_labels != NULL || tb->cls_targets != NULL || tb->cls_pred != NULL ||
+          tb->cls_logits != NULL) &&
+         !m->classifier) ||
+        (tb->cls_labels != NULL && (targets_head || c->problem_type == BERT_PROBLEM_REGRESSION)) ||
+        (tb->cls_targets != NULL && (!targets_head || tb->cls_labels != NULL)))
         return bert_error_set(err, BERT_E_INVALID, "the model has no head for this loss");
     if (b->n_seqs == 0 || b->n_tokens > w->max_tokens || b->seq_start[0] != 0 ||
         b->seq_start[b->n_seqs] != b->n_tokens)
@@ -830,7 +872,8 @@ enum bert_status train_step(struct train_model *m, struct train_work *w,
         memset(w->dx, 0, b->n_tokens * H * sizeof(float));
     if (tb->mlm_labels != NULL)
         mlm_head(m, w, tb, encoder_grads, st);
-    if (tb->cls_labels != NULL || tb->cls_pred != NULL || tb->cls_logits != NULL)
+    if (tb->cls_labels != NULL || tb->cls_targets != NULL || tb->cls_pred != NULL ||
+        tb->cls_logits != NULL)
         cls_head(m, w, tb, &drop, backward, encoder_grads, st);
     if (st->mlm_count > 0)
         st->loss += st->mlm_loss_sum / (double)st->mlm_count;

@@ -21,7 +21,9 @@
 struct train_batch {
     struct bert_batch b;
     const int32_t *mlm_labels; /* (T) target id or -100; NULL: no MLM loss */
-    const int32_t *cls_labels; /* (n_seqs); NULL: no classification loss */
+    const int32_t *cls_labels; /* (n_seqs) single-label ids; NULL: no such loss */
+    const float *cls_targets;  /* (n_seqs, num_labels) multi-label 0/1 or regression
+                                  values; NULL: no such loss */
     int32_t *cls_pred;         /* (n_seqs) out, argmax of the classifier; may be NULL */
     float *cls_logits;         /* (n_seqs, num_labels) out; may be NULL */
     /* Dropout probability of the embeddings' output, each layer's attention
@@ -37,7 +39,7 @@ struct train_stats {
     double mlm_loss_sum;        /* summed over the mlm_count positions */
     size_t mlm_count, mlm_correct;
     double cls_loss_sum;
-    size_t cls_count, cls_correct;
+    size_t cls_count, cls_correct; /* multi-label: texts with the whole set right */
 };
 
 struct train_work;
@@ -54,7 +56,8 @@ size_t train_work_bytes(const struct train_work *w);
  * stats->loss to m->grads (callers zero them between steps); with
  * `freeze_encoder` only the pooler and classifier get gradients. Fails with
  * BERT_E_INVALID on a batch that does not fit, an id, label or type out of
- * range, or a loss the model has no head for. */
+ * range, or a loss the model has no head for (labels for a single-label
+ * head, targets for a multi-label or regression one). */
 enum bert_status train_step(struct train_model *m, struct train_work *w,
                             const struct train_batch *batch, bool backward, bool freeze_encoder,
                             struct train_stats *stats, struct bert_error *err);

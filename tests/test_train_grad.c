@@ -1,6 +1,7 @@
-/* The trainer's numerics on a tiny BERT with both heads:
- *  - gradients and the AdamW step against PyTorch autograd
- *    (tests/golden/train_reference.py -> argv[1], float64): every gradient
+/* The trainer's numerics on a tiny BERT with both heads, for each golden
+ * file given (tests/golden/train_reference.py, float64: the single-label,
+ * multi-label (BCE) and regression (MSE) classification losses):
+ *  - gradients and the AdamW step against PyTorch autograd: every gradient
  *    tensor within 1e-4 of the reference relative to its largest element,
  *    every parameter after clipping + AdamW within 1e-6;
  *  - central finite differences for every parameter tensor (the element
@@ -20,6 +21,7 @@ struct golden {
     json_t *root;
     struct bert_config cfg;
     int32_t ids[MAX_TOKENS], types[MAX_TOKENS], mlm[MAX_TOKENS], cls[8];
+    float targets[8 * 8]; /* (n_seqs, labels) multi-label sets or regression scores */
     size_t seq_start[9], n_seqs, n_tokens;
 };
 
@@ -50,6 +52,15 @@ static bool load_golden(const char *path, struct golden *g)
     c->num_labels = geo(g->root, "labels");
     c->layer_norm_eps = (float)num(json_object_get(g->root, "geometry"), "eps");
     c->activation = BERT_ACTIVATION_GELU;
+    const char *problem = json_string_value(json_object_get(g->root, "problem"));
+    c->problem_type = problem == NULL                      ? BERT_PROBLEM_SINGLE_LABEL
+                      : strcmp(problem, "multi") == 0      ? BERT_PROBLEM_MULTI_LABEL
+                      : strcmp(problem, "regression") == 0 ? BERT_PROBLEM_REGRESSION
+                                                           : BERT_PROBLEM_UNSET;
+    if (c->problem_type == BERT_PROBLEM_UNSET || c->num_labels > 8) {
+        fprintf(stderr, "%s: unknown problem or too many labels\n", path);
+        return false;
+    }
     json_t *seqs = json_object_get(g->root, "sequences"), *s;
     size_t i;
     json_array_foreach(seqs, i, s) {
@@ -63,6 +74,11 @@ static bool load_golden(const char *path, struct golden *g)
                 (int32_t)json_integer_value(json_array_get(json_object_get(s, "mlm_labels"), k));
         }
         g->cls[i] = (int32_t)json_integer_value(json_object_get(s, "label"));
+        json_t *set = json_object_get(s, "targets");
+        for (size_t k = 0; k < json_array_size(set) && k < 8; k++)
+            g->targets[i * c->num_labels + k] = (float)json_number_value(json_array_get(set, k));
+        if (json_object_get(s, "target") != NULL)
+            g->targets[i] = (float)num(s, "target");
     }
     g->n_seqs = json_array_size(seqs);
     g->seq_start[g->n_seqs] = g->n_tokens;
@@ -87,7 +103,8 @@ static struct train_batch batch_of(const struct golden *g)
     return (struct train_batch){
         .b = {g->n_seqs, g->n_tokens, g->ids, g->types, g->seq_start},
         .mlm_labels = g->mlm,
-        .cls_labels = g->cls,
+        .cls_labels = g->cfg.problem_type == BERT_PROBLEM_SINGLE_LABEL ? g->cls : NULL,
+        .cls_targets = g->cfg.problem_type == BERT_PROBLEM_SINGLE_LABEL ? NULL : g->targets,
     };
 }
 
@@ -212,8 +229,7 @@ static void check_finite_differences(struct train_model *m, struct train_work *w
 
 /* Dropout masks are a function of the seed, so the loss is still a
  * deterministic function of the parameters and finite differences check
- * the masked backward pass; the masks must also change the loss, and drop
- * about p of the units (seen through the loss moving with the seed). */
+ * the masked backward pass; the masks must also change the loss. */
 static void check_dropout(struct train_model *m, struct train_work *w, const struct golden *g)
 {
     double plain = loss_of(m, w, g, false);
@@ -226,24 +242,25 @@ static void check_dropout(struct train_model *m, struct train_work *w, const str
     test_dropout = 0.0f;
 }
 
-int main(int argc, char **argv)
+static void check_file(const char *path)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s GOLDEN_JSON\n", argv[0]);
-        return 2;
-    }
     struct golden g;
-    if (!load_golden(argv[1], &g))
-        return 1;
+    if (!load_golden(path, &g)) {
+        CHECK(false);
+        return;
+    }
+    printf("%s\n", path);
     struct bert_error err;
     for (size_t threads = 1; threads <= 2; threads++) {
         struct train_model m;
         if (!build(&m, &g))
-            return 1;
+            break;
         struct train_work *w = train_work_new(&m, MAX_TOKENS, 16, threads, &err);
         CHECK(w != NULL);
-        if (w == NULL)
-            return check_exit();
+        if (w == NULL) {
+            train_model_free(&m);
+            break;
+        }
         check_against_torch(&m, w, &g, threads == 1 ? "1 thread" : "2 threads");
         if (threads == 1) {
             check_adamw(&m, &g);
@@ -256,5 +273,15 @@ int main(int argc, char **argv)
         train_model_free(&m);
     }
     json_decref(g.root);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s GOLDEN_JSON...\n", argv[0]);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++)
+        check_file(argv[i]);
     return check_exit();
 }

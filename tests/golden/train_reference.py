@@ -5,8 +5,12 @@ classifier) on a packed batch of three sequences, in float64 with
 torch.nn.functional ops, autograd, torch.nn.utils.clip_grad_norm_ and
 torch.optim.AdamW. Parameters come from the synthetic generator
 (synth.py, the twin of model/synth.c) so the C test builds the same start
-without a checkpoint file. Writes tests/data/golden/train-step.json with the
-inputs, the loss, every gradient and every parameter after the update.
+without a checkpoint file. Writes, with the inputs, the loss, every gradient
+and every parameter after the update, one file per classification head
+(transformers' BertForSequenceClassification losses by problem_type):
+  tests/data/golden/train-step.json             single-label, cross-entropy
+  tests/data/golden/train-step-multi.json       multi-label, BCEWithLogitsLoss
+  tests/data/golden/train-step-regression.json  regression (1 label), MSELoss
 
     /usr/bin/python3 tests/golden/train_reference.py
 """
@@ -21,7 +25,7 @@ import torch.nn.functional as F
 from synth import synth_values
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "data", "golden", "train-step.json")
+GOLDEN = os.path.join(HERE, "..", "data", "golden")
 
 GEOMETRY = {"vocab": 37, "hidden": 12, "heads": 3, "layers": 2, "intermediate": 20,
             "positions": 16, "types": 2, "labels": 3, "eps": 1e-12, "act": "gelu"}
@@ -34,6 +38,10 @@ SEQS = [
     ([2, 20, 21, 22, 9, 33, 14, 3], [0] * 8, [-100, -100, 4, -100, -100, 33, 14, -100], 2),
     ([2, 36, 3], [0, 0, 0], [-100, 36, -100], 0),
 ]
+# The other heads' targets for the same three sequences: label sets over 3
+# names (the second is the empty set) and STS-B-like scores.
+MULTI_TARGETS = [[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
+REGRESSION_TARGETS = [3.2, 0.5, 4.75]
 
 
 def specs(g):
@@ -82,7 +90,7 @@ def init_params(g, init):
     return out
 
 
-def forward(P, g):
+def forward(P, g, problem):
     """Summed MLM + classification loss over the packed batch."""
     H, A = g["hidden"], g["heads"]
     D = H // A
@@ -114,14 +122,22 @@ def forward(P, g):
     cls = torch.stack([x[0] for x in hidden])
     pooled = torch.tanh(lin(cls, "bert.pooler.dense"))
     cls_logits = lin(pooled, "classifier")
-    ce = F.cross_entropy(cls_logits, torch.tensor([s[3] for s in SEQS]))
+    if problem == "multi":
+        ce = F.binary_cross_entropy_with_logits(cls_logits, torch.tensor(
+            MULTI_TARGETS, dtype=torch.float64))
+    elif problem == "regression":
+        ce = F.mse_loss(cls_logits.squeeze(-1), torch.tensor(REGRESSION_TARGETS,
+                                                             dtype=torch.float64))
+    else:
+        ce = F.cross_entropy(cls_logits, torch.tensor([s[3] for s in SEQS]))
     return mlm + ce, mlm, ce
 
 
-def main():
+def write(problem, labels, name):
     torch.manual_seed(0)
-    g, P = GEOMETRY, init_params(GEOMETRY, INIT)
-    loss, mlm, ce = forward(P, g)
+    g = dict(GEOMETRY, labels=labels)
+    P = init_params(g, INIT)
+    loss, mlm, ce = forward(P, g, problem)
     loss.backward()
     grads = {n: P[n].grad.detach().clone() for n in P}
     norm = torch.nn.utils.clip_grad_norm_(list(P.values()), OPTIM["max_norm"])
@@ -132,19 +148,36 @@ def main():
                             lr=OPTIM["lr"], betas=(0.9, 0.999), eps=1e-8)
     opt.step()
     flat = lambda t: [float(x) for x in t.detach().reshape(-1)]
-    doc = {
-        "about": "one training step of a tiny BERT; tests/golden/train_reference.py",
-        "geometry": g, "init": INIT, "optim": OPTIM,
-        "sequences": [{"ids": s[0], "types": s[1], "mlm_labels": s[2], "label": s[3]}
-                      for s in SEQS],
+    seqs = []
+    for i, s in enumerate(SEQS):
+        seq = {"ids": s[0], "types": s[1], "mlm_labels": s[2]}
+        if problem == "multi":
+            seq["targets"] = MULTI_TARGETS[i]
+        elif problem == "regression":
+            seq["target"] = REGRESSION_TARGETS[i]
+        else:
+            seq["label"] = s[3]
+        seqs.append(seq)
+    doc = {"about": "one training step of a tiny BERT; tests/golden/train_reference.py"}
+    if problem != "single":
+        doc["problem"] = problem
+    doc.update({
+        "geometry": g, "init": INIT, "optim": OPTIM, "sequences": seqs,
         "loss": float(loss), "mlm_loss": float(mlm), "cls_loss": float(ce),
         "grad_norm": float(norm),
         "tensors": [{"name": n, "grad": flat(grads[n]), "after": flat(P[n])}
                     for n, _, _ in specs(g)],
-    }
-    with open(OUT, "w") as f:
+    })
+    out = os.path.join(GOLDEN, name)
+    with open(out, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
-    print(f"wrote {OUT}: loss {float(loss):.6f}, grad norm {float(norm):.6f}")
+    print(f"wrote {out}: loss {float(loss):.6f}, grad norm {float(norm):.6f}")
+
+
+def main():
+    write("single", GEOMETRY["labels"], "train-step.json")
+    write("multi", 3, "train-step-multi.json")
+    write("regression", 1, "train-step-regression.json")
 
 
 if __name__ == "__main__":

@@ -36,9 +36,15 @@ class Server:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=full_env)
         if ready:
-            # Under a wrapper (valgrind runs 20-50x slower) the warm-up pass
-            # alone can take a minute on a busy machine.
-            self.wait_ready(timeout * 5 if wrapper else timeout)
+            try:
+                # Under a wrapper (valgrind runs 20-50x slower) the warm-up
+                # pass alone can take a minute on a busy machine.
+                self.wait_ready(timeout * 5 if wrapper else timeout)
+            except RuntimeError:
+                # The caller never gets this object to stop: a server that did not
+                # come up (under valgrind on a loaded machine) must not outlive it.
+                self.stop()
+                raise
 
     def wait_ready(self, timeout=60):
         deadline = time.time() + timeout
