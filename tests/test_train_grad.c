@@ -1,6 +1,7 @@
-/* The trainer's numerics on a tiny BERT with both heads:
- *  - gradients and the AdamW step against PyTorch autograd
- *    (tests/golden/train_reference.py -> argv[1], float64): every gradient
+/* The trainer's numerics on a tiny BERT with both heads, for each golden
+ * file given (tests/golden/train_reference.py writes the masked-LM case and
+ * the causal one: is_decoder, next-token labels, last-token classifier):
+ *  - gradients and the AdamW step against PyTorch autograd (float64): every gradient
  *    tensor within 1e-4 of the reference relative to its largest element,
  *    every parameter after clipping + AdamW within 1e-6;
  *  - central finite differences for every parameter tensor (the element
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "train_mask.h"
 #include "train_optim.h"
 #include "train_step.h"
 
@@ -50,6 +52,7 @@ static bool load_golden(const char *path, struct golden *g)
     c->num_labels = geo(g->root, "labels");
     c->layer_norm_eps = (float)num(json_object_get(g->root, "geometry"), "eps");
     c->activation = BERT_ACTIVATION_GELU;
+    c->is_decoder = json_is_true(json_object_get(g->root, "is_decoder"));
     json_t *seqs = json_object_get(g->root, "sequences"), *s;
     size_t i;
     json_array_foreach(seqs, i, s) {
@@ -66,6 +69,13 @@ static bool load_golden(const char *path, struct golden *g)
     }
     g->n_seqs = json_array_size(seqs);
     g->seq_start[g->n_seqs] = g->n_tokens;
+    if (c->is_decoder) /* the causal golden's labels are the trainer's next-token rule */
+        for (i = 0; i < g->n_seqs; i++) {
+            int32_t want[MAX_TOKENS];
+            const size_t n = g->seq_start[i + 1] - g->seq_start[i];
+            train_next_token_labels(g->ids + g->seq_start[i], n, want);
+            CHECK(memcmp(want, g->mlm + g->seq_start[i], n * sizeof *want) == 0);
+        }
     return true;
 }
 
@@ -205,24 +215,23 @@ static void check_finite_differences(struct train_model *m, struct train_work *w
     free(grads);
 }
 
-int main(int argc, char **argv)
+static void check_golden(const char *path)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s GOLDEN_JSON\n", argv[0]);
-        return 2;
-    }
     struct golden g;
-    if (!load_golden(argv[1], &g))
-        return 1;
+    if (!load_golden(path, &g)) {
+        CHECK(false);
+        return;
+    }
+    printf("%s (%s)\n", path, g.cfg.is_decoder ? "causal" : "masked LM");
     struct bert_error err;
     for (size_t threads = 1; threads <= 2; threads++) {
         struct train_model m;
-        if (!build(&m, &g))
-            return 1;
-        struct train_work *w = train_work_new(&m, MAX_TOKENS, 16, threads, &err);
-        CHECK(w != NULL);
-        if (w == NULL)
-            return check_exit();
+        struct train_work *w = NULL;
+        CHECK(build(&m, &g) && (w = train_work_new(&m, MAX_TOKENS, 16, threads, &err)) != NULL);
+        if (w == NULL) {
+            train_model_free(&m);
+            break;
+        }
         check_against_torch(&m, w, &g, threads == 1 ? "1 thread" : "2 threads");
         if (threads == 1) {
             check_adamw(&m, &g);
@@ -234,5 +243,15 @@ int main(int argc, char **argv)
         train_model_free(&m);
     }
     json_decref(g.root);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s GOLDEN_JSON...\n", argv[0]);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++)
+        check_golden(argv[i]);
     return check_exit();
 }

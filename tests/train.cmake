@@ -4,7 +4,8 @@ bert_add_test(NAME test_train_mask SOURCES test_train_mask.c LIBS bert
               ARGS ${BERT_TEST_DATA}/tokenizer/bert-base-uncased TIMEOUT 60)
 
 bert_add_test(NAME test_train_grad SOURCES test_train_grad.c LIBS bert
-              ARGS ${BERT_TEST_DATA}/golden/train-step.json TIMEOUT 60)
+              ARGS ${BERT_TEST_DATA}/golden/train-step.json
+                   ${BERT_TEST_DATA}/golden/train-step-causal.json TIMEOUT 60)
 
 add_test(NAME train_cli
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/train_cli.sh $<TARGET_FILE:bert_cli>
@@ -15,3 +16,9 @@ set_tests_properties(train_cli PROPERTIES TIMEOUT 300 LABELS train)
 bert_add_test(NAME test_train_save SOURCES test_train_save.c LIBS bert
               ARGS ${BERT_TEST_DATA}/tokenizer/bert-base-uncased ${BERT_TEST_WORK}/train-save
               TIMEOUT 60)
+
+add_test(NAME train_causal
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/train_causal.sh $<TARGET_FILE:bert_cli>
+                 ${BERT_TEST_DATA}/train ${BERT_TEST_DATA}/tokenizer/bert-base-uncased
+                 ${BERT_TEST_WORK}/train-causal)
+set_tests_properties(train_causal PROPERTIES TIMEOUT 300 LABELS train)

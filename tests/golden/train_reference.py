@@ -6,7 +6,10 @@ torch.nn.functional ops, autograd, torch.nn.utils.clip_grad_norm_ and
 torch.optim.AdamW. Parameters come from the synthetic generator
 (synth.py, the twin of model/synth.c) so the C test builds the same start
 without a checkpoint file. Writes tests/data/golden/train-step.json with the
-inputs, the loss, every gradient and every parameter after the update.
+inputs, the loss, every gradient and every parameter after the update; and
+train-step-causal.json, the same step for the causal model (is_decoder:
+attention to earlier positions only, next-token labels through the tied
+head, the classifier on each sequence's last token).
 
     /usr/bin/python3 tests/golden/train_reference.py
 """
@@ -21,7 +24,7 @@ import torch.nn.functional as F
 from synth import synth_values
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "data", "golden", "train-step.json")
+OUT_DIR = os.path.join(HERE, "..", "data", "golden")
 
 GEOMETRY = {"vocab": 37, "hidden": 12, "heads": 3, "layers": 2, "intermediate": 20,
             "positions": 16, "types": 2, "labels": 3, "eps": 1e-12, "act": "gelu"}
@@ -82,15 +85,20 @@ def init_params(g, init):
     return out
 
 
-def forward(P, g):
-    """Summed MLM + classification loss over the packed batch."""
+def next_token_labels(ids):
+    """The causal objective: position t predicts ids[t + 1]; the last predicts nothing."""
+    return ids[1:] + [-100]
+
+
+def forward(P, g, seqs, causal):
+    """Summed (masked or next-token) LM + classification loss over the packed batch."""
     H, A = g["hidden"], g["heads"]
     D = H // A
     act = {"gelu": F.gelu}[g["act"]]
     ln = lambda x, n: F.layer_norm(x, (H,), P[n + ".weight"], P[n + ".bias"], g["eps"])
     lin = lambda x, n: F.linear(x, P[n + ".weight"], P[n + ".bias"])
     hidden = []
-    for ids, types, _, _ in SEQS:
+    for ids, types, _, _ in seqs:
         n = len(ids)
         x = (P["bert.embeddings.word_embeddings.weight"][ids]
              + P["bert.embeddings.position_embeddings.weight"][:n]
@@ -100,28 +108,31 @@ def forward(P, g):
             p = f"bert.encoder.layer.{i}."
             q, k, v = (lin(x, p + f"attention.self.{m}").view(n, A, D).transpose(0, 1)
                        for m in ("query", "key", "value"))
-            probs = F.softmax(q @ k.transpose(1, 2) / np.sqrt(D), dim=-1)
+            scores = q @ k.transpose(1, 2) / np.sqrt(D)
+            if causal:
+                future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+                scores = scores.masked_fill(future, float("-inf"))
+            probs = F.softmax(scores, dim=-1)
             ctx = (probs @ v).transpose(0, 1).reshape(n, H)
             x = ln(lin(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
             f = lin(act(lin(x, p + "intermediate.dense")), p + "output.dense")
             x = ln(f + x, p + "output.LayerNorm")
         hidden.append(x)
     h = torch.cat(hidden)
-    labels = torch.tensor([l for s in SEQS for l in s[2]])
+    labels = torch.tensor([l for s in seqs for l in s[2]])
     t = ln(act(lin(h, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm")
     logits = t @ P["bert.embeddings.word_embeddings.weight"].T + P["cls.predictions.bias"]
     mlm = F.cross_entropy(logits, labels, ignore_index=-100)
-    cls = torch.stack([x[0] for x in hidden])
+    cls = torch.stack([x[-1] if causal else x[0] for x in hidden])
     pooled = torch.tanh(lin(cls, "bert.pooler.dense"))
     cls_logits = lin(pooled, "classifier")
-    ce = F.cross_entropy(cls_logits, torch.tensor([s[3] for s in SEQS]))
+    ce = F.cross_entropy(cls_logits, torch.tensor([s[3] for s in seqs]))
     return mlm + ce, mlm, ce
 
 
-def main():
-    torch.manual_seed(0)
+def write_case(file_name, seqs, causal):
     g, P = GEOMETRY, init_params(GEOMETRY, INIT)
-    loss, mlm, ce = forward(P, g)
+    loss, mlm, ce = forward(P, g, seqs, causal)
     loss.backward()
     grads = {n: P[n].grad.detach().clone() for n in P}
     norm = torch.nn.utils.clip_grad_norm_(list(P.values()), OPTIM["max_norm"])
@@ -136,15 +147,26 @@ def main():
         "about": "one training step of a tiny BERT; tests/golden/train_reference.py",
         "geometry": g, "init": INIT, "optim": OPTIM,
         "sequences": [{"ids": s[0], "types": s[1], "mlm_labels": s[2], "label": s[3]}
-                      for s in SEQS],
+                      for s in seqs],
         "loss": float(loss), "mlm_loss": float(mlm), "cls_loss": float(ce),
         "grad_norm": float(norm),
         "tensors": [{"name": n, "grad": flat(grads[n]), "after": flat(P[n])}
                     for n, _, _ in specs(g)],
     }
-    with open(OUT, "w") as f:
+    if causal:
+        doc["is_decoder"] = True
+    out = os.path.join(OUT_DIR, file_name)
+    with open(out, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
-    print(f"wrote {OUT}: loss {float(loss):.6f}, grad norm {float(norm):.6f}")
+    print(f"wrote {out}: loss {float(loss):.6f}, grad norm {float(norm):.6f}")
+
+
+def main():
+    torch.manual_seed(0)
+    write_case("train-step.json", SEQS, False)
+    write_case("train-step-causal.json",
+               [(ids, types, next_token_labels(ids), label) for ids, types, _, label in SEQS],
+               True)
 
 
 if __name__ == "__main__":
