@@ -4,7 +4,7 @@
 #  1. a tiny causal pretrain: the mean loss of the last 5 steps at least 1.5
 #     nats below that of the first 5, next-token accuracy in the progress and
 #     held-out lines, "is_decoder": true saved, the parameter count of the
-#     masked-LM run of the same geometry;
+#     masked-LM run of the same geometry; mlm-eval refuses the causal model;
 #  2. stopped at step 20 and resumed: the same steps 21..40 and a
 #     bit-identical model; resuming it as --objective mlm is refused;
 #  3. `bert finetune` of the causal model classifies from the last token and
@@ -25,6 +25,10 @@ params() { sed -n 's/.* \([0-9]*\) parameters;.*/\1/p' "$1"; }
 [ "$(params "$WORK/a.log")" = "$(params "$WORK/mlm.log")" ] ||
     fail "clm and mlm models differ in size: $(params "$WORK/a.log") vs $(params "$WORK/mlm.log")"
 if grep -q is_decoder "$WORK/mlm/config.json"; then fail "a masked-LM model is marked is_decoder"; fi
+if "$BERT" mlm-eval --model "$WORK/a" --corpus "$DATA/corpus.txt" --max-len 32 2> "$WORK/me.err"; then
+    fail "mlm-eval accepted a causal model"
+fi
+grep -q "causal LM (is_decoder)" "$WORK/me.err" || fail "mlm-eval's refusal does not say why"
 
 # shellcheck disable=SC2086
 "$BERT" pretrain $GEO --objective clm --out "$WORK/b" --save-every 20 --stop-at 20 > "$WORK/b1.log"
