@@ -143,6 +143,13 @@ int cli_mlm_eval_command(int argc, char **argv)
                        e.vocab.size, max_len);
         goto fail;
     }
+    if (e.model.config.is_decoder) {
+        bert_error_set(&err, BERT_E_UNSUPPORTED,
+                       "%s is a causal LM (is_decoder): masked-LM accuracy does not apply; "
+                       "`bert pretrain --objective clm` reports its held-out next-token accuracy",
+                       model_dir);
+        goto fail;
+    }
     /* The held-out split of `bert pretrain`: the corpus's last sequences. */
     size_t n_heldout = e.corpus.n_seqs >= 2 ? (size_t)((double)e.corpus.n_seqs * heldout_frac) : 0;
     n_heldout = n_heldout < heldout_max ? n_heldout : heldout_max;

@@ -1,5 +1,6 @@
-/* `bert pretrain` (masked-LM from scratch) and `bert finetune` ([CLS]
- * classification head), both on model/train_*.c. */
+/* `bert pretrain` (masked-LM, or causal LM with --objective clm, from
+ * scratch) and `bert finetune` (classification head on [CLS], or on the
+ * last token of a causal model), both on model/train_*.c. */
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -108,17 +109,23 @@ struct pretrain {
     struct bert_tokenizer *tok;
     struct batch_buf buf;
     struct train_mask_options mask;
+    bool causal;            /* --objective clm: next-token labels, no masking */
+    const char *objective;  /* "MLM" or "CLM", for the progress lines */
     size_t n_train, n_heldout;
 };
 
-/* Sequence i of the corpus, masked with `rng`, appended to the batch. */
-static void add_masked(struct pretrain *p, struct train_rng *rng, size_t i, size_t *n_seqs,
-                       size_t *n_tokens)
+/* Sequence i of the corpus with its labels, appended to the batch: masked
+ * with `rng`, or whole with next-token labels for the causal objective. */
+static void add_sequence(struct pretrain *p, struct train_rng *rng, size_t i, size_t *n_seqs,
+                         size_t *n_tokens)
 {
     size_t off = *n_tokens;
     size_t n = train_corpus_sequence(&p->corpus, i, p->buf.ids + off);
-    train_mask_sequence(&p->vocab, &p->mask, rng, p->buf.ids + off, n, p->buf.labels + off,
-                        NULL);
+    if (p->causal)
+        train_next_token_labels(p->buf.ids + off, n, p->buf.labels + off);
+    else
+        train_mask_sequence(&p->vocab, &p->mask, rng, p->buf.ids + off, n, p->buf.labels + off,
+                            NULL);
     p->buf.start[*n_seqs] = off;
     *n_tokens = off + n;
     p->buf.start[++*n_seqs] = *n_tokens;
@@ -132,7 +139,8 @@ static struct train_batch mlm_batch(struct pretrain *p, size_t n_seqs, size_t n_
     };
 }
 
-/* MLM accuracy over the held-out sequences (fixed masking, no updates). */
+/* MLM (or next-token) accuracy over the held-out sequences (fixed masking,
+ * no updates). */
 static void heldout_eval(struct pretrain *p, size_t batch, uint64_t seed)
 {
     size_t count = 0, correct = 0;
@@ -142,7 +150,7 @@ static void heldout_eval(struct pretrain *p, size_t batch, uint64_t seed)
         size_t n_seqs = 0, n_tokens = 0;
         for (size_t i = first; i < p->n_heldout && i < first + batch; i++) {
             struct train_rng rng = train_rng_for(seed, i, TRAIN_STREAM_HELDOUT);
-            add_masked(p, &rng, p->n_train + i, &n_seqs, &n_tokens);
+            add_sequence(p, &rng, p->n_train + i, &n_seqs, &n_tokens);
         }
         struct train_batch tb = mlm_batch(p, n_seqs, n_tokens);
         struct train_stats st;
@@ -154,8 +162,8 @@ static void heldout_eval(struct pretrain *p, size_t batch, uint64_t seed)
         correct += st.mlm_correct;
         loss += st.mlm_loss_sum;
     }
-    printf("held-out: %zu sequences, %zu predictions, MLM accuracy %.4f, loss %.4f\n",
-           p->n_heldout, count, count ? (double)correct / (double)count : 0.0,
+    printf("held-out: %zu sequences, %zu predictions, %s accuracy %.4f, loss %.4f\n",
+           p->n_heldout, count, p->objective, count ? (double)correct / (double)count : 0.0,
            count ? loss / (double)count : 0.0);
 }
 
@@ -183,6 +191,7 @@ static enum bert_status pretrain_model(struct pretrain *p, const char *out, bool
             return bert_error_set(err, BERT_E_FORMAT,
                                   "%s: vocabulary of %zu tokens, the tokenizer has %zu", init,
                                   p->model.config.vocab_size, cfg->vocab_size);
+        p->model.config.is_decoder = cfg->is_decoder; /* --objective chooses */
         return train_adamw_init(&p->opt, &p->model, wd, err);
     }
     if (!resume) {
@@ -195,6 +204,10 @@ static enum bert_status pretrain_model(struct pretrain *p, const char *out, bool
     snprintf(dir, sizeof dir, "%s/checkpoint", out);
     snprintf(state, sizeof state, "%s/checkpoint/trainer_state.bin", out);
     st = train_model_load(&p->model, dir, true, false, err);
+    if (st == BERT_OK && p->model.config.is_decoder != cfg->is_decoder)
+        st = bert_error_set(err, BERT_E_INVALID,
+                            "%s was trained with --objective %s; resume it with the same", dir,
+                            p->model.config.is_decoder ? "clm" : "mlm");
     if (st == BERT_OK)
         st = train_adamw_init(&p->opt, &p->model, wd, err);
     if (st == BERT_OK)
@@ -234,7 +247,7 @@ int cli_pretrain_command(int argc, char **argv)
     cfg.layer_norm_eps = 1e-12f;
     cfg.activation = BERT_ACTIVATION_GELU;
     const char *out = NULL, *tok_dir = NULL, *dtype_name = "f32", *mask_mix = NULL;
-    const char *init = NULL;
+    const char *init = NULL, *objective = "mlm";
     size_t max_len = 128, steps = 1000, batch = 32, warmup = 0, save_every = 0, log_every = 10;
     size_t stop_at = 0, threads = cli_cpus(), heldout_max = 500;
     double lr = 5e-4, wd = 0.01, clip = 1.0, heldout_frac = 0.05, dropout = 0.0;
@@ -258,6 +271,7 @@ int cli_pretrain_command(int argc, char **argv)
         {"weight-decay", CLI_OPT_DOUBLE, &wd, "AdamW weight decay (0.01)"},
         {"clip", CLI_OPT_DOUBLE, &clip, "gradient-norm clip, 0 for none (1.0)"},
         {"dropout", CLI_OPT_DOUBLE, &dropout, "dropout of hidden states (0: short runs underfit)"},
+        {"objective", CLI_OPT_STRING, &objective, "mlm, or clm: causal LM, is_decoder (mlm)"},
         {"mask-prob", CLI_OPT_DOUBLE, &p.mask.mask_prob, "masking probability (0.15)"},
         {"whole-word", CLI_OPT_FLAG, &p.mask.whole_word, "whole-word masking"},
         {"mask-mix", CLI_OPT_STRING, &mask_mix, "picked tokens made [MASK],random,kept (0.8,0.1,0.1)"},
@@ -279,14 +293,17 @@ int cli_pretrain_command(int argc, char **argv)
     if (out == NULL || tok_dir == NULL || n_files == 0 || steps == 0 || batch == 0 ||
         max_len < 3 || max_len > cfg.max_position_embeddings || !parse_dtype(dtype_name, &dtype) ||
         !(heldout_frac >= 0 && heldout_frac < 1) || !(lr > 0) || !valid_dropout(dropout) ||
-        !cli_mask_options(mask_mix, &p.mask)) {
+        !cli_mask_options(mask_mix, &p.mask) ||
+        (strcmp(objective, "mlm") != 0 && strcmp(objective, "clm") != 0)) {
         fprintf(stderr, "usage: bert pretrain --corpus FILE [--corpus FILE...] --out DIR "
                         "--tokenizer DIR [options]\n"
                         "(max-len must be 3..max-position, dtype f32/f16/bf16, mask-prob in "
-                        "[0, 1], mask-mix three shares summing to 1)\n");
+                        "[0, 1], mask-mix three shares summing to 1, objective mlm or clm)\n");
         cli_print_options(opts, n_opts);
         return CLI_EXIT_USAGE;
     }
+    p.causal = cfg.is_decoder = strcmp(objective, "clm") == 0;
+    p.objective = p.causal ? "CLM" : "MLM";
     if (warmup == 0)
         warmup = steps / 10 > 0 ? steps / 10 : 1;
     if (stop_at == 0 || stop_at > steps)
@@ -315,10 +332,11 @@ int cli_pretrain_command(int argc, char **argv)
     p.n_heldout = p.corpus.n_seqs >= 2 ? (size_t)((double)p.corpus.n_seqs * heldout_frac) : 0;
     p.n_heldout = p.n_heldout < heldout_max ? p.n_heldout : heldout_max;
     p.n_train = p.corpus.n_seqs - p.n_heldout;
-    printf("pretrain: %zu corpus tokens, %zu training sequences, %zu held out; %zu layers, "
-           "hidden %zu, heads %zu, intermediate %zu, vocab %zu, %zu parameters; %zu threads; "
-           "%.0f MiB of activations\n",
-           p.corpus.n_ids, p.n_train, p.n_heldout, p.model.config.num_layers,
+    printf("pretrain (%s): %zu corpus tokens, %zu training sequences, %zu held out; %zu "
+           "layers, hidden %zu, heads %zu, intermediate %zu, vocab %zu, %zu parameters; %zu "
+           "threads; %.0f MiB of activations\n",
+           p.causal ? "causal LM" : "masked LM", p.corpus.n_ids, p.n_train, p.n_heldout,
+           p.model.config.num_layers,
            p.model.config.hidden_size, p.model.config.num_heads,
            p.model.config.intermediate_size, p.model.config.vocab_size, p.model.n_params,
            threads, (double)train_work_bytes(p.work) / (1 << 20));
@@ -333,7 +351,7 @@ int cli_pretrain_command(int argc, char **argv)
         struct train_rng rng = train_rng_for(seed, step, TRAIN_STREAM_BATCH);
         size_t n_seqs = 0, n_tokens = 0;
         for (size_t k = 0; k < batch; k++)
-            add_masked(&p, &rng, train_rng_below(&rng, p.n_train), &n_seqs, &n_tokens);
+            add_sequence(&p, &rng, train_rng_below(&rng, p.n_train), &n_seqs, &n_tokens);
         struct train_batch tb = mlm_batch(&p, n_seqs, n_tokens);
         set_dropout(&tb, dropout, seed, step);
         struct train_stats st;
@@ -353,8 +371,8 @@ int cli_pretrain_command(int argc, char **argv)
             char eta[32];
             format_duration((double)(steps - step - 1) * el / (double)(step + 1 - first_step),
                             eta, sizeof eta);
-            printf("step %zu/%zu  loss %.6f  mlm-acc %.4f  lr %.2e  tok/s %.0f  eta %s\n",
-                   step + 1, steps, window_loss / (double)window_steps,
+            printf("step %zu/%zu  loss %.6f  %s-acc %.4f  lr %.2e  tok/s %.0f  eta %s\n",
+                   step + 1, steps, window_loss / (double)window_steps, p.causal ? "clm" : "mlm",
                    window_count ? (double)window_correct / (double)window_count : 0.0, step_lr,
                    tps, eta);
             fflush(stdout);
@@ -643,11 +661,13 @@ int cli_finetune_command(int argc, char **argv)
     if (eval_every == 0)
         eval_every = per_epoch;
     const size_t warmup = (size_t)((double)total * warmup_frac);
-    printf("finetune: %zu training and %zu dev texts, %zu labels%s, %s, %zu steps (%zu per "
+    printf("finetune: %zu training and %zu dev texts, %zu labels%s, %s, %s, %zu steps (%zu per "
            "epoch), lr %.1e\n",
            f.train.n, f.dev.n, f.model.config.num_labels,
            single ? "" : problem == BERT_PROBLEM_MULTI_LABEL ? " (multi-label)" : " (regression)",
-           freeze ? "frozen encoder" : "full fine-tuning", total, per_epoch, lr);
+           freeze ? "frozen encoder" : "full fine-tuning",
+           f.model.config.is_decoder ? "causal, last-token head" : "[CLS] head", total,
+           per_epoch, lr);
     fflush(stdout);
     double best = -INFINITY, t0 = now_seconds(), window_loss = 0.0;
     const char *best_name = "accuracy";

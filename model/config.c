@@ -365,7 +365,9 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               "%s: position_embedding_type \"%.40s\" is not supported "
                               "(supported: absolute)",
                               name, json_is_string(pet) ? json_string_value(pet) : "?");
-    if (json_is_true(json_object_get(root, "is_decoder")) ||
+    /* A causal BERT is the trainer's (cli/train.c --objective clm): it parses
+     * here and the engine refuses to run it (model/encoder.c). */
+    if ((cfg->family != BERT_FAMILY_BERT && json_is_true(json_object_get(root, "is_decoder"))) ||
         json_is_true(json_object_get(root, "add_cross_attention")))
         return bert_error_set(err, BERT_E_UNSUPPORTED,
                               "%s: decoder configurations (is_decoder, add_cross_attention) are "
@@ -397,6 +399,7 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
 
     json_t *tie = json_object_get(root, "tie_word_embeddings");
     cfg->tie_word_embeddings = tie == NULL || json_is_null(tie) || json_is_true(tie);
+    cfg->is_decoder = get_flag(root, "is_decoder", false);
 
     json_t *pt = json_object_get(root, "problem_type");
     cfg->problem_type = BERT_PROBLEM_UNSET;
@@ -645,6 +648,8 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
     if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT)
         json_object_set_new(root, "position_embedding_type", json_string("absolute"));
     json_object_set_new(root, "tie_word_embeddings", json_boolean(cfg->tie_word_embeddings));
+    if (cfg->is_decoder)
+        json_object_set_new(root, "is_decoder", json_true());
     json_object_set_new(root, "id2label", id2label);
     json_object_set_new(root, "label2id", label2id);
     if (cfg->problem_type != BERT_PROBLEM_UNSET)

@@ -56,6 +56,7 @@ struct bert_config {
     enum bert_problem_type problem_type;
     bool tie_word_embeddings;    /* MLM decoder shares the word embeddings */
     char architecture[64];       /* architectures[0], "" when absent */
+    bool is_decoder;             /* causal self-attention (BertConfig's flag); trainer-only */
 
     /* sentence-transformers: defaults for /embed. `pooling_from_model` is
      * true when 1_Pooling/config.json chose the pooling; `normalize` is true

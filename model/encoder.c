@@ -29,6 +29,13 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
                        max_seq_len, max_tokens);
         return NULL;
     }
+    if (c->is_decoder) {
+        /* The engine's attention is bidirectional and its heads read [CLS]. */
+        bert_error_set(err, BERT_E_UNSUPPORTED,
+                       "%s/config.json: is_decoder (causal) models are trainer-only",
+                       model->dir ? model->dir : "(model)");
+        return NULL;
+    }
     struct bert_scratch *s = calloc(1, sizeof *s);
     if (s == NULL) {
         bert_error_set(err, BERT_E_NOMEM, "out of memory");

@@ -120,3 +120,11 @@ void train_mask_sequence(const struct train_vocab *v, const struct train_mask_op
             kinds[t] = (uint8_t)k;
     }
 }
+
+void train_next_token_labels(const int32_t *ids, size_t n, int32_t *labels)
+{
+    for (size_t t = 0; t + 1 < n; t++)
+        labels[t] = ids[t + 1];
+    if (n > 0)
+        labels[n - 1] = -100;
+}

@@ -84,4 +84,8 @@ void train_mask_sequence(const struct train_vocab *v, const struct train_mask_op
                          struct train_rng *rng, int32_t *ids, size_t n, int32_t *labels,
                          uint8_t *kinds);
 
+/* The causal LM objective's labels (no corruption): position t of a
+ * sequence predicts ids[t + 1]; the last position predicts nothing (-100). */
+void train_next_token_labels(const int32_t *ids, size_t n, int32_t *labels);
+
 #endif

@@ -371,13 +371,15 @@ struct attention_job {
     const struct bert_batch *b;
     struct layer_acts *acts;
     size_t H, A;
-    bool backward;
+    bool causal, backward;
 };
 
 /* Forward: P = softmax(Q K^T / sqrt(D)), ctx = P V (Vaswani et al. 2017).
  * Backward: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dP P)),
  * dQ = dS K / sqrt(D), dK = dS^T Q / sqrt(D). One (sequence, head) at a
- * time; packed sequences never see each other. */
+ * time; packed sequences never see each other. Causal attention (a decoder)
+ * lets row r see columns 0..r only: P is 0 beyond, so the backward
+ * formulas hold unchanged. */
 static void attention_member(void *arg, size_t member, size_t n_members)
 {
     (void)n_members;
@@ -395,7 +397,13 @@ static void attention_member(void *arg, size_t member, size_t n_members)
         if (!j->backward) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)D, scale,
                         q, (int)ld, k, (int)ld, 0.0f, p, (int)n);
-            kernel_softmax_rows(p, n, n, n);
+            if (j->causal)
+                for (size_t r = 0; r < n; r++) {
+                    kernel_softmax_rows(p + r * n, 1, r + 1, n);
+                    memset(p + r * n + r + 1, 0, (n - r - 1) * sizeof *p);
+                }
+            else
+                kernel_softmax_rows(p, n, n, n);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)D, (int)n, 1.0f,
                         p, (int)n, v, (int)ld, 0.0f, j->acts->ctx + r0 * H + h * D, (int)H);
             continue;
@@ -421,9 +429,9 @@ static void attention_member(void *arg, size_t member, size_t n_members)
 }
 
 static void attention(struct train_work *w, const struct bert_batch *b, struct layer_acts *acts,
-                      size_t H, size_t A, bool backward)
+                      const struct bert_config *c, bool backward)
 {
-    struct attention_job j = {w, b, acts, H, A, backward};
+    struct attention_job j = {w, b, acts, c->hidden_size, c->num_heads, c->is_decoder, backward};
     atomic_store_explicit(&w->next_item, 0, memory_order_relaxed);
     bert_team_run(w->team, attention_member, &j);
 }
@@ -523,7 +531,7 @@ static void layer_forward(const struct train_model *m, struct train_work *w,
     linear_forward(w, x, T, H, p->query_w, p->query_b, H, a->qkv, 3 * H);
     linear_forward(w, x, T, H, p->key_w, p->key_b, H, a->qkv + H, 3 * H);
     linear_forward(w, x, T, H, p->value_w, p->value_b, H, a->qkv + 2 * H, 3 * H);
-    attention(w, b, a, H, c->num_heads, false);
+    attention(w, b, a, c, false);
     linear_forward(w, a->ctx, T, H, p->attn_out_w, p->attn_out_b, H, a->z1, H);
     dropout_apply(d, DROP_ATTN(l), a->z1, a->z1, T * H);
     for (size_t i = 0; i < T * H; i++)
@@ -564,7 +572,7 @@ static void layer_backward(struct train_model *m, struct train_work *w,
     dropout_apply(d, DROP_ATTN(l), w->dx, w->dh, T * H);
     linear_backward(w, w->dh, H, a->ctx, T, H, p->attn_out_w, H, g->attn_out_w, g->attn_out_b,
                     w->dctx, 0.0f);
-    attention(w, b, a, H, c->num_heads, true);
+    attention(w, b, a, c, true);
     const float *x = w->x[l];
     linear_backward(w, w->dqkv, 3 * H, x, T, H, p->query_w, H, g->query_w, g->query_b, w->dx,
                     1.0f);
@@ -743,8 +751,15 @@ static double squared_error(float *row, float y, float grad_scale)
     return d * d;
 }
 
-/* Pooler (dense + tanh on [CLS]) and classifier; with backward (and an
- * encoder that trains) the [CLS] gradient lands in dx. */
+/* The token the classifier reads: [CLS], or for a causal model the last
+ * token, the only one that has seen the whole sequence. */
+static size_t pooled_token(const struct bert_config *c, const struct bert_batch *b, size_t i)
+{
+    return c->is_decoder ? b->seq_start[i + 1] - 1 : b->seq_start[i];
+}
+
+/* Pooler (dense + tanh on the pooled token) and classifier; with backward
+ * (and an encoder that trains) its gradient lands in dx. */
 static void cls_head(struct train_model *m, struct train_work *w, const struct train_batch *tb,
                      const struct dropout *drop, bool backward, bool into_encoder,
                      struct train_stats *st)
@@ -755,7 +770,7 @@ static void cls_head(struct train_model *m, struct train_work *w, const struct t
     const size_t H = c->hidden_size, C = c->num_labels, n = tb->b.n_seqs;
     const float *hidden = w->x[c->num_layers];
     for (size_t i = 0; i < n; i++)
-        memcpy(w->cg + i * H, hidden + tb->b.seq_start[i] * H, H * sizeof(float));
+        memcpy(w->cg + i * H, hidden + pooled_token(c, &tb->b, i) * H, H * sizeof(float));
     linear_forward(w, w->cg, n, H, p->pooler_w, p->pooler_b, H, w->pooled, H);
     for (size_t i = 0; i < n * H; i++)
         w->pooled[i] = tanhf(w->pooled[i]);
@@ -799,7 +814,7 @@ static void cls_head(struct train_model *m, struct train_work *w, const struct t
                     into_encoder ? w->cg : NULL, 0.0f);
     if (into_encoder)
         for (size_t i = 0; i < n; i++) {
-            float *d = w->dx + tb->b.seq_start[i] * H;
+            float *d = w->dx + pooled_token(c, &tb->b, i) * H;
             for (size_t k = 0; k < H; k++)
                 d[k] += w->cg[i * H + k];
         }

@@ -4,6 +4,10 @@
  * BertForMaskedLM's (mean cross-entropy over positions whose label is not
  * -100) and BertForSequenceClassification's (mean cross-entropy of the
  * pooled [CLS] over sequences); when both are given the loss is their sum.
+ * A model whose config has is_decoder runs causal attention (token i sees
+ * tokens 0..i of its own sequence) and classifies from each sequence's last
+ * token; its caller gives next-token labels as mlm_labels, so a causal LM
+ * trains through the same tied head (BertLMHeadModel).
  *
  * Products run on the work's compute team (model/team.h), split by rows
  * or columns; attention runs one (sequence, head) per team member at a time.

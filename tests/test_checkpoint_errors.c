@@ -388,6 +388,18 @@ static void relative_key(const char *d)
     config_set(d, "position_embedding_type", json_string("relative_key"));
 }
 
+/* Only a causal BERT (the trainer's) parses; the engine refuses it later. */
+static void roberta_decoder(const char *d)
+{
+    config_set(d, "model_type", json_string("roberta"));
+    config_set(d, "is_decoder", json_true());
+}
+
+static void cross_attention(const char *d)
+{
+    config_set(d, "add_cross_attention", json_true());
+}
+
 static void config_not_json(const char *d)
 {
     char path[PATH_MAX];
@@ -451,6 +463,10 @@ static const struct bad_case cases[] = {
      {"missing tensor 'embeddings.word_embeddings.weight'", NULL}},
     {"relative-key", relative_key, BERT_E_UNSUPPORTED, "config.json",
      {"position_embedding_type \"relative_key\"", NULL}},
+    {"roberta-decoder", roberta_decoder, BERT_E_UNSUPPORTED, "config.json",
+     {"decoder configurations", NULL}},
+    {"cross-attention", cross_attention, BERT_E_UNSUPPORTED, "config.json",
+     {"add_cross_attention", NULL}},
     {"hidden-act-foo", act_foo, BERT_E_UNSUPPORTED, "config.json", {"hidden_act \"foo\"", NULL}},
     {"heads-not-divisor", heads_3, BERT_E_FORMAT, "config.json",
      {"hidden_size 32", "num_attention_heads 3"}},

@@ -1,6 +1,7 @@
 /* The trainer's numerics on a tiny BERT with both heads, for each golden
  * file given (tests/golden/train_reference.py, float64: the single-label,
- * multi-label (BCE) and regression (MSE) classification losses):
+ * multi-label (BCE) and regression (MSE) classification losses, and the
+ * causal model: is_decoder, next-token labels, last-token classifier):
  *  - gradients and the AdamW step against PyTorch autograd: every gradient
  *    tensor within 1e-4 of the reference relative to its largest element,
  *    every parameter after clipping + AdamW within 1e-6;
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "train_mask.h"
 #include "train_optim.h"
 #include "train_step.h"
 
@@ -61,6 +63,7 @@ static bool load_golden(const char *path, struct golden *g)
         fprintf(stderr, "%s: unknown problem or too many labels\n", path);
         return false;
     }
+    c->is_decoder = json_is_true(json_object_get(g->root, "is_decoder"));
     json_t *seqs = json_object_get(g->root, "sequences"), *s;
     size_t i;
     json_array_foreach(seqs, i, s) {
@@ -82,6 +85,13 @@ static bool load_golden(const char *path, struct golden *g)
     }
     g->n_seqs = json_array_size(seqs);
     g->seq_start[g->n_seqs] = g->n_tokens;
+    if (c->is_decoder) /* the causal golden's labels are the trainer's next-token rule */
+        for (i = 0; i < g->n_seqs; i++) {
+            int32_t want[MAX_TOKENS];
+            const size_t n = g->seq_start[i + 1] - g->seq_start[i];
+            train_next_token_labels(g->ids + g->seq_start[i], n, want);
+            CHECK(memcmp(want, g->mlm + g->seq_start[i], n * sizeof *want) == 0);
+        }
     return true;
 }
 
@@ -249,7 +259,7 @@ static void check_file(const char *path)
         CHECK(false);
         return;
     }
-    printf("%s\n", path);
+    printf("%s (%s)\n", path, g.cfg.is_decoder ? "causal" : "masked LM");
     struct bert_error err;
     for (size_t threads = 1; threads <= 2; threads++) {
         struct train_model m;

@@ -2,7 +2,9 @@
  * and `bertserve` run) and gives the trainer's own outputs: classifier
  * logits within 1e-5 and masked-LM cross-entropy at [MASK] positions within
  * 1e-5 relative, with a sequence carrying pair token types; and a pair row
- * of a fine-tuning TSV loads as the tokenizer encodes the pair.
+ * of a fine-tuning TSV loads as the tokenizer encodes the pair; a causal
+ * (is_decoder) checkpoint keeps its flag through config.json and the engine
+ * refuses it by name.
  * argv[1]: tokenizer folder, argv[2]: work folder. */
 #include <stdint.h>
 
@@ -47,6 +49,31 @@ static void check_pair_rows(const struct bert_tokenizer *tok, const char *work)
     CHECK(d.labels[0] == 1 && d.labels[1] == 0);
     bert_encoding_free(&enc);
     train_labeled_free(&d);
+}
+
+/* The trainer saves is_decoder; the engine, whose attention is
+ * bidirectional, refuses to run the checkpoint and names its config. */
+static void check_causal_refused(struct train_model *m, const char *tok_dir, const char *work)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/causal", work);
+    struct bert_error err;
+    m->config.is_decoder = true;
+    CHECK(train_model_save(m, dir, tok_dir, BERT_DTYPE_F32, &err) == BERT_OK);
+    m->config.is_decoder = false;
+    struct bert_model *model = NULL;
+    if (bert_model_load(dir, &model, &err) != BERT_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        CHECK(false);
+        return;
+    }
+    CHECK(model->config.is_decoder);
+    err = (struct bert_error){0};
+    CHECK(bert_scratch_new(model, 64, 32, 1, &err) == NULL);
+    CHECK_INT_EQ(err.status, BERT_E_UNSUPPORTED);
+    CHECK_CONTAINS(err.message, "causal/config.json: is_decoder (causal) models are trainer-only");
+    printf("engine on a causal checkpoint: %s\n", err.message);
+    bert_model_free(model);
 }
 
 int main(int argc, char **argv)
@@ -141,6 +168,7 @@ int main(int argc, char **argv)
     CHECK_NEAR(engine_loss, st.mlm_loss_sum, 1e-5 * st.mlm_loss_sum);
 
     check_pair_rows(tok, argv[2]);
+    check_causal_refused(&m, argv[1], argv[2]);
     bert_scratch_free(s);
     bert_model_free(model);
     train_work_free(w);

@@ -6,7 +6,8 @@ bert_add_test(NAME test_train_mask SOURCES test_train_mask.c LIBS bert
 bert_add_test(NAME test_train_grad SOURCES test_train_grad.c LIBS bert
               ARGS ${BERT_TEST_DATA}/golden/train-step.json
                    ${BERT_TEST_DATA}/golden/train-step-multi.json
-                   ${BERT_TEST_DATA}/golden/train-step-regression.json TIMEOUT 120)
+                   ${BERT_TEST_DATA}/golden/train-step-regression.json
+                   ${BERT_TEST_DATA}/golden/train-step-causal.json TIMEOUT 120)
 
 add_test(NAME train_cli
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/train_cli.sh $<TARGET_FILE:bert_cli>
@@ -27,3 +28,9 @@ set_tests_properties(train_heads PROPERTIES TIMEOUT 300 LABELS train)
 bert_add_test(NAME test_train_heads SOURCES test_train_heads.c LIBS bert
               ARGS ${BERT_TEST_DATA}/tokenizer/bert-base-uncased ${BERT_TEST_WORK}/train-heads-unit
                    ${BERT_TEST_DATA}/golden/train-metrics.json TIMEOUT 60)
+
+add_test(NAME train_causal
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/train_causal.sh $<TARGET_FILE:bert_cli>
+                 ${BERT_TEST_DATA}/train ${BERT_TEST_DATA}/tokenizer/bert-base-uncased
+                 ${BERT_TEST_WORK}/train-causal)
+set_tests_properties(train_causal PROPERTIES TIMEOUT 300 LABELS train)

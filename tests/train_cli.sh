@@ -11,21 +11,12 @@
 #     the accuracy the trainer measured for the checkpoint it kept.
 set -eu
 BERT=$1 DATA=$2 TOK=$3 WORK=$4
-rm -rf "$WORK"
-mkdir -p "$WORK"
-GEO="--corpus $DATA/corpus.txt --tokenizer $TOK --layers 2 --hidden 32 --heads 2 --intermediate 64
-     --max-len 32 --steps 40 --batch 16 --lr 5e-3 --log-every 1 --threads 2 --seed 1"
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/train_common.sh"
 
 # shellcheck disable=SC2086
 "$BERT" pretrain $GEO --out "$WORK/a" > "$WORK/a.log"
 cat "$WORK/a.log"
-awk '/^step /{n++; l[n]=$4} END {
-       if (n != 40) { print "expected 40 steps, got " n; exit 1 }
-       for (i = 1; i <= 5; i++) { f += l[i]; e += l[n - 5 + i] }
-       f /= 5; e /= 5
-       printf "loss: first 5 steps %.3f, last 5 %.3f, fell by %.3f (need >= 1.5)\n", f, e, f - e
-       if (f - e < 1.5) exit 1 }' "$WORK/a.log" || fail "loss did not fall enough"
+loss_fell "$WORK/a.log" mlm-acc
 grep -q '^held-out: .* MLM accuracy' "$WORK/a.log" || fail "no held-out accuracy"
 
 # mlm-eval redraws pretrain's held-out masks: same predictions, same accuracy,
@@ -51,12 +42,7 @@ if "$BERT" mlm-eval $EVAL --mask-mix 0.8,0.1 2> /dev/null; then fail "a bad mix 
 # shellcheck disable=SC2086
 "$BERT" pretrain $GEO --out "$WORK/b" --resume > "$WORK/b2.log"
 grep -q '^resumed at step 20' "$WORK/b2.log" || fail "did not resume at step 20"
-steps() { awk '/^step /{print $1, $2, $3, $4, $5, $6, $7, $8}' "$@"; }
-steps "$WORK/a.log" > "$WORK/a.steps"
-steps "$WORK/b1.log" "$WORK/b2.log" > "$WORK/b.steps"
-cmp "$WORK/a.steps" "$WORK/b.steps" || { diff "$WORK/a.steps" "$WORK/b.steps"; fail "resumed run differs"; }
-cmp "$WORK/a/model.safetensors" "$WORK/b/model.safetensors" || fail "resumed model differs"
-echo "resume: steps 1-40 and the final model identical"
+same_resumed
 
 # --init continues from a's weights with a fresh optimiser: its first steps
 # start near a's last loss, far below a fresh model's first.

@@ -11,6 +11,10 @@ and every parameter after the update, one file per classification head
   tests/data/golden/train-step.json             single-label, cross-entropy
   tests/data/golden/train-step-multi.json       multi-label, BCEWithLogitsLoss
   tests/data/golden/train-step-regression.json  regression (1 label), MSELoss
+and for the causal model (is_decoder: attention to earlier positions only,
+next-token labels through the tied head, the classifier on each sequence's
+last token):
+  tests/data/golden/train-step-causal.json      single-label
 
     /usr/bin/python3 tests/golden/train_reference.py
 """
@@ -90,15 +94,20 @@ def init_params(g, init):
     return out
 
 
-def forward(P, g, problem):
-    """Summed MLM + classification loss over the packed batch."""
+def next_token_labels(ids):
+    """The causal objective: position t predicts ids[t + 1]; the last predicts nothing."""
+    return ids[1:] + [-100]
+
+
+def forward(P, g, seqs, problem, causal):
+    """Summed (masked or next-token) LM + classification loss over the packed batch."""
     H, A = g["hidden"], g["heads"]
     D = H // A
     act = {"gelu": F.gelu}[g["act"]]
     ln = lambda x, n: F.layer_norm(x, (H,), P[n + ".weight"], P[n + ".bias"], g["eps"])
     lin = lambda x, n: F.linear(x, P[n + ".weight"], P[n + ".bias"])
     hidden = []
-    for ids, types, _, _ in SEQS:
+    for ids, types, _, _ in seqs:
         n = len(ids)
         x = (P["bert.embeddings.word_embeddings.weight"][ids]
              + P["bert.embeddings.position_embeddings.weight"][:n]
@@ -108,18 +117,22 @@ def forward(P, g, problem):
             p = f"bert.encoder.layer.{i}."
             q, k, v = (lin(x, p + f"attention.self.{m}").view(n, A, D).transpose(0, 1)
                        for m in ("query", "key", "value"))
-            probs = F.softmax(q @ k.transpose(1, 2) / np.sqrt(D), dim=-1)
+            scores = q @ k.transpose(1, 2) / np.sqrt(D)
+            if causal:
+                future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+                scores = scores.masked_fill(future, float("-inf"))
+            probs = F.softmax(scores, dim=-1)
             ctx = (probs @ v).transpose(0, 1).reshape(n, H)
             x = ln(lin(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
             f = lin(act(lin(x, p + "intermediate.dense")), p + "output.dense")
             x = ln(f + x, p + "output.LayerNorm")
         hidden.append(x)
     h = torch.cat(hidden)
-    labels = torch.tensor([l for s in SEQS for l in s[2]])
+    labels = torch.tensor([l for s in seqs for l in s[2]])
     t = ln(act(lin(h, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm")
     logits = t @ P["bert.embeddings.word_embeddings.weight"].T + P["cls.predictions.bias"]
     mlm = F.cross_entropy(logits, labels, ignore_index=-100)
-    cls = torch.stack([x[0] for x in hidden])
+    cls = torch.stack([x[-1] if causal else x[0] for x in hidden])
     pooled = torch.tanh(lin(cls, "bert.pooler.dense"))
     cls_logits = lin(pooled, "classifier")
     if problem == "multi":
@@ -129,15 +142,18 @@ def forward(P, g, problem):
         ce = F.mse_loss(cls_logits.squeeze(-1), torch.tensor(REGRESSION_TARGETS,
                                                              dtype=torch.float64))
     else:
-        ce = F.cross_entropy(cls_logits, torch.tensor([s[3] for s in SEQS]))
+        ce = F.cross_entropy(cls_logits, torch.tensor([s[3] for s in seqs]))
     return mlm + ce, mlm, ce
 
 
-def write(problem, labels, name):
+def write(problem, labels, name, causal=False):
     torch.manual_seed(0)
     g = dict(GEOMETRY, labels=labels)
     P = init_params(g, INIT)
-    loss, mlm, ce = forward(P, g, problem)
+    seqs = SEQS
+    if causal:
+        seqs = [(ids, types, next_token_labels(ids), label) for ids, types, _, label in SEQS]
+    loss, mlm, ce = forward(P, g, seqs, problem, causal)
     loss.backward()
     grads = {n: P[n].grad.detach().clone() for n in P}
     norm = torch.nn.utils.clip_grad_norm_(list(P.values()), OPTIM["max_norm"])
@@ -148,8 +164,8 @@ def write(problem, labels, name):
                             lr=OPTIM["lr"], betas=(0.9, 0.999), eps=1e-8)
     opt.step()
     flat = lambda t: [float(x) for x in t.detach().reshape(-1)]
-    seqs = []
-    for i, s in enumerate(SEQS):
+    rows = []
+    for i, s in enumerate(seqs):
         seq = {"ids": s[0], "types": s[1], "mlm_labels": s[2]}
         if problem == "multi":
             seq["targets"] = MULTI_TARGETS[i]
@@ -157,12 +173,14 @@ def write(problem, labels, name):
             seq["target"] = REGRESSION_TARGETS[i]
         else:
             seq["label"] = s[3]
-        seqs.append(seq)
+        rows.append(seq)
     doc = {"about": "one training step of a tiny BERT; tests/golden/train_reference.py"}
     if problem != "single":
         doc["problem"] = problem
+    if causal:
+        doc["is_decoder"] = True
     doc.update({
-        "geometry": g, "init": INIT, "optim": OPTIM, "sequences": seqs,
+        "geometry": g, "init": INIT, "optim": OPTIM, "sequences": rows,
         "loss": float(loss), "mlm_loss": float(mlm), "cls_loss": float(ce),
         "grad_norm": float(norm),
         "tensors": [{"name": n, "grad": flat(grads[n]), "after": flat(P[n])}
@@ -178,6 +196,7 @@ def main():
     write("single", GEOMETRY["labels"], "train-step.json")
     write("multi", 3, "train-step-multi.json")
     write("regression", 1, "train-step-regression.json")
+    write("single", GEOMETRY["labels"], "train-step-causal.json", causal=True)
 
 
 if __name__ == "__main__":
