@@ -479,6 +479,17 @@ static void dropout_apply(const struct dropout *d, unsigned site, const float *s
     }
 }
 
+/* The gradient src through site's mask: src itself when nothing drops
+ * (no copy on the hot path), else the masked gradient written to spare. */
+static const float *dropout_grad(const struct dropout *d, unsigned site, const float *src,
+                                 float *spare, size_t n)
+{
+    if (d->cut == 0)
+        return src;
+    dropout_apply(d, site, src, spare, n);
+    return spare;
+}
+
 /* ---- the network --------------------------------------------------------- */
 
 static void embed_forward(const struct train_model *m, struct train_work *w,
@@ -559,8 +570,8 @@ static void layer_backward(struct train_model *m, struct train_work *w,
     /* dh = dz2; then dh = dh1 = dz2 + d(ffn)/dh1. The feed-forward output's
      * gradient (dz2 through the dropout mask) goes through dx, free here. */
     layernorm_backward(w->dx, a->z2, a->st2, p->ffn_ln_g, T, H, w->dh, g->ffn_ln_g, g->ffn_ln_b);
-    dropout_apply(d, DROP_FFN(l), w->dh, w->dx, T * H);
-    linear_backward(w, w->dx, H, a->a, T, FF, p->ffn_out_w, H, g->ffn_out_w, g->ffn_out_b, w->du,
+    const float *dffn = dropout_grad(d, DROP_FFN(l), w->dh, w->dx, T * H);
+    linear_backward(w, dffn, H, a->a, T, FF, p->ffn_out_w, H, g->ffn_out_w, g->ffn_out_b, w->du,
                     0.0f);
     activation_backward(w, w->du, a->u, T * FF, c->activation);
     linear_backward(w, w->du, FF, a->h1, T, H, p->ffn_in_w, FF, g->ffn_in_w, g->ffn_in_b, w->dh,
@@ -569,8 +580,8 @@ static void layer_backward(struct train_model *m, struct train_work *w,
      * attention; then dx += the Q, K, V paths */
     layernorm_backward(w->dh, a->z1, a->st1, p->attn_ln_g, T, H, w->dx, g->attn_ln_g,
                        g->attn_ln_b);
-    dropout_apply(d, DROP_ATTN(l), w->dx, w->dh, T * H);
-    linear_backward(w, w->dh, H, a->ctx, T, H, p->attn_out_w, H, g->attn_out_w, g->attn_out_b,
+    const float *dattn = dropout_grad(d, DROP_ATTN(l), w->dx, w->dh, T * H);
+    linear_backward(w, dattn, H, a->ctx, T, H, p->attn_out_w, H, g->attn_out_w, g->attn_out_b,
                     w->dctx, 0.0f);
     attention(w, b, a, c, true);
     const float *x = w->x[l];
