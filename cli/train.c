@@ -96,6 +96,16 @@ static void set_dropout(struct train_batch *tb, double p, uint64_t seed, size_t 
     tb->dropout_seed = train_rng_next(&rng);
 }
 
+/* The second pass of a step (fine-tuning's masked-LM pass) draws its own
+ * masks: the next number of the step's dropout stream. */
+static void set_second_dropout(struct train_batch *tb, double p, uint64_t seed, size_t step)
+{
+    struct train_rng rng = train_rng_for(seed, step, TRAIN_STREAM_DROPOUT);
+    train_rng_next(&rng);
+    tb->dropout = (float)p;
+    tb->dropout_seed = train_rng_next(&rng);
+}
+
 static bool valid_dropout(double p) { return p >= 0.0 && p < 1.0; }
 
 /* ---- pretrain ------------------------------------------------------------ */
@@ -357,9 +367,9 @@ int cli_pretrain_command(int argc, char **argv)
         struct train_stats st;
         if (train_step(&p.model, p.work, &tb, true, false, &st, &err) != BERT_OK)
             goto fail;
-        train_clip_grads(&p.model, clip, false);
+        train_clip_grads(&p.model, clip, TRAIN_PART_ALL);
         double step_lr = train_lr_at(step, warmup, steps, lr);
-        train_adamw_update(&p.opt, &p.model, step_lr, false);
+        train_adamw_update(&p.opt, &p.model, step_lr, TRAIN_PART_ALL);
         memset(p.model.grads, 0, p.model.n_params * sizeof(float));
         window_loss += st.loss;
         window_steps++;
@@ -415,6 +425,12 @@ struct finetune {
     struct batch_buf buf;
     float *targets; /* (batch, width) multi-label / regression targets of a batch */
     size_t batch;
+    /* --mlm-weight: a masked copy of each batch also trains the MLM head, so
+     * the model keeps filling masks while its encoder moves. */
+    double mlm_weight;
+    struct train_vocab vocab;
+    struct train_mask_options mask;
+    int32_t *masked_ids;
 };
 
 /* Rows order[first .. first + batch) of `d` into the batch buffer. */
@@ -441,6 +457,23 @@ static struct train_batch labeled_batch(struct finetune *f, const struct train_l
                                 .cls_pred = f->buf.pred};
 }
 
+/* The batch's texts masked with BERT's rule (masks from `rng`) into
+ * f->masked_ids and f->buf.labels, as a masked-LM batch. */
+static struct train_batch masked_copy(struct finetune *f, const struct train_batch *tb,
+                                      struct train_rng *rng)
+{
+    const struct bert_batch *b = &tb->b;
+    memcpy(f->masked_ids, b->ids, b->n_tokens * sizeof *f->masked_ids);
+    for (size_t i = 0; i < b->n_seqs; i++)
+        train_mask_sequence(&f->vocab, &f->mask, rng, f->masked_ids + b->seq_start[i],
+                            b->seq_start[i + 1] - b->seq_start[i], f->buf.labels + b->seq_start[i],
+                            NULL);
+    return (struct train_batch){
+        .b = {b->n_seqs, b->n_tokens, f->masked_ids, b->type_ids, b->seq_start},
+        .mlm_labels = f->buf.labels,
+    };
+}
+
 /* The dev scores of the head, and the one early stopping follows. */
 struct dev_eval {
     double loss, metric;
@@ -463,18 +496,28 @@ static bool dev_scores(struct finetune *f, struct dev_eval *out, struct bert_err
         return false;
     }
     double sum = 0.0;
+    size_t mlm_count = 0, mlm_correct = 0;
     for (size_t first = 0; first < n; first += f->batch) {
         size_t count = n - first < f->batch ? n - first : f->batch;
         struct train_batch tb = labeled_batch(f, &f->dev, NULL, first, count);
         tb.cls_logits = logits + first * C;
-        struct train_stats st;
-        if (train_step(&f->model, f->work, &tb, false, false, &st, err) != BERT_OK) {
+        struct train_stats st, mst = {0};
+        bool ok = train_step(&f->model, f->work, &tb, false, false, &st, err) == BERT_OK;
+        if (ok && f->mlm_weight > 0.0) {
+            /* The same masks at every evaluation: a stream of their own. */
+            struct train_rng rng = train_rng_for(0, first, TRAIN_STREAM_HELDOUT);
+            struct train_batch mb = masked_copy(f, &tb, &rng);
+            ok = train_step(&f->model, f->work, &mb, false, false, &mst, err) == BERT_OK;
+        }
+        if (!ok) {
             free(pred);
             free(logits);
             return false;
         }
         memcpy(pred + first, f->buf.pred, count * sizeof *pred);
         sum += st.cls_loss_sum;
+        mlm_count += mst.mlm_count;
+        mlm_correct += mst.mlm_correct;
     }
     out->loss = sum / (double)n;
     if (c->problem_type == BERT_PROBLEM_MULTI_LABEL) {
@@ -495,6 +538,11 @@ static bool dev_scores(struct finetune *f, struct dev_eval *out, struct bert_err
         out->metric_name = "accuracy";
         snprintf(out->scores, sizeof out->scores, "dev-acc %.4f  dev-f1 %.4f", sc.accuracy,
                  C == 2 ? sc.f1_positive : sc.macro_f1);
+    }
+    if (mlm_count > 0) {
+        size_t len = strlen(out->scores);
+        snprintf(out->scores + len, sizeof out->scores - len, "  dev-mlm-acc %.4f",
+                 (double)mlm_correct / (double)mlm_count);
     }
     free(pred);
     free(logits);
@@ -591,6 +639,8 @@ int cli_finetune_command(int argc, char **argv)
         {"weight-decay", CLI_OPT_DOUBLE, &wd, "AdamW weight decay (0.01)"},
         {"clip", CLI_OPT_DOUBLE, &clip, "gradient-norm clip, 0 for none (1.0)"},
         {"dropout", CLI_OPT_DOUBLE, &dropout, "dropout of hidden states and the pooled [CLS] (0.1)"},
+        {"mlm-weight", CLI_OPT_DOUBLE, &f.mlm_weight, "also train the masked-LM head on a masked "
+                                                      "copy of each batch, loss weight W (0: off)"},
         {"eval-every", CLI_OPT_SIZE, &eval_every, "dev evaluation every N steps (once per epoch)"},
         {"patience", CLI_OPT_SIZE, &patience, "stop after N evaluations without improvement (3)"},
         {"seed", CLI_OPT_U64, &seed, "seed for new heads and shuffling (0)"},
@@ -605,13 +655,14 @@ int cli_finetune_command(int argc, char **argv)
     if (model_dir == NULL || train_path == NULL || dev_path == NULL || out == NULL ||
         f.batch == 0 || epochs == 0 || max_len < 3 || patience == 0 ||
         !parse_dtype(dtype_name, &dtype) || lr < 0 || !valid_dropout(dropout) ||
-        !parse_problem(problem_name, &problem) ||
+        !parse_problem(problem_name, &problem) || !(f.mlm_weight >= 0.0) ||
+        (freeze && f.mlm_weight > 0.0) ||
         (problem == BERT_PROBLEM_MULTI_LABEL && labels == NULL) ||
         (problem == BERT_PROBLEM_REGRESSION && labels != NULL)) {
         fprintf(stderr, "usage: bert finetune --model DIR --train TSV --dev TSV --out DIR "
                         "[--freeze-encoder] [options]\n"
                         "(--problem single, multi or regression; multi needs --labels, "
-                        "regression takes none)\n");
+                        "regression takes none; --mlm-weight needs the encoder to train)\n");
         cli_print_options(opts, n_opts);
         return CLI_EXIT_USAGE;
     }
@@ -631,6 +682,17 @@ int cli_finetune_command(int argc, char **argv)
                                                           : (single ? 2 : 1);
     if (finetune_model(&f, model_dir, labels, n_labels, problem, seed, &err) != BERT_OK)
         goto fail;
+    if (f.mlm_weight > 0.0) {
+        if (!f.model.mlm || f.model.config.is_decoder) {
+            bert_error_set(&err, BERT_E_INVALID, "%s: --mlm-weight needs a masked-LM head, and "
+                           "this checkpoint has %s", model_dir,
+                           f.model.config.is_decoder ? "a causal one" : "none");
+            goto fail;
+        }
+        if (train_vocab_init(&f.vocab, f.tok, &err) != BERT_OK)
+            goto fail;
+        f.mask = train_mask_options_default();
+    }
     const struct train_label_spec spec = {problem, f.model.config.num_labels,
                                           f.model.config.id2label};
     if ((!single &&
@@ -650,7 +712,9 @@ int cli_finetune_command(int argc, char **argv)
         goto fail;
     order = malloc(f.train.n * sizeof *order);
     f.targets = malloc(f.batch * (f.train.width + 1) * sizeof *f.targets);
-    if (!batch_buf_init(&f.buf, f.batch, max_len) || order == NULL || f.targets == NULL) {
+    f.masked_ids = malloc(f.batch * max_len * sizeof *f.masked_ids);
+    if (!batch_buf_init(&f.buf, f.batch, max_len) || order == NULL || f.targets == NULL ||
+        f.masked_ids == NULL) {
         err = (struct bert_error){BERT_E_NOMEM, "out of memory"};
         goto fail;
     }
@@ -662,16 +726,20 @@ int cli_finetune_command(int argc, char **argv)
         eval_every = per_epoch;
     const size_t warmup = (size_t)((double)total * warmup_frac);
     printf("finetune: %zu training and %zu dev texts, %zu labels%s, %s, %s, %zu steps (%zu per "
-           "epoch), lr %.1e\n",
+           "epoch), lr %.1e%s\n",
            f.train.n, f.dev.n, f.model.config.num_labels,
            single ? "" : problem == BERT_PROBLEM_MULTI_LABEL ? " (multi-label)" : " (regression)",
            freeze ? "frozen encoder" : "full fine-tuning",
            f.model.config.is_decoder ? "causal, last-token head" : "[CLS] head", total,
-           per_epoch, lr);
+           per_epoch, lr, f.mlm_weight > 0.0 ? ", masked-LM loss kept" : "");
     fflush(stdout);
+    /* The MLM head changes only when its loss is trained. */
+    const unsigned parts = TRAIN_PART_CLASSIFIER | (freeze ? 0u : TRAIN_PART_ENCODER) |
+                           (f.mlm_weight > 0.0 ? TRAIN_PART_MLM : 0u);
     double best = -INFINITY, t0 = now_seconds(), window_loss = 0.0;
     const char *best_name = "accuracy";
-    size_t bad = 0, window = 0, window_right = 0, window_n = 0;
+    size_t bad = 0, window = 0, window_right = 0, window_n = 0, window_mlm = 0,
+           window_mlm_right = 0;
     for (size_t step = 0; step < total; step++) {
         const size_t epoch = step / per_epoch, first = (step % per_epoch) * f.batch;
         if (step % per_epoch == 0) {
@@ -687,16 +755,30 @@ int cli_finetune_command(int argc, char **argv)
         size_t count = f.train.n - first < f.batch ? f.train.n - first : f.batch;
         struct train_batch tb = labeled_batch(&f, &f.train, order, first, count);
         set_dropout(&tb, dropout, seed, step);
-        struct train_stats st;
+        struct train_stats st, mst = {0};
+        if (f.mlm_weight > 0.0) {
+            /* MLM pass first: its gradients are scaled by the weight before
+             * the classification pass adds its own. */
+            struct train_rng rng = train_rng_for(seed, step, TRAIN_STREAM_BATCH);
+            struct train_batch mb = masked_copy(&f, &tb, &rng);
+            set_second_dropout(&mb, dropout, seed, step);
+            if (train_step(&f.model, f.work, &mb, true, false, &mst, &err) != BERT_OK)
+                goto fail;
+            const float weight = (float)f.mlm_weight;
+            for (size_t i = 0; i < f.model.n_params; i++)
+                f.model.grads[i] *= weight;
+        }
         if (train_step(&f.model, f.work, &tb, true, freeze, &st, &err) != BERT_OK)
             goto fail;
-        train_clip_grads(&f.model, clip, freeze);
-        train_adamw_update(&f.opt, &f.model, train_lr_at(step, warmup, total, lr), freeze);
+        train_clip_grads(&f.model, clip, parts);
+        train_adamw_update(&f.opt, &f.model, train_lr_at(step, warmup, total, lr), parts);
         memset(f.model.grads, 0, f.model.n_params * sizeof(float));
         window_loss += st.loss;
         window++;
         window_right += st.cls_correct;
         window_n += st.cls_count;
+        window_mlm_right += mst.mlm_correct;
+        window_mlm += mst.mlm_count;
         if ((step + 1) % eval_every != 0 && step + 1 != total)
             continue;
         struct dev_eval dev;
@@ -705,17 +787,22 @@ int cli_finetune_command(int argc, char **argv)
         const bool improved = dev.metric > best;
         /* The share of texts right: the class (single-label) or the whole set
          * (multi-label); a regression has none. */
-        char train_right[40] = "";
+        char train_right[64] = "";
         if (problem != BERT_PROBLEM_REGRESSION)
             snprintf(train_right, sizeof train_right, "  train-%s %.4f",
                      single ? "acc" : "exact", (double)window_right / (double)window_n);
+        if (window_mlm > 0) {
+            size_t len = strlen(train_right);
+            snprintf(train_right + len, sizeof train_right - len, "  train-mlm-acc %.4f",
+                     (double)window_mlm_right / (double)window_mlm);
+        }
         printf("step %zu/%zu  epoch %.2f  train-loss %.4f%s  dev-loss %.4f  %s  %.0fs%s\n",
                step + 1, total, (double)(step + 1) / (double)per_epoch,
                window_loss / (double)window, train_right, dev.loss, dev.scores,
                now_seconds() - t0, improved ? "  (best, saved)" : "");
         fflush(stdout);
         window_loss = 0.0;
-        window = window_right = window_n = 0;
+        window = window_right = window_n = window_mlm = window_mlm_right = 0;
         best_name = dev.metric_name;
         if (improved) {
             best = dev.metric;
@@ -735,6 +822,8 @@ fail:
 done:
     free(order);
     free(f.targets);
+    free(f.masked_ids);
+    train_vocab_free(&f.vocab);
     batch_buf_free(&f.buf);
     train_work_free(f.work);
     train_adamw_free(&f.opt);

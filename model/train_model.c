@@ -19,8 +19,10 @@ struct layout_builder {
     bool ok;
 };
 
-__attribute__((format(printf, 7, 8))) static void add(struct layout_builder *b, float **slot, enum train_param_kind kind, bool encoder,
-                size_t d0, size_t d1, const char *fmt, ...)
+__attribute__((format(printf, 7, 8))) static void add(struct layout_builder *b, float **slot,
+                                                       enum train_param_kind kind,
+                                                       enum train_part part, size_t d0, size_t d1,
+                                                       const char *fmt, ...)
 {
     struct train_model *m = b->m;
     if (!b->ok)
@@ -35,7 +37,7 @@ __attribute__((format(printf, 7, 8))) static void add(struct layout_builder *b, 
     vsnprintf(t->name, sizeof t->name, fmt, ap);
     va_end(ap);
     t->kind = kind;
-    t->encoder = encoder;
+    t->part = part;
     t->offset = m->n_params;
     t->count = d1 ? d0 * d1 : d0;
     t->ndim = d1 ? 2 : 1;
@@ -50,54 +52,69 @@ static void build_layout(struct layout_builder *b, struct train_view *v)
 {
     const struct bert_config *c = &b->m->config;
     const size_t H = c->hidden_size, FF = c->intermediate_size, V = c->vocab_size;
-    add(b, &v->word_emb, TRAIN_WEIGHT, true, V, H, "bert.embeddings.word_embeddings.weight");
-    add(b, &v->pos_emb, TRAIN_WEIGHT, true, c->max_position_embeddings, H,
+    add(b, &v->word_emb, TRAIN_WEIGHT, TRAIN_PART_ENCODER, V, H,
+        "bert.embeddings.word_embeddings.weight");
+    add(b, &v->pos_emb, TRAIN_WEIGHT, TRAIN_PART_ENCODER, c->max_position_embeddings, H,
         "bert.embeddings.position_embeddings.weight");
-    add(b, &v->type_emb, TRAIN_WEIGHT, true, c->type_vocab_size, H,
+    add(b, &v->type_emb, TRAIN_WEIGHT, TRAIN_PART_ENCODER, c->type_vocab_size, H,
         "bert.embeddings.token_type_embeddings.weight");
-    add(b, &v->emb_ln_g, TRAIN_LN_GAMMA, true, H, 0, "bert.embeddings.LayerNorm.weight");
-    add(b, &v->emb_ln_b, TRAIN_LN_BETA, true, H, 0, "bert.embeddings.LayerNorm.bias");
+    add(b, &v->emb_ln_g, TRAIN_LN_GAMMA, TRAIN_PART_ENCODER, H, 0,
+        "bert.embeddings.LayerNorm.weight");
+    add(b, &v->emb_ln_b, TRAIN_LN_BETA, TRAIN_PART_ENCODER, H, 0, "bert.embeddings.LayerNorm.bias");
     for (size_t i = 0; i < c->num_layers; i++) {
         struct train_layer *l = &v->layers[i];
         const char *pre = "bert.encoder.layer";
-        add(b, &l->query_w, TRAIN_WEIGHT, true, H, H, "%s.%zu.attention.self.query.weight", pre, i);
-        add(b, &l->query_b, TRAIN_BIAS, true, H, 0, "%s.%zu.attention.self.query.bias", pre, i);
-        add(b, &l->key_w, TRAIN_WEIGHT, true, H, H, "%s.%zu.attention.self.key.weight", pre, i);
-        add(b, &l->key_b, TRAIN_BIAS, true, H, 0, "%s.%zu.attention.self.key.bias", pre, i);
-        add(b, &l->value_w, TRAIN_WEIGHT, true, H, H, "%s.%zu.attention.self.value.weight", pre, i);
-        add(b, &l->value_b, TRAIN_BIAS, true, H, 0, "%s.%zu.attention.self.value.bias", pre, i);
-        add(b, &l->attn_out_w, TRAIN_WEIGHT, true, H, H, "%s.%zu.attention.output.dense.weight",
-            pre, i);
-        add(b, &l->attn_out_b, TRAIN_BIAS, true, H, 0, "%s.%zu.attention.output.dense.bias", pre,
-            i);
-        add(b, &l->attn_ln_g, TRAIN_LN_GAMMA, true, H, 0,
+        add(b, &l->query_w, TRAIN_WEIGHT, TRAIN_PART_ENCODER, H, H,
+            "%s.%zu.attention.self.query.weight", pre, i);
+        add(b, &l->query_b, TRAIN_BIAS, TRAIN_PART_ENCODER, H, 0,
+            "%s.%zu.attention.self.query.bias", pre, i);
+        add(b, &l->key_w, TRAIN_WEIGHT, TRAIN_PART_ENCODER, H, H,
+            "%s.%zu.attention.self.key.weight", pre, i);
+        add(b, &l->key_b, TRAIN_BIAS, TRAIN_PART_ENCODER, H, 0,
+            "%s.%zu.attention.self.key.bias", pre, i);
+        add(b, &l->value_w, TRAIN_WEIGHT, TRAIN_PART_ENCODER, H, H,
+            "%s.%zu.attention.self.value.weight", pre, i);
+        add(b, &l->value_b, TRAIN_BIAS, TRAIN_PART_ENCODER, H, 0,
+            "%s.%zu.attention.self.value.bias", pre, i);
+        add(b, &l->attn_out_w, TRAIN_WEIGHT, TRAIN_PART_ENCODER, H, H,
+            "%s.%zu.attention.output.dense.weight", pre, i);
+        add(b, &l->attn_out_b, TRAIN_BIAS, TRAIN_PART_ENCODER, H, 0,
+            "%s.%zu.attention.output.dense.bias", pre, i);
+        add(b, &l->attn_ln_g, TRAIN_LN_GAMMA, TRAIN_PART_ENCODER, H, 0,
             "%s.%zu.attention.output.LayerNorm.weight", pre, i);
-        add(b, &l->attn_ln_b, TRAIN_LN_BETA, true, H, 0, "%s.%zu.attention.output.LayerNorm.bias",
-            pre, i);
-        add(b, &l->ffn_in_w, TRAIN_WEIGHT, true, FF, H, "%s.%zu.intermediate.dense.weight", pre, i);
-        add(b, &l->ffn_in_b, TRAIN_BIAS, true, FF, 0, "%s.%zu.intermediate.dense.bias", pre, i);
-        add(b, &l->ffn_out_w, TRAIN_WEIGHT, true, H, FF, "%s.%zu.output.dense.weight", pre, i);
-        add(b, &l->ffn_out_b, TRAIN_BIAS, true, H, 0, "%s.%zu.output.dense.bias", pre, i);
-        add(b, &l->ffn_ln_g, TRAIN_LN_GAMMA, true, H, 0, "%s.%zu.output.LayerNorm.weight", pre, i);
-        add(b, &l->ffn_ln_b, TRAIN_LN_BETA, true, H, 0, "%s.%zu.output.LayerNorm.bias", pre, i);
+        add(b, &l->attn_ln_b, TRAIN_LN_BETA, TRAIN_PART_ENCODER, H, 0,
+            "%s.%zu.attention.output.LayerNorm.bias", pre, i);
+        add(b, &l->ffn_in_w, TRAIN_WEIGHT, TRAIN_PART_ENCODER, FF, H,
+            "%s.%zu.intermediate.dense.weight", pre, i);
+        add(b, &l->ffn_in_b, TRAIN_BIAS, TRAIN_PART_ENCODER, FF, 0,
+            "%s.%zu.intermediate.dense.bias", pre, i);
+        add(b, &l->ffn_out_w, TRAIN_WEIGHT, TRAIN_PART_ENCODER, H, FF,
+            "%s.%zu.output.dense.weight", pre, i);
+        add(b, &l->ffn_out_b, TRAIN_BIAS, TRAIN_PART_ENCODER, H, 0,
+            "%s.%zu.output.dense.bias", pre, i);
+        add(b, &l->ffn_ln_g, TRAIN_LN_GAMMA, TRAIN_PART_ENCODER, H, 0,
+            "%s.%zu.output.LayerNorm.weight", pre, i);
+        add(b, &l->ffn_ln_b, TRAIN_LN_BETA, TRAIN_PART_ENCODER, H, 0,
+            "%s.%zu.output.LayerNorm.bias", pre, i);
     }
     if (b->m->classifier) {
-        add(b, &v->pooler_w, TRAIN_WEIGHT, false, H, H, "bert.pooler.dense.weight");
-        add(b, &v->pooler_b, TRAIN_BIAS, false, H, 0, "bert.pooler.dense.bias");
+        add(b, &v->pooler_w, TRAIN_WEIGHT, TRAIN_PART_CLASSIFIER, H, H, "bert.pooler.dense.weight");
+        add(b, &v->pooler_b, TRAIN_BIAS, TRAIN_PART_CLASSIFIER, H, 0, "bert.pooler.dense.bias");
     }
     if (b->m->mlm) {
-        add(b, &v->mlm_dense_w, TRAIN_WEIGHT, false, H, H,
+        add(b, &v->mlm_dense_w, TRAIN_WEIGHT, TRAIN_PART_MLM, H, H,
             "cls.predictions.transform.dense.weight");
-        add(b, &v->mlm_dense_b, TRAIN_BIAS, false, H, 0, "cls.predictions.transform.dense.bias");
-        add(b, &v->mlm_ln_g, TRAIN_LN_GAMMA, false, H, 0,
+        add(b, &v->mlm_dense_b, TRAIN_BIAS, TRAIN_PART_MLM, H, 0,
+            "cls.predictions.transform.dense.bias");
+        add(b, &v->mlm_ln_g, TRAIN_LN_GAMMA, TRAIN_PART_MLM, H, 0,
             "cls.predictions.transform.LayerNorm.weight");
-        add(b, &v->mlm_ln_b, TRAIN_LN_BETA, false, H, 0,
+        add(b, &v->mlm_ln_b, TRAIN_LN_BETA, TRAIN_PART_MLM, H, 0,
             "cls.predictions.transform.LayerNorm.bias");
-        add(b, &v->mlm_bias, TRAIN_BIAS, false, V, 0, "cls.predictions.bias");
+        add(b, &v->mlm_bias, TRAIN_BIAS, TRAIN_PART_MLM, V, 0, "cls.predictions.bias");
     }
     if (b->m->classifier) {
-        add(b, &v->classifier_w, TRAIN_WEIGHT, false, c->num_labels, H, "classifier.weight");
-        add(b, &v->classifier_b, TRAIN_BIAS, false, c->num_labels, 0, "classifier.bias");
+        add(b, &v->classifier_w, TRAIN_WEIGHT, TRAIN_PART_CLASSIFIER, c->num_labels, H, "classifier.weight");
+        add(b, &v->classifier_b, TRAIN_BIAS, TRAIN_PART_CLASSIFIER, c->num_labels, 0, "classifier.bias");
     }
 }
 

@@ -35,12 +35,22 @@ struct train_view {
 
 enum train_param_kind { TRAIN_WEIGHT, TRAIN_BIAS, TRAIN_LN_GAMMA, TRAIN_LN_BETA };
 
+/* Which part of the network a tensor belongs to, as bits, so that a run
+ * updates only the parts it trains (the optimiser's `parts`). The tied
+ * decoder weight is the word embeddings: part of the encoder. */
+enum train_part {
+    TRAIN_PART_ENCODER = 1u,    /* embeddings and layers */
+    TRAIN_PART_CLASSIFIER = 2u, /* pooler and classifier */
+    TRAIN_PART_MLM = 4u,        /* the MLM head's transform and bias */
+    TRAIN_PART_ALL = 7u,
+};
+
 struct train_tensor {
     char name[96];               /* Hugging Face name, "bert." prefixed for the encoder */
     enum train_param_kind kind;  /* weights decay; biases and LayerNorm do not */
     size_t offset, count;        /* floats into the arena */
     size_t ndim, shape[2];
-    bool encoder;                /* false for the pooler and the heads */
+    enum train_part part;
 };
 
 struct train_model {

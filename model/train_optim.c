@@ -41,12 +41,12 @@ double train_lr_at(size_t step, size_t warmup, size_t total, double peak)
     return peak * (double)(total - step) / (double)(total - warmup);
 }
 
-double train_clip_grads(struct train_model *model, double max_norm, bool head_only)
+double train_clip_grads(struct train_model *model, double max_norm, unsigned parts)
 {
     double sq = 0.0;
     for (size_t i = 0; i < model->n_tensors; i++) {
         const struct train_tensor *t = &model->tensors[i];
-        if (head_only && t->encoder)
+        if (!(t->part & parts))
             continue;
         const float *g = model->grads + t->offset;
         for (size_t k = 0; k < t->count; k++)
@@ -58,7 +58,7 @@ double train_clip_grads(struct train_model *model, double max_norm, bool head_on
         const float coef = (float)(max_norm / (norm + 1e-6));
         for (size_t i = 0; i < model->n_tensors; i++) {
             const struct train_tensor *t = &model->tensors[i];
-            if (head_only && t->encoder)
+            if (!(t->part & parts))
                 continue;
             float *g = model->grads + t->offset;
             for (size_t k = 0; k < t->count; k++)
@@ -69,7 +69,7 @@ double train_clip_grads(struct train_model *model, double max_norm, bool head_on
 }
 
 void train_adamw_update(struct train_adamw *o, struct train_model *model, double lr,
-                        bool head_only)
+                        unsigned parts)
 {
     o->step++;
     const double bc1 = 1.0 - pow(o->beta1, (double)o->step);
@@ -78,7 +78,7 @@ void train_adamw_update(struct train_adamw *o, struct train_model *model, double
     const float step_size = (float)(lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
     for (size_t i = 0; i < model->n_tensors; i++) {
         const struct train_tensor *t = &model->tensors[i];
-        if (head_only && t->encoder)
+        if (!(t->part & parts))
             continue;
         const float decay = t->kind == TRAIN_WEIGHT ? (float)(1.0 - lr * o->weight_decay) : 1.0f;
         float *p = model->params + t->offset, *g = model->grads + t->offset;

@@ -29,15 +29,16 @@ void train_adamw_free(struct train_adamw *o);
  * during warm-up, then linear to 0 at `total`. */
 double train_lr_at(size_t step, size_t warmup, size_t total, double peak);
 
-/* Scale the gradients so their global L2 norm is at most max_norm (no-op
- * when max_norm <= 0); returns the norm before clipping. With head_only
- * only the pooler and head tensors count (a frozen encoder). */
-double train_clip_grads(struct train_model *model, double max_norm, bool head_only);
+/* Scale the gradients of the tensors in `parts` (enum train_part bits) so
+ * their global L2 norm is at most max_norm (no-op when max_norm <= 0);
+ * returns the norm before clipping. */
+double train_clip_grads(struct train_model *model, double max_norm, unsigned parts);
 
-/* One AdamW update of every parameter (or only the pooler and heads when
- * head_only) with learning rate lr. */
+/* One AdamW update, with learning rate lr, of the tensors in `parts`: the
+ * others keep their values exactly (weight decay included), as a head
+ * the run does not train would outside the optimiser. */
 void train_adamw_update(struct train_adamw *o, struct train_model *model, double lr,
-                        bool head_only);
+                        unsigned parts);
 
 /* Save the optimiser state (step and moments) to `path` for an exact
  * resume; load checks it belongs to a model of the same layout. */

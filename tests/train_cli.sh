@@ -8,7 +8,9 @@
 #  3. `--init` continues from a model's weights;
 #  4. `bert finetune` of a classifier on 400 SST-2 rows with early stopping,
 #     then `bert eval` (the inference engine) on the dev rows must report
-#     the accuracy the trainer measured for the checkpoint it kept.
+#     the accuracy the trainer measured for the checkpoint it kept;
+#  5. `--mlm-weight` trains the MLM head alongside (plain fine-tuning never
+#     touches it).
 set -eu
 BERT=$1 DATA=$2 TOK=$3 WORK=$4
 . "$(dirname "$0")/train_common.sh"
@@ -71,6 +73,29 @@ echo '{"inputs": "a charming and often affecting journey"}' | "$BERT" classify -
     | grep -q POSITIVE\\\|NEGATIVE || fail "classify does not name a label"
 echo '{"inputs": "the [MASK] of the ship"}' | "$BERT" fill-mask --model "$WORK/cls" \
     | grep -q token_str || fail "the fine-tuned model lost its MLM head"
+# --mlm-weight trains the MLM head on masked copies of the batches as well;
+# plain fine-tuning leaves that head's transform exactly as pretrained.
+"$BERT" finetune --model "$WORK/a" --train "$DATA/sst2-train-400.tsv" --dev "$DATA/sst2-dev-100.tsv" \
+    --out "$WORK/joint" --labels NEGATIVE,POSITIVE --max-steps 10 --batch 16 --lr 1e-3 \
+    --eval-every 5 --threads 2 --mlm-weight 1 > "$WORK/joint.log"
+cat "$WORK/joint.log"
+grep -q 'train-mlm-acc .* dev-mlm-acc' "$WORK/joint.log" || fail "no MLM accuracy on the progress line"
+head_tensor() { # FILE: the MLM transform's weight, hex
+    python3 -c 'import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]; h = json.loads(f.read(n))
+a, b = h["cls.predictions.transform.dense.weight"]["data_offsets"]
+f.seek(8 + n + a); print(f.read(b - a).hex())' "$1"
+}
+pre=$(head_tensor "$WORK/a/model.safetensors")
+[ "$(head_tensor "$WORK/cls/model.safetensors")" = "$pre" ] ||
+    fail "plain fine-tuning changed the MLM head"
+[ "$(head_tensor "$WORK/joint/model.safetensors")" != "$pre" ] ||
+    fail "--mlm-weight did not train the MLM head"
+if "$BERT" finetune --model "$WORK/a" --train "$DATA/sst2-train-400.tsv" \
+    --dev "$DATA/sst2-dev-100.tsv" --out "$WORK/bad" --freeze-encoder --mlm-weight 1 \
+    > /dev/null 2>&1; then
+    fail "--mlm-weight with a frozen encoder was accepted"
+fi
 # Text pairs (text_a<TAB>text_b<TAB>label, token types 0 / 1): "is b the same
 # sentence as a"; the trainer and the engine must agree on the kept checkpoint.
 pairs() { awk -F '\t' 'NR > 1 { t[++n] = $1 } END { print "a\tb\tlabel"
