@@ -48,6 +48,13 @@ def parse_wrk(text):
     return rps, lat, int(errors.group(1)) if errors else 0, socket_errors.group(1) if socket_errors else ""
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of a live process (all its threads)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "default"))
@@ -96,12 +103,19 @@ def main():
     try:
         for c in [int(x) for x in args.concurrency.split(",")]:
             env = dict(os.environ, BODIES=bodies)
+            # CPU time of the server and of wrk (a child) over the run: on a
+            # small machine the load generator's share is CPU the server lacks.
+            server_cpu, client_cpu = cpu_seconds(server.proc.pid), os.times().children_user
+            client_cpu += os.times().children_system
             out = subprocess.run(["wrk", "-t1", "-c", str(c), "-d", "%ds" % args.seconds,
                                   "--latency", "-s", os.path.join(HERE, "wrk_bodies.lua"),
                                   "http://127.0.0.1:%d/%s" % (server.port, args.route)],
                                  check=True, capture_output=True, text=True, env=env).stdout
+            server_cpu = cpu_seconds(server.proc.pid) - server_cpu
+            client_cpu = os.times().children_user + os.times().children_system - client_cpu
             rps, lat, non2xx, sock = parse_wrk(out)
-            rows.append((c, rps, rps * mean_tokens, lat.get("50"), lat.get("99"), non2xx, sock))
+            rows.append((c, rps, rps * mean_tokens, lat.get("50"), lat.get("99"), non2xx, sock,
+                         server_cpu / args.seconds, client_cpu / args.seconds))
     finally:
         server.stop()
     # Measured again after the server runs: on a shared machine the engine's
@@ -115,12 +129,16 @@ def main():
     print("engine offline, packed (%d-token batches): %.0f tokens/s (before %.0f, after %.0f)"
           % (args.max_batch_tokens, packed_tps, packed_before, packed_after))
     print("engine offline, one text per forward pass: %.3f ms per request" % single_ms)
-    print("%6s %10s %10s %9s %9s %6s" % ("conc", "req/s", "tokens/s", "p50 ms", "p99 ms", "non2xx"))
-    for c, rps, tps, p50, p99, non2xx, sock in rows:
-        print("%6d %10.1f %10.0f %9.3f %9.3f %6d %s" % (c, rps, tps, p50, p99, non2xx, sock))
+    print("%6s %10s %10s %9s %9s %6s %10s %10s" % ("conc", "req/s", "tokens/s", "p50 ms", "p99 ms",
+                                                  "non2xx", "server CPU", "wrk CPU"))
+    for c, rps, tps, p50, p99, non2xx, sock, scpu, ccpu in rows:
+        print("%6d %10.1f %10.0f %9.3f %9.3f %6d %10.2f %10.2f %s"
+              % (c, rps, tps, p50, p99, non2xx, scpu, ccpu, sock))
     top = rows[-1]
     print("server tokens/s at c=%d / engine packed tokens/s: %.2f (target >= 0.90)"
           % (top[0], top[2] / packed_tps))
+    print("  (on %d CPUs; the server used %.2f of them, wrk %.2f)" % (os.cpu_count(), top[7],
+                                                                     top[8]))
     if rows[0][0] == 1:
         print("server p50 at c=1 - engine single forward: %+.3f ms (target <= 1 ms)"
               % (rows[0][3] - single_ms))

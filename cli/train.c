@@ -110,6 +110,14 @@ static bool valid_dropout(double p) { return p >= 0.0 && p < 1.0; }
 
 /* ---- pretrain ------------------------------------------------------------ */
 
+/* The corpus tail pretrain holds out (and mlm-eval measures): a share of
+ * the sequences, at most `max`. */
+static size_t heldout_sequences(size_t n_seqs, double share, size_t max)
+{
+    size_t n = n_seqs >= 2 ? (size_t)((double)n_seqs * share) : 0;
+    return n < max ? n : max;
+}
+
 struct pretrain {
     struct train_model model;
     struct train_work *work;
@@ -339,8 +347,7 @@ int cli_pretrain_command(int argc, char **argv)
         err = (struct bert_error){BERT_E_NOMEM, "out of memory"};
         goto fail;
     }
-    p.n_heldout = p.corpus.n_seqs >= 2 ? (size_t)((double)p.corpus.n_seqs * heldout_frac) : 0;
-    p.n_heldout = p.n_heldout < heldout_max ? p.n_heldout : heldout_max;
+    p.n_heldout = heldout_sequences(p.corpus.n_seqs, heldout_frac, heldout_max);
     p.n_train = p.corpus.n_seqs - p.n_heldout;
     printf("pretrain (%s): %zu corpus tokens, %zu training sequences, %zu held out; %zu "
            "layers, hidden %zu, heads %zu, intermediate %zu, vocab %zu, %zu parameters; %zu "
@@ -425,12 +432,16 @@ struct finetune {
     struct batch_buf buf;
     float *targets; /* (batch, width) multi-label / regression targets of a batch */
     size_t batch;
-    /* --mlm-weight: a masked copy of each batch also trains the MLM head, so
-     * the model keeps filling masks while its encoder moves. */
+    /* --mlm-weight: a masked batch also trains the MLM head, so the model
+     * keeps filling masks while its encoder moves: a copy of each batch, or
+     * with --corpus as many sequences of general text (rehearsal, so the
+     * head does not drift to the task's vocabulary). */
     double mlm_weight;
     struct train_vocab vocab;
     struct train_mask_options mask;
-    int32_t *masked_ids;
+    struct train_corpus corpus;
+    size_t corpus_train;    /* sequences drawn from: pretrain's held-out tail excluded */
+    struct batch_buf mlm_buf;
 };
 
 /* Rows order[first .. first + batch) of `d` into the batch buffer. */
@@ -457,20 +468,33 @@ static struct train_batch labeled_batch(struct finetune *f, const struct train_l
                                 .cls_pred = f->buf.pred};
 }
 
-/* The batch's texts masked with BERT's rule (masks from `rng`) into
- * f->masked_ids and f->buf.labels, as a masked-LM batch. */
-static struct train_batch masked_copy(struct finetune *f, const struct train_batch *tb,
-                                      struct train_rng *rng)
+/* A masked-LM batch (BERT's rule, masks from `rng`) in f->mlm_buf: the
+ * texts of `tb`, or as many random corpus sequences when `from_corpus`. */
+static struct train_batch masked_batch(struct finetune *f, const struct train_batch *tb,
+                                       bool from_corpus, struct train_rng *rng)
 {
     const struct bert_batch *b = &tb->b;
-    memcpy(f->masked_ids, b->ids, b->n_tokens * sizeof *f->masked_ids);
+    struct batch_buf *m = &f->mlm_buf;
+    size_t n_tokens = b->n_tokens;
+    if (from_corpus) {
+        m->start[0] = n_tokens = 0;
+        for (size_t i = 0; i < b->n_seqs; i++) {
+            size_t seq = train_rng_below(rng, f->corpus_train);
+            n_tokens += train_corpus_sequence(&f->corpus, seq, m->ids + n_tokens);
+            m->start[i + 1] = n_tokens;
+        }
+        memset(m->types, 0, n_tokens * sizeof *m->types);
+    } else {
+        memcpy(m->ids, b->ids, n_tokens * sizeof *m->ids);
+        memcpy(m->types, b->type_ids, n_tokens * sizeof *m->types);
+        memcpy(m->start, b->seq_start, (b->n_seqs + 1) * sizeof *m->start);
+    }
     for (size_t i = 0; i < b->n_seqs; i++)
-        train_mask_sequence(&f->vocab, &f->mask, rng, f->masked_ids + b->seq_start[i],
-                            b->seq_start[i + 1] - b->seq_start[i], f->buf.labels + b->seq_start[i],
-                            NULL);
+        train_mask_sequence(&f->vocab, &f->mask, rng, m->ids + m->start[i],
+                            m->start[i + 1] - m->start[i], m->labels + m->start[i], NULL);
     return (struct train_batch){
-        .b = {b->n_seqs, b->n_tokens, f->masked_ids, b->type_ids, b->seq_start},
-        .mlm_labels = f->buf.labels,
+        .b = {b->n_seqs, n_tokens, m->ids, m->types, m->start},
+        .mlm_labels = m->labels,
     };
 }
 
@@ -506,7 +530,7 @@ static bool dev_scores(struct finetune *f, struct dev_eval *out, struct bert_err
         if (ok && f->mlm_weight > 0.0) {
             /* The same masks at every evaluation: a stream of their own. */
             struct train_rng rng = train_rng_for(0, first, TRAIN_STREAM_HELDOUT);
-            struct train_batch mb = masked_copy(f, &tb, &rng);
+            struct train_batch mb = masked_batch(f, &tb, false, &rng);
             ok = train_step(&f->model, f->work, &mb, false, false, &mst, err) == BERT_OK;
         }
         if (!ok) {
@@ -613,6 +637,9 @@ static enum bert_status finetune_model(struct finetune *f, const char *dir, cons
 
 int cli_finetune_command(int argc, char **argv)
 {
+    const char *files[CLI_MAX_CORPUS_FILES];
+    size_t n_files;
+    argc = cli_take_corpus_files(argc, argv, files, &n_files);
     const char *model_dir = NULL, *train_path = NULL, *dev_path = NULL, *out = NULL;
     const char *labels = NULL, *dtype_name = "f32", *problem_name = "single";
     size_t max_len = 128, epochs = 3, eval_every = 0, patience = 3, threads = cli_cpus();
@@ -656,13 +683,16 @@ int cli_finetune_command(int argc, char **argv)
         f.batch == 0 || epochs == 0 || max_len < 3 || patience == 0 ||
         !parse_dtype(dtype_name, &dtype) || lr < 0 || !valid_dropout(dropout) ||
         !parse_problem(problem_name, &problem) || !(f.mlm_weight >= 0.0) ||
-        (freeze && f.mlm_weight > 0.0) ||
+        (freeze && f.mlm_weight > 0.0) || (n_files > 0 && f.mlm_weight == 0.0) ||
         (problem == BERT_PROBLEM_MULTI_LABEL && labels == NULL) ||
         (problem == BERT_PROBLEM_REGRESSION && labels != NULL)) {
         fprintf(stderr, "usage: bert finetune --model DIR --train TSV --dev TSV --out DIR "
                         "[--freeze-encoder] [options]\n"
                         "(--problem single, multi or regression; multi needs --labels, "
-                        "regression takes none; --mlm-weight needs the encoder to train)\n");
+                        "regression takes none; --mlm-weight needs the encoder to train;\n"
+                        " --corpus FILE [--corpus FILE...]: general text for the --mlm-weight "
+                        "batches instead of the training texts, its last 5%% (at most 500 "
+                        "sequences, pretrain's held-out part) unused)\n");
         cli_print_options(opts, n_opts);
         return CLI_EXIT_USAGE;
     }
@@ -707,14 +737,22 @@ int cli_finetune_command(int argc, char **argv)
     max_len = max_len < f.model.config.max_position_embeddings
                   ? max_len
                   : f.model.config.max_position_embeddings;
+    if (n_files > 0) {
+        if (train_corpus_load(&f.corpus, f.tok, files, n_files, max_len, &err) != BERT_OK)
+            goto fail;
+        f.corpus_train = f.corpus.n_seqs - heldout_sequences(f.corpus.n_seqs, 0.05, 500);
+        if (f.corpus_train == 0) {
+            bert_error_set(&err, BERT_E_INVALID, "%s: no text to train on", files[0]);
+            goto fail;
+        }
+    }
     f.work = train_work_new(&f.model, f.batch * max_len, max_len, threads, &err);
     if (f.work == NULL || train_adamw_init(&f.opt, &f.model, wd, &err) != BERT_OK)
         goto fail;
     order = malloc(f.train.n * sizeof *order);
     f.targets = malloc(f.batch * (f.train.width + 1) * sizeof *f.targets);
-    f.masked_ids = malloc(f.batch * max_len * sizeof *f.masked_ids);
-    if (!batch_buf_init(&f.buf, f.batch, max_len) || order == NULL || f.targets == NULL ||
-        f.masked_ids == NULL) {
+    if (!batch_buf_init(&f.buf, f.batch, max_len) ||
+        !batch_buf_init(&f.mlm_buf, f.batch, max_len) || order == NULL || f.targets == NULL) {
         err = (struct bert_error){BERT_E_NOMEM, "out of memory"};
         goto fail;
     }
@@ -731,7 +769,10 @@ int cli_finetune_command(int argc, char **argv)
            single ? "" : problem == BERT_PROBLEM_MULTI_LABEL ? " (multi-label)" : " (regression)",
            freeze ? "frozen encoder" : "full fine-tuning",
            f.model.config.is_decoder ? "causal, last-token head" : "[CLS] head", total,
-           per_epoch, lr, f.mlm_weight > 0.0 ? ", masked-LM loss kept" : "");
+           per_epoch, lr,
+           f.mlm_weight == 0.0       ? ""
+           : f.corpus.n_seqs > 0     ? ", masked-LM loss kept on the corpus"
+                                     : ", masked-LM loss kept on the training texts");
     fflush(stdout);
     /* The MLM head changes only when its loss is trained. */
     const unsigned parts = TRAIN_PART_CLASSIFIER | (freeze ? 0u : TRAIN_PART_ENCODER) |
@@ -760,7 +801,7 @@ int cli_finetune_command(int argc, char **argv)
             /* MLM pass first: its gradients are scaled by the weight before
              * the classification pass adds its own. */
             struct train_rng rng = train_rng_for(seed, step, TRAIN_STREAM_BATCH);
-            struct train_batch mb = masked_copy(&f, &tb, &rng);
+            struct train_batch mb = masked_batch(&f, &tb, f.corpus.n_seqs > 0, &rng);
             set_second_dropout(&mb, dropout, seed, step);
             if (train_step(&f.model, f.work, &mb, true, false, &mst, &err) != BERT_OK)
                 goto fail;
@@ -822,7 +863,8 @@ fail:
 done:
     free(order);
     free(f.targets);
-    free(f.masked_ids);
+    batch_buf_free(&f.mlm_buf);
+    train_corpus_free(&f.corpus);
     train_vocab_free(&f.vocab);
     batch_buf_free(&f.buf);
     train_work_free(f.work);

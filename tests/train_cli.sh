@@ -9,8 +9,8 @@
 #  4. `bert finetune` of a classifier on 400 SST-2 rows with early stopping,
 #     then `bert eval` (the inference engine) on the dev rows must report
 #     the accuracy the trainer measured for the checkpoint it kept;
-#  5. `--mlm-weight` trains the MLM head alongside (plain fine-tuning never
-#     touches it).
+#  5. `--mlm-weight` (here on a `--corpus`) trains the MLM head alongside
+#     (plain fine-tuning never touches it).
 set -eu
 BERT=$1 DATA=$2 TOK=$3 WORK=$4
 . "$(dirname "$0")/train_common.sh"
@@ -77,8 +77,9 @@ echo '{"inputs": "the [MASK] of the ship"}' | "$BERT" fill-mask --model "$WORK/c
 # plain fine-tuning leaves that head's transform exactly as pretrained.
 "$BERT" finetune --model "$WORK/a" --train "$DATA/sst2-train-400.tsv" --dev "$DATA/sst2-dev-100.tsv" \
     --out "$WORK/joint" --labels NEGATIVE,POSITIVE --max-steps 10 --batch 16 --lr 1e-3 \
-    --eval-every 5 --threads 2 --mlm-weight 1 > "$WORK/joint.log"
+    --eval-every 5 --threads 2 --mlm-weight 1 --corpus "$DATA/corpus.txt" > "$WORK/joint.log"
 cat "$WORK/joint.log"
+grep -q 'masked-LM loss kept on the corpus' "$WORK/joint.log" || fail "--corpus not used"
 grep -q 'train-mlm-acc .* dev-mlm-acc' "$WORK/joint.log" || fail "no MLM accuracy on the progress line"
 head_tensor() { # FILE: the MLM transform's weight, hex
     python3 -c 'import json, struct, sys
@@ -95,6 +96,11 @@ if "$BERT" finetune --model "$WORK/a" --train "$DATA/sst2-train-400.tsv" \
     --dev "$DATA/sst2-dev-100.tsv" --out "$WORK/bad" --freeze-encoder --mlm-weight 1 \
     > /dev/null 2>&1; then
     fail "--mlm-weight with a frozen encoder was accepted"
+fi
+if "$BERT" finetune --model "$WORK/a" --train "$DATA/sst2-train-400.tsv" \
+    --dev "$DATA/sst2-dev-100.tsv" --out "$WORK/bad" --corpus "$DATA/corpus.txt" \
+    > /dev/null 2>&1; then
+    fail "--corpus without --mlm-weight was accepted"
 fi
 # Text pairs (text_a<TAB>text_b<TAB>label, token types 0 / 1): "is b the same
 # sentence as a"; the trainer and the engine must agree on the kept checkpoint.
