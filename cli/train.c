@@ -666,8 +666,9 @@ int cli_finetune_command(int argc, char **argv)
         {"weight-decay", CLI_OPT_DOUBLE, &wd, "AdamW weight decay (0.01)"},
         {"clip", CLI_OPT_DOUBLE, &clip, "gradient-norm clip, 0 for none (1.0)"},
         {"dropout", CLI_OPT_DOUBLE, &dropout, "dropout of hidden states and the pooled [CLS] (0.1)"},
-        {"mlm-weight", CLI_OPT_DOUBLE, &f.mlm_weight, "also train the masked-LM head on a masked "
-                                                      "copy of each batch, loss weight W (0: off)"},
+        {"mlm-weight", CLI_OPT_DOUBLE, &f.mlm_weight, "also train the masked-LM head, loss weight "
+                                                      "W, on a masked copy of each batch or on "
+                                                      "--corpus text (0: off)"},
         {"eval-every", CLI_OPT_SIZE, &eval_every, "dev evaluation every N steps (once per epoch)"},
         {"patience", CLI_OPT_SIZE, &patience, "stop after N evaluations without improvement (3)"},
         {"seed", CLI_OPT_U64, &seed, "seed for new heads and shuffling (0)"},
