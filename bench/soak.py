@@ -6,8 +6,12 @@ file descriptors; at the end, requests by status, latency p50/p99, and RSS
 and fds at start, after warm-up and at the end.
 
 Fails (exit 1) on any 5xx, any transport error, a server crash, RSS growth
-after warm-up over --max-rss-growth (default 5%), or more open fds once the
-clients have left than before they came.
+after warm-up over both --max-rss-growth (default 5%) and --rss-slack-mib
+(default 4 MiB), or more open fds once the clients have left than before
+they came. The slack is for malloc's per-thread arenas, which grow in steps
+of 1-2 MiB while the mix of request sizes settles and then stay flat; a leak
+keeps growing (at 2,500 requests/s, 40 bytes a request pass 4 MiB within
+the run) and the LeakSanitizer and valgrind tests catch smaller ones.
 
 usage: bench/soak.py BIN_DIR MODEL_DIR [--duration S] [--clients N]
        [--warmup S] [--invalid-fraction F] [--sample S] [--json OUT]
@@ -145,14 +149,15 @@ def main():
     ap.add_argument("--duration", type=float, default=60)
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--warmup", type=float, default=None,
-                    help="seconds before the RSS baseline (default: a sixth of the duration)")
+                    help="seconds before the RSS baseline (default: a third of the duration)")
     ap.add_argument("--invalid-fraction", type=float, default=0.05)
     ap.add_argument("--sample", type=float, default=None, help="seconds between samples")
     ap.add_argument("--max-rss-growth", type=float, default=0.05)
+    ap.add_argument("--rss-slack-mib", type=float, default=4.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="write the summary here too")
     args = ap.parse_args()
-    warmup = args.warmup if args.warmup is not None else args.duration / 6
+    warmup = args.warmup if args.warmup is not None else args.duration / 3
     sample = args.sample or max(1.0, args.duration / 20)
 
     server = Server(args.bin_dir, args.model_dir,
@@ -221,9 +226,11 @@ def main():
                                                                load.transport_errors[0]))
         if served == 0:
             failures.append("no request was served")
-        if rss_end > rss_warm * (1 + args.max_rss_growth):
-            failures.append("RSS grew from %.1f MiB after warm-up to %.1f MiB (limit %.0f%%)"
-                            % (rss_warm / 1024, rss_end / 1024, args.max_rss_growth * 100))
+        allowed_kib = max(rss_warm * args.max_rss_growth, args.rss_slack_mib * 1024)
+        if rss_end > rss_warm + allowed_kib:
+            failures.append("RSS grew from %.1f MiB after warm-up to %.1f MiB (limit %.0f%% "
+                            "or %.0f MiB)" % (rss_warm / 1024, rss_end / 1024,
+                                             args.max_rss_growth * 100, args.rss_slack_mib))
         if fd_end > fd_start:
             failures.append("open fds grew from %d to %d" % (fd_start, fd_end))
         summary["failures"] = failures
