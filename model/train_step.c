@@ -460,16 +460,15 @@ static struct dropout dropout_of(const struct train_batch *tb)
                             1.0f / (1.0f - p), 1.0f - p};
 }
 
-/* dst[i] = src[i] * mask[i] / (1 - p); src may equal dst. Forward and
- * backward both call it: the gradient goes through the same mask. */
+/* dst[i] = src[i] * mask[i] / (1 - p); src may equal dst, and must when
+ * nothing drops: then nothing is written (dropout_grad avoids the copy).
+ * Forward and backward both call it: the gradient goes through the same
+ * mask. */
 static void dropout_apply(const struct dropout *d, unsigned site, const float *src, float *dst,
                           size_t n)
 {
-    if (d->cut == 0) {
-        if (dst != src)
-            memcpy(dst, src, n * sizeof *dst);
+    if (d->cut == 0)
         return;
-    }
     const uint64_t base = d->seed ^ ((uint64_t)site * 0x9E3779B97F4A7C15ull);
     for (size_t i = 0; i < n; i++) {
         uint64_t z = base + (uint64_t)i * 0xD1B54A32D192ED03ull;
