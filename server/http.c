@@ -136,20 +136,42 @@ static void watch_stop(struct http_request *hr)
 
 /* ---- responses ------------------------------------------------------------ */
 
+/* Decimal digits of v at the end of `end` (no NUL); returns the first. */
+static char *digits_before(char *end, uint64_t v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
+/* Milliseconds between two ns timestamps as "12.345" into v[24]: written by
+ * hand because printf's float path showed in the loop thread's profile. */
+static const char *ms_text(char v[24], uint64_t from, uint64_t to)
+{
+    uint64_t us = to > from ? (to - from + 500) / 1000 : 0;
+    char *end = v + 23;
+    *end = '\0';
+    for (int i = 0; i < 3; i++, us /= 10)
+        *--end = (char)('0' + us % 10);
+    *--end = '.';
+    return digits_before(end, us);
+}
+
 static void add_timing_headers(struct MHD_Response *resp, const struct http_request *hr,
                                uint64_t now)
 {
     const struct srv_request *r = &hr->srv;
     uint64_t start = atomic_load(&r->t_compute_start);
-    char v[32];
-    snprintf(v, sizeof v, "%.3f", start ? ms_between(hr->t_received, start) : 0.0);
-    MHD_add_response_header(resp, "x-queue-time", v);
-    snprintf(v, sizeof v, "%.3f", start ? ms_between(start, r->t_compute_end) : 0.0);
-    MHD_add_response_header(resp, "x-inference-time", v);
-    snprintf(v, sizeof v, "%.3f", ms_between(hr->t_received, now));
-    MHD_add_response_header(resp, "x-total-time", v);
-    snprintf(v, sizeof v, "%zu", r->job.n_truncated);
-    MHD_add_response_header(resp, "x-truncated-inputs", v);
+    char v[24];
+    MHD_add_response_header(resp, "x-queue-time",
+                            ms_text(v, hr->t_received, start ? start : hr->t_received));
+    MHD_add_response_header(resp, "x-inference-time",
+                            ms_text(v, start, start ? r->t_compute_end : start));
+    MHD_add_response_header(resp, "x-total-time", ms_text(v, hr->t_received, now));
+    v[23] = '\0';
+    MHD_add_response_header(resp, "x-truncated-inputs", digits_before(v + 23, r->job.n_truncated));
 }
 
 /* Queue `body` (malloc'd; ownership passes to MHD) with `status`, then log
@@ -499,6 +521,14 @@ static void on_complete_body(struct http_request *hr)
         handle_get(hr);
 }
 
+/* strlcpy: src cut to fit dst (size > 0), always terminated. */
+static void copy_text(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_data_size,
@@ -514,8 +544,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         hr->http = h;
         hr->conn = conn;
         hr->t_received = srv_now_ns();
-        snprintf(hr->method, sizeof hr->method, "%s", method);
-        snprintf(hr->path, sizeof hr->path, "%s", url);
+        copy_text(hr->method, sizeof hr->method, method);
+        copy_text(hr->path, sizeof hr->path, url);
         resolve(hr, url);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
