@@ -58,8 +58,6 @@ struct http_request {
     bool completed;              /* the completion came back */
     bool mhd_done;               /* MHD finished with the request */
     bool suspended;
-    bool watch_open;             /* `watch` is initialised and not yet closed */
-    uv_poll_t watch;             /* the client socket while suspended */
     uint64_t t_received;
     struct http_request *prev, *next; /* list of suspended requests */
 };
@@ -99,7 +97,7 @@ static double ms_between(uint64_t a, uint64_t b)
 
 static void request_maybe_free(struct http_request *hr)
 {
-    if (!hr->mhd_done || (hr->submitted && !hr->completed) || hr->watch_open)
+    if (!hr->mhd_done || (hr->submitted && !hr->completed))
         return;
     struct http *h = hr->http;
     proto_job_free(&hr->srv.job);
@@ -119,19 +117,6 @@ static void suspended_unlink(struct http_request *hr)
     if (hr->next)
         hr->next->prev = hr->prev;
     hr->prev = hr->next = NULL;
-}
-
-static void watch_closed(uv_handle_t *handle)
-{
-    struct http_request *hr = handle->data;
-    hr->watch_open = false;
-    request_maybe_free(hr);
-}
-
-static void watch_stop(struct http_request *hr)
-{
-    if (hr->watch_open && !uv_is_closing((uv_handle_t *)&hr->watch))
-        uv_close((uv_handle_t *)&hr->watch, watch_closed);
 }
 
 /* ---- responses ------------------------------------------------------------ */
@@ -350,45 +335,6 @@ static void handle_get(struct http_request *hr)
     }
 }
 
-/* While a request waits for the workers MHD does not watch its socket, so
- * we do: a client that hangs up has its queued work dropped. */
-static void on_watch(uv_poll_t *watch, int status, int events)
-{
-    struct http_request *hr = watch->data;
-    (void)events;
-    char byte;
-    uv_os_fd_t fd;
-    ssize_t n = 0;
-    if (status >= 0 && uv_fileno((uv_handle_t *)watch, &fd) == 0)
-        n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
-        /* Pipelined bytes, not a hang-up: stop watching (the next request
-         * waits in the socket until this one is answered). */
-        if (n > 0)
-            watch_stop(hr);
-        return;
-    }
-    atomic_store(&hr->srv.orphaned, true);
-    watch_stop(hr);
-    if (hr->suspended) {
-        hr->suspended = false;
-        suspended_unlink(hr);
-        MHD_resume_connection(hr->conn); /* MHD sees the closed socket and finishes */
-        mhd_run(hr->http);
-    }
-}
-
-static void start_watch(struct http_request *hr)
-{
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(hr->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (info == NULL || uv_poll_init(hr->http->loop, &hr->watch, info->connect_fd) != 0)
-        return;
-    hr->watch.data = hr;
-    hr->watch_open = true;
-    uv_poll_start(&hr->watch, UV_READABLE | UV_DISCONNECT, on_watch);
-}
-
 static void handle_inference(struct http_request *hr)
 {
     struct http *h = hr->http;
@@ -427,6 +373,11 @@ static void handle_inference(struct http_request *hr)
                        hr->srv.job.n_tokens, e->max_queue_tokens);
         return;
     }
+    /* MHD does not watch a suspended connection: the worker that takes the
+     * request peeks at its socket and drops the request if the client left. */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(hr->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    hr->srv.client_fd = ci ? ci->connect_fd : -1;
     switch (batcher_submit(e->batcher, &hr->srv)) {
     case BATCHER_ADMITTED:
         break;
@@ -451,7 +402,6 @@ static void handle_inference(struct http_request *hr)
     if (hr->hc)
         hr->hc->waiting = true;
     MHD_suspend_connection(hr->conn);
-    start_watch(hr);
 }
 
 /* Headers are in: decide what needs no body (size limit by Content-Length,
@@ -591,7 +541,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     hr->conn = NULL;
     if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK && hr->submitted && !hr->completed)
         atomic_store(&hr->srv.orphaned, true);
-    watch_stop(hr);
     request_maybe_free(hr);
 }
 
@@ -607,15 +556,17 @@ static void finish_request(struct http_request *hr)
         metrics_stage(METRICS_STAGE_QUEUE, ms_between(hr->t_received, start) / 1e3);
         metrics_stage(METRICS_STAGE_INFERENCE, ms_between(start, hr->srv.t_compute_end) / 1e3);
     }
+    bool orphaned = atomic_load(&hr->srv.orphaned);
     if (hr->suspended) {
         hr->suspended = false;
         suspended_unlink(hr);
-        watch_stop(hr);
         if (hr->hc) { /* writing the answer gets a deadline of its own */
             hr->hc->waiting = false;
             hr->hc->t_start = srv_now_ns();
         }
-        if (atomic_load(&hr->srv.failed)) {
+        if (orphaned) {
+            /* Nothing to send: resumed, on_access refuses it and MHD closes. */
+        } else if (atomic_load(&hr->srv.failed)) {
             log_msg(LOG_ERROR, "%s %s: %s", hr->method, hr->path, hr->srv.error);
             respond_errorf(hr, PROTO_ERR_INTERNAL, "%s", hr->srv.error);
         } else {
@@ -623,13 +574,13 @@ static void finish_request(struct http_request *hr)
             hr->srv.body = NULL;
         }
         MHD_resume_connection(hr->conn);
-    } else if (atomic_load(&hr->srv.orphaned)) {
+    }
+    if (orphaned && !hr->responded)
         log_request(&(struct log_request){.method = hr->method, .path = hr->path, .status = 499,
                                           .inputs = hr->srv.job.n_seqs,
                                           .tokens = hr->srv.job.n_tokens,
                                           .total_ms = ms_between(hr->t_received, srv_now_ns()),
                                           .error = "client closed the connection"});
-    }
     request_maybe_free(hr);
 }
 
@@ -719,21 +670,13 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     *socket_context = NULL;
 }
 
-/* The socket of a connection MHD will not notice closing by itself: with
- * epoll's edge triggers, a request's bytes and the client's FIN that arrive
- * together are one event, MHD reads the bytes, and the hang-up is only seen
- * at the idle timeout. A peek that reads 0 bytes means the client left. */
-static bool client_left(int fd)
-{
-    char byte;
-    return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
-
 /* A request (headers, body, and writing the answer; not the time with the
  * workers) must finish within request_timeout_ms, and a connection whose
- * client left is closed at once. There is no call to close an MHD
- * connection from outside, so shut its socket down: MHD sees the hang-up
- * and closes it. */
+ * client left is closed at once. With epoll's edge triggers, a request's
+ * bytes and the client's FIN that arrive together are one event: MHD reads
+ * the bytes and would notice the hang-up only at the idle timeout, so the
+ * sweep peeks. There is no call to close an MHD connection from outside, so
+ * shut its socket down: MHD sees the hang-up and closes it. */
 static void on_deadline_timer(uv_timer_t *timer)
 {
     struct http *h = timer->data;
@@ -748,7 +691,7 @@ static void on_deadline_timer(uv_timer_t *timer)
         if (ci == NULL)
             continue;
         bool late = now - hc->t_start > limit;
-        if (!late && !client_left(ci->connect_fd))
+        if (!late && !srv_client_left(ci->connect_fd))
             continue;
         if (late)
             log_msg(LOG_INFO, "closing a connection whose request took more than "
@@ -887,7 +830,6 @@ static void drain_tick(uv_timer_t *timer)
         hr->suspended = false;
         suspended_unlink(hr);
         atomic_store(&hr->srv.orphaned, true);
-        watch_stop(hr);
         respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the server shut down before answering");
         MHD_resume_connection(hr->conn);
     }

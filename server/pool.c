@@ -1,8 +1,10 @@
 #include "pool.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "encoder.h"
@@ -15,6 +17,13 @@ uint64_t srv_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool srv_client_left(int fd)
+{
+    char byte;
+    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 void completions_init(struct completions *c)
@@ -89,6 +98,13 @@ static void batch_end(struct pool *p)
     atomic_fetch_sub(&p->busy, 1);
 }
 
+/* Whether the request's client hung up; one recv per call. */
+static bool client_gone(const struct srv_request *req)
+{
+    return req->client_fd >= 0 && !atomic_load(&req->orphaned) &&
+           srv_client_left(req->client_fd);
+}
+
 /* The last sequence of a request renders its response (unless the request
  * failed or its client left) and hands it to the loop. */
 static void finish_sequence(struct worker *w, struct srv_request *req)
@@ -96,6 +112,8 @@ static void finish_sequence(struct worker *w, struct srv_request *req)
     if (atomic_fetch_sub(&req->remaining, 1) != 1)
         return;
     req->t_compute_end = srv_now_ns();
+    if (client_gone(req))
+        atomic_store(&req->orphaned, true); /* left during the forward pass */
     if (!atomic_load(&req->orphaned) && !atomic_load(&req->failed)) {
         req->body = proto_job_respond(&req->job, w->pool->model, &req->body_len);
         if (req->body == NULL && !atomic_exchange(&req->failed, true))
@@ -140,6 +158,30 @@ static void run_batch(struct worker *w, size_t n, size_t queued)
         finish_sequence(w, w->items[i].req);
 }
 
+/* Finishes, uncomputed, the taken sequences whose client has hung up and
+ * returns how many remain in w->items. The loop does not watch the sockets
+ * of waiting requests (two epoll_ctl calls per request); one peek per
+ * request here, just before the forward pass, is what keeps a departed
+ * client's work from being computed. */
+static size_t drop_departed(struct worker *w, size_t n)
+{
+    size_t kept = 0;
+    const struct srv_request *checked = NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct srv_request *req = w->items[i].req;
+        if (req != checked) {
+            checked = req;
+            if (client_gone(req))
+                atomic_store(&req->orphaned, true);
+        }
+        if (atomic_load(&req->orphaned))
+            finish_sequence(w, req); /* the last one hands req back: not touched again */
+        else
+            w->items[kept++] = w->items[i];
+    }
+    return kept;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -147,6 +189,7 @@ static void *worker_main(void *arg)
     while (batcher_next(w->pool->batcher, w->items, &n, w->dropped, &n_dropped, &queued)) {
         for (size_t i = 0; i < n_dropped; i++)
             finish_sequence(w, w->dropped[i].req);
+        n = drop_departed(w, n);
         if (n > 0)
             run_batch(w, n, queued);
     }

@@ -19,6 +19,8 @@
 struct srv_request {
     struct proto_job job;
     enum proto_route route;
+    int client_fd;                     /* the client's socket (-1: unknown), peeked
+                                          by the worker that takes the request */
 
     /* Shared with workers. */
     atomic_bool orphaned;              /* the client went away: drop, do not compute */
@@ -34,5 +36,10 @@ struct srv_request {
 
 /* Monotonic clock in nanoseconds. */
 uint64_t srv_now_ns(void);
+
+/* Whether the client of socket `fd` has gone: it closed its end (a peek
+ * reads 0 bytes) or reset it. Pipelined bytes waiting to be read are not a
+ * hang-up. Never blocks. */
+bool srv_client_left(int fd);
 
 #endif

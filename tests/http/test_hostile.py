@@ -1,8 +1,9 @@
 """Hostile clients over real HTTP, loopback only, bounded in time: slow
 clients (headers or body a byte at a time), half-open and idle connections,
 more connections than max_connections, oversized headers, bad framing and
-chunking, pipelining, clients that hang up mid-request or while their
-request computes, and hostile JSON. Every refusal is the right status (a JSON
+chunking, pipelining, clients that hang up mid-request, while their request
+waits in the queue (its work is dropped, never computed) or while it
+computes, and hostile JSON. Every refusal is the right status (a JSON
 error where the server gets to answer) and the server keeps serving.
 
 usage: test_hostile.py BIN_DIR MODEL_DIR
@@ -356,6 +357,84 @@ class Hostile(unittest.TestCase):
                        ["a" * 60000]]:
             status, _, data = self.s.request("POST", "/tokenize", {"inputs": inputs})
             self.assertIn(status, (200, 413), data[:200])
+
+
+class DepartedClients(unittest.TestCase):
+    """A request whose client hangs up is not computed further: queued
+    ones are dropped before their forward pass (one worker is kept busy by a
+    long request while the queued ones' clients leave, and the tokens
+    computed are the long request's alone), and a request spanning many
+    batches stops at the next batch after its client leaves."""
+
+    def setUp(self):
+        self.s = Server(BIN, MODEL, ["--threads", "1", "--blas-threads", "1",
+                                     "--max-batch-tokens", "256", "--max-wait-us", "0",
+                                     "--max-client-batch", "128",
+                                     "--max-queue-tokens", "262144"])
+
+    def tearDown(self):
+        self.assertEqual(self.s.stop(), 0, self.s.output())
+
+    def wait_in_flight(self, n, limit_s=30):
+        deadline = time.time() + limit_s
+        while True:
+            got = self.s.metrics()["bertserve_requests_in_flight"]
+            if got == n:
+                return
+            self.assertLess(time.time(), deadline, "in flight: %s, waiting for %d" % (got, n))
+            time.sleep(0.005)
+
+    # 128 inputs cut to 256 tokens: 128 forward passes, far longer than
+    # queueing other requests or watching the first pass end takes.
+    LONG_BODY = {"inputs": [" ".join(["word%d" % i for i in range(600)])] * 128,
+                 "truncate": True}
+
+    def test_queued_work_of_departed_clients_is_not_computed(self):
+        tokens_key = 'bertserve_input_tokens_total{route="embed"}'
+        before = self.s.metrics()
+        long_body = self.LONG_BODY
+        answer = {}
+        blocker = threading.Thread(target=lambda: answer.update(
+            r=self.s.request("POST", "/embed", long_body, timeout=120)))
+        blocker.start()
+        self.wait_in_flight(1)
+        long_tokens = self.s.metrics()[tokens_key] - before[tokens_key]
+        socks = []
+        for i in range(6):
+            sock = connect(self.s.port)
+            sock.sendall(post_raw(json.dumps({"inputs": "client %d leaves" % i}).encode()))
+            socks.append(sock)
+        self.wait_in_flight(1 + len(socks))
+        for i, sock in enumerate(socks):
+            if i % 2:  # RST for half of them, FIN for the rest
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            sock.close()
+        blocker.join(120)
+        self.assertEqual(answer["r"][0], 200, answer["r"][2][:300])
+        self.wait_in_flight(0)
+        after = self.s.metrics()
+        self.assertEqual(after["bertserve_batch_tokens_sum"] - before["bertserve_batch_tokens_sum"],
+                         long_tokens)
+        self.assertEqual(self.s.output().count("status=499"), len(socks), self.s.output()[-3000:])
+        self.assertEqual(self.s.request("POST", "/embed", {"inputs": "still serving"})[0], 200)
+
+    def test_client_leaving_mid_request_stops_its_compute(self):
+        before = self.s.metrics()
+        sock = connect(self.s.port)
+        sock.sendall(post_raw(json.dumps(self.LONG_BODY).encode()))
+        deadline = time.time() + 30
+        while self.s.metrics()["bertserve_batch_tokens_sum"] == before["bertserve_batch_tokens_sum"]:
+            self.assertLess(time.time(), deadline, "no forward pass started")
+            time.sleep(0.002)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        sock.close()
+        self.wait_in_flight(0)
+        computed = (self.s.metrics()["bertserve_batch_tokens_sum"]
+                    - before["bertserve_batch_tokens_sum"])
+        self.assertLess(computed, 128 * 256 // 2, "most of the request was computed anyway")
+        self.assertEqual(self.s.output().count("status=499"), 1, self.s.output()[-3000:])
+        self.assertEqual(self.s.request("POST", "/embed", {"inputs": "still serving"})[0], 200)
 
 
 if __name__ == "__main__":
