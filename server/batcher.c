@@ -12,9 +12,14 @@ struct batcher {
     struct batch_item *ring; /* FIFO of queued sequences */
     size_t cap, head, count;
     size_t queued_tokens;
-    size_t in_flight;
+    size_t in_flight, in_flight_tokens; /* admitted and not yet released */
     bool closed;
 };
+
+/* The smallest pass the share rule below makes: one worker on a pass of
+ * 200-400 tokens is as fast per token as on 4096 (BENCHMARKS.md); far
+ * below that, per-pass overheads show. */
+#define MIN_PASS_TOKENS 256
 
 static size_t item_tokens(const struct batch_item *it)
 {
@@ -72,6 +77,7 @@ enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req)
             b->ring[(b->head + b->count++) % b->cap] = (struct batch_item){req, i};
         b->queued_tokens += job->n_tokens;
         b->in_flight++;
+        b->in_flight_tokens += job->n_tokens;
         pthread_cond_signal(&b->work);
     }
     pthread_mutex_unlock(&b->lock);
@@ -82,6 +88,20 @@ static bool batch_full(const struct batcher *b)
 {
     return b->queued_tokens >= b->limits.max_batch_tokens ||
            b->count >= b->limits.max_batch_sequences;
+}
+
+/* Tokens one pass may take: under load, a share of the work in flight
+ * rather than all that is queued. With twice as many passes in
+ * circulation as workers, the queue still holds work when a worker
+ * frees up while the HTTP thread answers the last pass's clients and
+ * reads their next requests; one pass taking everything queued leaves
+ * the other workers idle until its clients come back, all at once. */
+static size_t pass_budget(const struct batcher *b)
+{
+    size_t share = b->in_flight_tokens / (2 * b->limits.n_workers);
+    if (share < MIN_PASS_TOKENS)
+        share = MIN_PASS_TOKENS;
+    return share < b->limits.max_batch_tokens ? share : b->limits.max_batch_tokens;
 }
 
 bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
@@ -105,13 +125,15 @@ bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
                pthread_cond_timedwait(&b->work, &b->lock, &deadline) != ETIMEDOUT) {
         }
     }
+    const size_t budget = pass_budget(b);
     size_t tokens = 0;
     while (b->count > 0 && *n_items < b->limits.max_batch_sequences &&
            *n_dropped < b->limits.max_batch_sequences) {
         struct batch_item *it = &b->ring[b->head];
         size_t n = item_tokens(it);
         bool orphaned = atomic_load(&it->req->orphaned);
-        if (!orphaned && tokens + n > b->limits.max_batch_tokens)
+        if (!orphaned && (tokens + n > b->limits.max_batch_tokens ||
+                          (tokens > 0 && tokens + n > budget)))
             break;
         if (orphaned) {
             dropped[(*n_dropped)++] = *it;
@@ -131,10 +153,11 @@ bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
     return true;
 }
 
-void batcher_release(struct batcher *b)
+void batcher_release(struct batcher *b, const struct srv_request *req)
 {
     pthread_mutex_lock(&b->lock);
     b->in_flight--;
+    b->in_flight_tokens -= req->job.n_tokens;
     pthread_mutex_unlock(&b->lock);
 }
 

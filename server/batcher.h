@@ -1,6 +1,9 @@
 /* The dynamic micro-batcher: a FIFO of sequences from admitted requests.
  * Workers take, oldest first, as many sequences as fit the token and count
- * budgets, optionally waiting up to max_wait_us for more. Admission is
+ * budgets, optionally waiting up to max_wait_us for more. Under load the
+ * token budget of a pass shrinks to a share of the work in flight (a
+ * quarter of it per worker pair, never under 256 tokens), so that no pass
+ * takes the whole queue and leaves the other workers idle. Admission is
  * all-or-nothing per request and never blocks.
  *
  * Threading: batcher_submit and batcher_stats run on the loop thread;
@@ -19,6 +22,7 @@ struct batcher_limits {
     unsigned max_wait_us;           /* wait this long for a fuller batch */
     size_t max_queue_tokens;        /* tokens waiting, all requests together */
     size_t max_concurrent_requests; /* admitted and not yet completed */
+    size_t n_workers;               /* threads calling batcher_next */
 };
 
 enum batcher_admit {
@@ -51,9 +55,9 @@ enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req);
 bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
                   struct batch_item *dropped, size_t *n_dropped, size_t *n_left);
 
-/* A request has completed (response rendered or dropped): frees its slot in
- * max_concurrent_requests. */
-void batcher_release(struct batcher *b);
+/* An admitted request has completed (response rendered or dropped): frees
+ * its slot in max_concurrent_requests. */
+void batcher_release(struct batcher *b, const struct srv_request *req);
 
 /* Stop admitting; workers finish what is queued, then batcher_next returns 0. */
 void batcher_close(struct batcher *b);

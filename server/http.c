@@ -550,7 +550,7 @@ static void finish_request(struct http_request *hr)
 {
     struct http *h = hr->http;
     hr->completed = true;
-    batcher_release(h->engine.batcher);
+    batcher_release(h->engine.batcher, &hr->srv);
     uint64_t start = atomic_load(&hr->srv.t_compute_start);
     if (start) {
         metrics_stage(METRICS_STAGE_QUEUE, ms_between(hr->t_received, start) / 1e3);

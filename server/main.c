@@ -237,6 +237,7 @@ static int run(struct server *s)
         .max_wait_us = (unsigned)cfg->batching.max_wait_us,
         .max_queue_tokens = cfg->batching.max_queue_tokens,
         .max_concurrent_requests = (size_t)cfg->server.max_concurrent_requests,
+        .n_workers = s->pool_settings.threads,
     };
     s->batcher = batcher_new(&bl);
     if (s->batcher == NULL) {
