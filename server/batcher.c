@@ -84,12 +84,6 @@ enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req)
     return verdict;
 }
 
-static bool batch_full(const struct batcher *b)
-{
-    return b->queued_tokens >= b->limits.max_batch_tokens ||
-           b->count >= b->limits.max_batch_sequences;
-}
-
 /* Tokens one pass may take: under load, a share of the work in flight
  * rather than all that is queued. With twice as many passes in
  * circulation as workers, the queue still holds work when a worker
@@ -102,6 +96,13 @@ static size_t pass_budget(const struct batcher *b)
     if (share < MIN_PASS_TOKENS)
         share = MIN_PASS_TOKENS;
     return share < b->limits.max_batch_tokens ? share : b->limits.max_batch_tokens;
+}
+
+/* Whether a worker waiting up to max_wait_us has a full pass to take. */
+static bool batch_full(const struct batcher *b)
+{
+    return b->queued_tokens >= pass_budget(b) ||
+           b->count >= b->limits.max_batch_sequences;
 }
 
 bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,

@@ -2,6 +2,7 @@
  * threads; take() calls batcher_next only with work queued, so it never
  * blocks). */
 #include <stdlib.h>
+#include <time.h>
 
 #include "batcher.h"
 #include "check.h"
@@ -129,6 +130,26 @@ static void test_bounds_of_the_share(void)
     free_requests();
 }
 
+/* With max_wait_us, a worker stops waiting once a full pass is queued: its
+ * share (here the 256-token floor), not max_batch_tokens. Waiting the whole
+ * second would show as a wait of a second. */
+static void test_wait_ends_at_a_full_pass(void)
+{
+    struct batcher_limits limits = two_workers;
+    limits.max_wait_us = 1000000;
+    struct batcher *b = batcher_new(&limits);
+    for (int i = 0; i < 12; i++)
+        submit(b, make_request(1, 25));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct take t = take(b);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK_INT_EQ(t.items, 10);
+    CHECK(t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9 < 0.5);
+    batcher_free(b);
+    free_requests();
+}
+
 /* Sequences of a departed client are handed back as dropped, not taken,
  * and do not count against the pass. */
 static void test_orphans_are_dropped(void)
@@ -177,6 +198,7 @@ int main(void)
     test_light_load_takes_everything();
     test_heavy_load_takes_a_share();
     test_bounds_of_the_share();
+    test_wait_ends_at_a_full_pass();
     test_orphans_are_dropped();
     test_admission();
     return check_exit();
