@@ -1,8 +1,8 @@
 /* The dynamic micro-batcher: a FIFO of sequences from admitted requests.
  * Workers take, oldest first, as many sequences as fit the token and count
  * budgets, optionally waiting up to max_wait_us for more. Under load the
- * token budget of a pass shrinks to a share of the work in flight (a
- * quarter of it per worker pair, never under 256 tokens), so that no pass
+ * token budget of a pass shrinks to a share of the tokens in flight
+ * (1/(2 x workers), never under 256), so that no pass
  * takes the whole queue and leaves the other workers idle. Admission is
  * all-or-nothing per request and never blocks.
  *
