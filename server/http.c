@@ -213,8 +213,7 @@ static void on_head(struct http_request *hr, const char *url, const char *method
     copy_text(hr->path, sizeof hr->path, url);
     resolve(hr, url);
     if (hr->hc) {
-        http_conns_busy(h, hr->hc);
-        if (hr->hc->over_limit && http_conns_make_room(h))
+        if (hr->hc->over_limit && http_conns_make_room(h, true))
             hr->hc->over_limit = false;
         if (hr->hc->over_limit) {
             hr->close_after = true;

@@ -6,13 +6,15 @@
  * the whole request. There is no call to close an MHD connection from
  * outside, so its socket is shut down: MHD sees the hang-up and closes it.
  *
- * At the connection limit, a connection that is idle (no request whose head
- * is complete: never used, between keep-alive requests, or still sending
- * its head) and has been for a short grace is closed to make room, the
- * longest idle first, as nginx does with its idle keep-alive connections.
- * Without that, connections that never send a request held every slot: the
- * ones over the limit were never told 503 (that needs a request), and
- * normal clients waited in the listen backlog. */
+ * At the connection limit, a connection that is idle (no request begun:
+ * never used, or between keep-alive requests) with nothing unread in its
+ * socket is closed to make room, the longest idle first, as nginx does with
+ * its idle keep-alive connections: for a new connection once it has been
+ * idle a short grace, for a request that has arrived at once. Without that,
+ * connections that never send a request held every slot: the ones over the
+ * limit were never told 503 (that needs a request), and normal clients
+ * waited in the listen backlog until request_timeout_ms. A request begun
+ * and never finished (slowloris) is the deadline's to cut. */
 #include "http_internal.h"
 
 #include <stdlib.h>
@@ -21,8 +23,9 @@
 
 #include "log.h"
 
-/* A connection must have been idle this long to be closed to make room: a
- * client that has just connected is about to send its request. */
+/* To make room for a new connection, an idle one must have been idle this
+ * long: a client that has just connected is about to send its request. To
+ * make room for a request that has arrived, any idle connection goes. */
 #define IDLE_GRACE_MS 1000
 
 /* Descriptors besides client connections: the listening socket, two epoll
@@ -76,17 +79,53 @@ static bool cut(struct http *h, struct http_conn *hc)
     return true;
 }
 
-bool http_conns_make_room(struct http *h)
+/* Shut down the connections whose client has gone: their requests' bytes
+ * and FIN can arrive as one event, after which MHD waits for more. */
+static size_t cut_departed(struct http *h)
+{
+    size_t n = 0;
+    for (struct http_conn *hc = h->conns; hc != NULL; hc = hc->next) {
+        if (hc->waiting || hc->cut)
+            continue;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(hc->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci != NULL && srv_client_left(ci->connect_fd) && cut(h, hc))
+            n++;
+    }
+    return n;
+}
+
+/* Whether bytes wait unread in the connection's socket: a request on its
+ * way, which its connection must not be closed under. */
+static bool has_unread_bytes(struct http_conn *hc)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(hc->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char byte;
+    return ci != NULL && recv(ci->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+bool http_conns_make_room(struct http *h, bool for_request)
 {
     uint64_t now = srv_now_ns();
-    uint64_t grace = (uint64_t)IDLE_GRACE_MS * 1000000u;
-    while (open_count(h) > h->settings.max_connections && h->idle_head != NULL &&
-           now - h->idle_head->t_start >= grace) {
-        if (!cut(h, h->idle_head))
-            idle_unlink(h, h->idle_head);
-        else
+    uint64_t grace = for_request ? 0 : (uint64_t)IDLE_GRACE_MS * 1000000u;
+    struct http_conn *next;
+    for (struct http_conn *hc = h->idle_head;
+         hc != NULL && open_count(h) > h->settings.max_connections; hc = next) {
+        next = hc->idle_next;
+        if (now - hc->t_start < grace)
+            break; /* the rest are younger still */
+        if (has_unread_bytes(hc))
+            continue;
+        if (cut(h, hc))
             h->evictions++;
+        else
+            idle_unlink(h, hc);
     }
+    /* Before a request is refused, connections whose clients left go
+     * (the sweep would close them within its period anyway). */
+    if (for_request && open_count(h) > h->settings.max_connections)
+        cut_departed(h);
     /* Under a flood of idle connections this happens thousands of times a
      * second: one line a second says so. */
     if (h->evictions > 0 && now - h->t_eviction_log >= 1000000000u) {
@@ -128,7 +167,7 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
         h->conns = hc;
         h->n_conns++;
         idle_link(h, hc);
-        hc->over_limit = !http_conns_make_room(h);
+        hc->over_limit = !http_conns_make_room(h, false);
         return;
     }
     struct http_conn *hc = *socket_context;
@@ -163,21 +202,15 @@ static void on_deadline_timer(uv_timer_t *timer)
     uint64_t limit = (uint64_t)h->settings.request_timeout_ms * 1000000u;
     size_t cut_before = h->n_cut;
     for (struct http_conn *hc = h->conns; hc != NULL; hc = hc->next) {
-        if (hc->waiting || hc->cut)
+        if (hc->waiting || hc->cut || now - hc->t_start <= limit)
             continue;
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(hc->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (ci == NULL)
-            continue;
-        bool late = now - hc->t_start > limit;
-        if (!late && !srv_client_left(ci->connect_fd))
-            continue;
-        if (late && !hc->idle)
+        if (!hc->idle)
             log_msg(LOG_INFO, "closing a connection whose request took more than "
                     "request_timeout_ms (%u ms)", h->settings.request_timeout_ms);
         cut(h, hc);
     }
-    http_conns_make_room(h);
+    cut_departed(h);
+    http_conns_make_room(h, false);
     if (h->n_cut != cut_before)
         http_loop_run(h);
 }

@@ -37,7 +37,8 @@ enum endpoint { EP_INFERENCE, EP_HEALTH, EP_READY, EP_INFO, EP_METRICS, EP_NOT_F
 struct http_conn {
     struct MHD_Connection *conn;
     uint64_t t_start;            /* the current request's clock, or the idle period, started */
-    bool idle;                   /* no request whose head is complete: on the idle list */
+    bool idle;                   /* no request begun (never used, or between keep-alive
+                                    requests): on the idle list */
     bool waiting;                /* its request is with the prepare stage or the workers:
                                     no deadline */
     bool cut;                    /* its socket was shut down (deadline, hang-up, eviction) */
@@ -171,14 +172,16 @@ void http_conns_start(struct http *h);
 void http_conns_stop(struct http *h);
 void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                        enum MHD_ConnectionNotificationCode code);
-/* A request's head is complete: the connection is no longer idle. */
+/* A request's line has arrived: the connection is no longer idle. */
 void http_conns_busy(struct http *h, struct http_conn *hc);
 /* Its request is finished: idle again, with a fresh deadline. */
 void http_conns_idle(struct http *h, struct http_conn *hc);
-/* Close idle connections (the longest idle first, each idle for at least
- * a short grace) until at most max_connections stay open. Returns whether
- * that many or fewer are open. */
-bool http_conns_make_room(struct http *h);
+/* Close idle connections with nothing unread, the longest idle first,
+ * until at most max_connections stay open: for a request that has arrived
+ * any of them, otherwise only those idle for a short grace; before a
+ * request is refused, also those whose client has gone. Returns whether
+ * max_connections or fewer are open. */
+bool http_conns_make_room(struct http *h, bool for_request);
 /* The most connections the process's file limit allows for
  * `max_connections`: the limit is raised if it can be, else a warning says
  * what was lowered. */

@@ -29,6 +29,8 @@ struct http_request *http_request_new(struct http *h, struct MHD_Connection *con
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     hr->hc = ci ? ci->socket_context : NULL;
+    if (hr->hc)
+        http_conns_busy(h, hr->hc);
     h->live++;
     return hr;
 }
