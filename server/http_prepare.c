@@ -123,9 +123,7 @@ void http_prepare(struct http_request *hr)
         return;
     }
     if (!response_budget_open(h->engine.answers)) {
-        http_respond_errorf(hr, PROTO_ERR_OVERLOADED,
-                            "too many response bytes are waiting for clients to read them "
-                            "(max_pending_response_bytes %zu); retry later",
+        http_respond_errorf(hr, PROTO_ERR_OVERLOADED, RESPONSE_BUDGET_FULL_MESSAGE,
                             h->engine.answers->max_pending);
         return;
     }

@@ -84,7 +84,7 @@ static void on_trim_timer(uv_timer_t *timer)
 /* glibc keeps the pages of freed blocks for reuse, and a freed block that
  * it had mapped on its own raises the size it maps blocks at: after 24
  * clients that never read their 13 MB answers had left, the process stayed
- * 300 MB above its baseline. */
+ * at 168 MiB against a warm baseline of 62; with the trim, 75. */
 static void free_budgeted(void *cls)
 {
     struct budgeted_body *b = cls;

@@ -21,9 +21,19 @@ void srv_request_fail(struct srv_request *req, enum proto_error_kind kind, const
     va_end(ap);
 }
 
+static void fail_budget_full(struct srv_request *req, const struct response_budget *answers)
+{
+    srv_request_fail(req, PROTO_ERR_OVERLOADED, RESPONSE_BUDGET_FULL_MESSAGE,
+                     answers->max_pending);
+}
+
 void srv_request_render(struct srv_request *req, const struct bert_model *model,
                         struct response_budget *answers)
 {
+    if (!response_budget_open(answers)) { /* full already: spare the rendering */
+        fail_budget_full(req, answers);
+        return;
+    }
     req->body = proto_job_respond(&req->job, model, &req->body_len);
     if (req->body == NULL) {
         srv_request_fail(req, PROTO_ERR_INTERNAL,
@@ -43,10 +53,7 @@ void srv_request_render(struct srv_request *req, const struct bert_model *model,
                          "ask for fewer inputs, fewer masks or a smaller top_k",
                          bytes, answers->max_response);
     else
-        srv_request_fail(req, PROTO_ERR_OVERLOADED,
-                         "too many response bytes are waiting for clients to read them "
-                         "(max_pending_response_bytes %zu); retry later",
-                         answers->max_pending);
+        fail_budget_full(req, answers);
 }
 
 uint64_t srv_now_ns(void)

@@ -29,6 +29,11 @@ enum response_budget_verdict {
     RESPONSE_BUDGET_FULL,      /* would go over max_pending: 429, retry later */
 };
 
+/* The refusal when the budget is full, with max_pending as its %zu. */
+#define RESPONSE_BUDGET_FULL_MESSAGE                                                   \
+    "too many response bytes are waiting for clients to read them "                    \
+    "(max_pending_response_bytes %zu); retry later"
+
 void response_budget_init(struct response_budget *b, size_t max_response, size_t max_pending);
 
 /* Whether new work may start: the answers waiting are within max_pending. */
