@@ -31,24 +31,6 @@ def connect(port, timeout=10):
     return socket.create_connection(("127.0.0.1", port), timeout=timeout)
 
 
-def read_all(sock, limit_s=10):
-    """Everything the server sends until it closes (or limit_s passes)."""
-    out = b""
-    deadline = time.time() + limit_s
-    while time.time() < deadline:
-        sock.settimeout(max(0.05, deadline - time.time()))
-        try:
-            part = sock.recv(65536)
-        except socket.timeout:
-            break
-        except OSError:
-            break
-        if not part:
-            break
-        out += part
-    return out
-
-
 def read_until_closed(sock, limit_s):
     """(bytes, whether the server closed the connection within limit_s)."""
     out = b""
@@ -65,6 +47,11 @@ def read_until_closed(sock, limit_s):
             return out, True
         out += part
     return out, False
+
+
+def read_all(sock, limit_s=10):
+    """Everything the server sends until it closes (or limit_s passes)."""
+    return read_until_closed(sock, limit_s)[0]
 
 
 def status_lines(raw):
