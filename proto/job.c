@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "proto.h"
-#include "proto_internal.h"
+#include "route_table.h"
 
 /* The tighter of the configured limit and the model's own (0: unset). */
 static size_t max_tokens(const struct bert_model *model, const struct proto_limits *limits)
@@ -15,74 +15,92 @@ static size_t max_tokens(const struct bert_model *model, const struct proto_limi
     return (b == 0 || a < b) ? a : b;
 }
 
-static bool check_model(const struct proto_job *job, const struct bert_model *model,
+/* --- checks: what the route needs of the checkpoint ------------------- */
+
+bool proto_check_fill_mask(const struct proto_request *r, const struct bert_model *model,
+                           struct proto_error *err)
+{
+    (void)r;
+    if (bert_tokenizer_mask_id(model->tokenizer) < 0) {
+        proto_error_set(err, PROTO_ERR_INVALID,
+                        "this model cannot fill masks: its tokenizer has no mask token");
+        return false;
+    }
+    if (!model->can_fill_mask) {
+        proto_error_set(err, PROTO_ERR_INVALID,
+                        "this model cannot fill masks: the checkpoint has no masked-LM head");
+        return false;
+    }
+    return true;
+}
+
+bool proto_check_classify(const struct proto_request *r, const struct bert_model *model,
+                          struct proto_error *err)
+{
+    (void)r;
+    if (!model->can_classify) {
+        proto_error_set(err, PROTO_ERR_INVALID,
+                        "this model cannot classify: "
+                        "the checkpoint has no classification head");
+        return false;
+    }
+    return true;
+}
+
+/* A cross-encoder scores a (query, document) pair with one logit. */
+bool proto_check_rerank(const struct proto_request *r, const struct bert_model *model,
                         struct proto_error *err)
 {
-    const struct proto_request *r = &job->req;
-    switch (r->route) {
-    case PROTO_ROUTE_FILL_MASK:
-        if (bert_tokenizer_mask_id(model->tokenizer) < 0) {
-            proto_error_set(err, PROTO_ERR_INVALID,
-                            "this model cannot fill masks: its tokenizer has no mask token");
-            return false;
-        }
-        if (!model->can_fill_mask) {
-            proto_error_set(err, PROTO_ERR_INVALID,
-                            "this model cannot fill masks: the checkpoint has no masked-LM head");
-            return false;
-        }
+    (void)r;
+    if (model->can_classify && model->config.num_labels == 1)
         return true;
-    case PROTO_ROUTE_CLASSIFY:
-        if (!model->can_classify) {
-            proto_error_set(err, PROTO_ERR_INVALID,
-                            "this model cannot classify: "
-                            "the checkpoint has no classification head");
-            return false;
-        }
-        return true;
-    case PROTO_ROUTE_RERANK:
-    case PROTO_ROUTE_V1_RERANK:
-        /* A cross-encoder scores a (query, document) pair with one logit. */
-        if (!model->can_classify || model->config.num_labels != 1) {
-            if (model->can_classify)
-                proto_error_set(err, PROTO_ERR_INVALID,
-                                "this model cannot rerank: its classifier has %zu labels; a "
-                                "cross-encoder has one",
-                                model->config.num_labels);
-            else
-                proto_error_set(err, PROTO_ERR_INVALID,
-                                "this model cannot rerank: the checkpoint has no "
-                                "classification head (a cross-encoder has one with one label)");
-            return false;
-        }
-        return true;
-    case PROTO_ROUTE_REPLACED_TOKENS:
-        if (!model->can_detect_replaced) {
-            proto_error_set(err, PROTO_ERR_INVALID,
-                            "this model cannot detect replaced tokens: the checkpoint has no "
-                            "ELECTRA discriminator head (discriminator_predictions)");
-            return false;
-        }
-        return true;
-    case PROTO_ROUTE_OPENAI_EMBED:
-        if (r->dimensions && r->dimensions != model->config.hidden_size) {
-            proto_error_set(err, PROTO_ERR_INVALID,
-                            "\"dimensions\" must equal the model's embedding size %zu, got %u",
-                            model->config.hidden_size, (unsigned)r->dimensions);
-            return false;
-        }
-        return true;
-    default:
-        return true;
-    }
+    if (model->can_classify)
+        proto_error_set(err, PROTO_ERR_INVALID,
+                        "this model cannot rerank: its classifier has %zu labels; a "
+                        "cross-encoder has one",
+                        model->config.num_labels);
+    else
+        proto_error_set(err, PROTO_ERR_INVALID,
+                        "this model cannot rerank: the checkpoint has no "
+                        "classification head (a cross-encoder has one with one label)");
+    return false;
 }
+
+bool proto_check_replaced(const struct proto_request *r, const struct bert_model *model,
+                          struct proto_error *err)
+{
+    (void)r;
+    if (!model->can_detect_replaced) {
+        proto_error_set(err, PROTO_ERR_INVALID,
+                        "this model cannot detect replaced tokens: the checkpoint has no "
+                        "ELECTRA discriminator head (discriminator_predictions)");
+        return false;
+    }
+    return true;
+}
+
+/* OpenAI's "dimensions": only the model's own width can be given. */
+bool proto_check_dimensions(const struct proto_request *r, const struct bert_model *model,
+                            struct proto_error *err)
+{
+    if (r->dimensions && r->dimensions != model->config.hidden_size) {
+        proto_error_set(err, PROTO_ERR_INVALID,
+                        "\"dimensions\" must equal the model's embedding size %zu, got %u",
+                        model->config.hidden_size, (unsigned)r->dimensions);
+        return false;
+    }
+    return true;
+}
+
+/* --- tokenizing ------------------------------------------------------- */
 
 static bool encode_failed(const struct proto_job *job, const struct bert_model *model, size_t i,
                           const struct bert_encode_options *opts, enum bert_status st,
                           const struct bert_error *berr, struct proto_error *err)
 {
     const struct proto_input *in = &job->req.inputs[i];
-    const char *name = proto_inputs_name(job->req.route);
+    const struct proto_route_desc *route = &proto_routes[job->req.route];
+    const char *name = route->inputs_name;
     switch (st) {
     case BERT_E_TOO_LONG: {
         /* Measure the whole input so the message says by how much. */
@@ -94,9 +112,9 @@ static bool encode_failed(const struct proto_job *job, const struct bert_model *
                                   in->pair_len, &whole, &enc, NULL) == BERT_OK)
             n = enc.n;
         bert_encoding_free(&enc);
-        const char *hint = job->req.route == PROTO_ROUTE_OPENAI_EMBED
-                               ? ""
-                               : "; send \"truncate\": true to cut it";
+        const char *hint = route->params & PROTO_PARAM(TRUNCATE)
+                               ? "; send \"truncate\": true to cut it"
+                               : "";
         if (n)
             proto_error_set(err, PROTO_ERR_TOO_LARGE,
                             "%s[%zu] is %zu tokens long, more than the limit of %zu%s", name, i,
@@ -122,7 +140,7 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
 {
     const struct proto_request *r = &job->req;
     struct bert_encode_options opts = {
-        .add_special_tokens = r->route == PROTO_ROUTE_TOKENIZE ? r->add_special_tokens : true,
+        .add_special_tokens = r->add_special_tokens, /* true unless /tokenize says false */
         .max_length = max_tokens(model, limits),
         .truncate = r->has_truncate ? r->truncate : defaults->truncate,
         .side = r->truncation_side,
@@ -225,110 +243,124 @@ static bool check_decode_budget(const struct proto_job *job, uint32_t top_k,
     return false;
 }
 
-/* Size the single output buffer and point every task into it. */
-static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
-                        const struct proto_limits *limits,
-                        const struct proto_defaults *defaults, struct proto_error *err)
+/* --- setup: one output buffer, every task pointed into it --------------- */
+
+static bool alloc_outputs(struct proto_job *job, size_t n, struct proto_error *err)
 {
-    const struct proto_request *r = &job->req;
-    size_t hidden = model->config.hidden_size, labels = model->config.num_labels;
-    uint32_t n_targets = 0, top_k = r->top_k;
-    size_t per_seq = 0, total_masks = 0;
-
-    switch (r->route) {
-    case PROTO_ROUTE_TOKENIZE:
-        return true;
-    case PROTO_ROUTE_EMBED:
-    case PROTO_ROUTE_OPENAI_EMBED:
-        per_seq = hidden;
-        break;
-    case PROTO_ROUTE_CLASSIFY:
-    case PROTO_ROUTE_RERANK:
-    case PROTO_ROUTE_V1_RERANK:
-        per_seq = labels;
-        break;
-    case PROTO_ROUTE_FILL_MASK: {
-        int32_t mask_id = bert_tokenizer_mask_id(model->tokenizer);
-        for (size_t i = 0; i < job->n_seqs; i++) {
-            struct proto_seq *seq = &job->seqs[i];
-            seq->n_masks = count_ids(&seq->enc, mask_id);
-            if (seq->n_masks == 0) {
-                proto_error_set(err, PROTO_ERR_INVALID, "inputs[%zu] has no mask token \"%s\"%s", i,
-                                bert_tokenizer_mask_token(model->tokenizer),
-                                seq->enc.truncated ? " left after truncation" : "");
-                return false;
-            }
-            total_masks += seq->n_masks;
-        }
-        if (r->n_targets) {
-            if (!resolve_targets(job, model, &n_targets, err))
-                return false;
-            if (top_k > n_targets)
-                top_k = n_targets;
-        }
-        /* There are no more predictions than tokens. */
-        if (model->config.vocab_size && top_k > model->config.vocab_size)
-            top_k = (uint32_t)model->config.vocab_size;
-        if (!check_decode_budget(job, top_k, limits, err))
-            return false;
-        break;
-    }
-    default:
-        break;
-    }
-
-    /* Fill-mask stores probabilities then ids; both are 4 bytes wide. */
-    size_t all_tokens = 0;
-    for (size_t i = 0; i < job->n_seqs; i++)
-        all_tokens += job->seqs[i].enc.n;
-    size_t n_floats = r->route == PROTO_ROUTE_FILL_MASK         ? 2 * total_masks * top_k
-                      : r->route == PROTO_ROUTE_REPLACED_TOKENS ? all_tokens
-                                                                : job->n_seqs * per_seq;
-    job->outputs = malloc((n_floats ? n_floats : 1) * sizeof(float));
+    job->outputs = malloc((n ? n : 1) * sizeof(float));
     if (job->outputs == NULL) {
-        proto_error_set(err, PROTO_ERR_INTERNAL, "out of memory for %zu results", n_floats);
+        proto_error_set(err, PROTO_ERR_INTERNAL, "out of memory for %zu results", n);
         return false;
     }
-    float *probs = job->outputs;
-    int32_t *ids = (int32_t *)(job->outputs + total_masks * top_k);
-    float *per_token = job->outputs;
+    job->n_outputs = n;
+    return true;
+}
+
+bool proto_setup_embed(struct proto_job *job, const struct bert_model *model,
+                       const struct proto_limits *limits, const struct proto_defaults *defaults,
+                       struct proto_error *err)
+{
+    (void)limits;
+    const struct proto_request *r = &job->req;
+    size_t hidden = model->config.hidden_size;
+    if (!alloc_outputs(job, job->n_seqs * hidden, err))
+        return false;
     for (size_t i = 0; i < job->n_seqs; i++) {
         struct bert_seq_task *t = &job->seqs[i].task;
-        switch (r->route) {
-        case PROTO_ROUTE_EMBED:
-        case PROTO_ROUTE_OPENAI_EMBED:
-            t->task = BERT_TASK_EMBED;
-            t->pooling = r->has_pooling ? r->pooling : defaults->pooling;
-            t->normalize = r->has_normalize ? r->normalize : defaults->normalize;
-            t->embedding = job->outputs + i * hidden;
-            break;
-        case PROTO_ROUTE_CLASSIFY:
-        case PROTO_ROUTE_RERANK:
-        case PROTO_ROUTE_V1_RERANK:
-            t->task = BERT_TASK_CLASSIFY;
-            t->logits = job->outputs + i * labels;
-            break;
-        case PROTO_ROUTE_FILL_MASK:
-            t->task = BERT_TASK_FILL_MASK;
-            t->top_k = top_k;
-            t->targets = n_targets ? job->target_ids : NULL;
-            t->n_targets = n_targets;
-            t->top_probs = probs;
-            t->top_ids = ids;
-            probs += job->seqs[i].n_masks * top_k;
-            ids += job->seqs[i].n_masks * top_k;
-            break;
-        case PROTO_ROUTE_REPLACED_TOKENS:
-            t->task = BERT_TASK_REPLACED;
-            t->replaced = per_token;
-            per_token += job->seqs[i].enc.n;
-            break;
-        default:
-            break;
-        }
+        t->task = BERT_TASK_EMBED;
+        t->pooling = r->has_pooling ? r->pooling : defaults->pooling;
+        t->normalize = r->has_normalize ? r->normalize : defaults->normalize;
+        t->embedding = job->outputs + i * hidden;
     }
     return true;
 }
+
+bool proto_setup_classify(struct proto_job *job, const struct bert_model *model,
+                          const struct proto_limits *limits,
+                          const struct proto_defaults *defaults, struct proto_error *err)
+{
+    (void)limits;
+    (void)defaults;
+    size_t labels = model->config.num_labels;
+    if (!alloc_outputs(job, job->n_seqs * labels, err))
+        return false;
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        job->seqs[i].task.task = BERT_TASK_CLASSIFY;
+        job->seqs[i].task.logits = job->outputs + i * labels;
+    }
+    return true;
+}
+
+/* One probability per token, each sequence's after the one before. */
+bool proto_setup_replaced(struct proto_job *job, const struct bert_model *model,
+                          const struct proto_limits *limits,
+                          const struct proto_defaults *defaults, struct proto_error *err)
+{
+    (void)model;
+    (void)limits;
+    (void)defaults;
+    if (!alloc_outputs(job, job->n_tokens, err))
+        return false;
+    float *per_token = job->outputs;
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        job->seqs[i].task.task = BERT_TASK_REPLACED;
+        job->seqs[i].task.replaced = per_token;
+        per_token += job->seqs[i].enc.n;
+    }
+    return true;
+}
+
+/* top_k probabilities then top_k ids per mask (both 4 bytes wide), every
+ * mask's probabilities first. */
+bool proto_setup_fill_mask(struct proto_job *job, const struct bert_model *model,
+                           const struct proto_limits *limits,
+                           const struct proto_defaults *defaults, struct proto_error *err)
+{
+    (void)defaults;
+    const struct proto_request *r = &job->req;
+    uint32_t n_targets = 0, top_k = r->top_k;
+    size_t total_masks = 0;
+    int32_t mask_id = bert_tokenizer_mask_id(model->tokenizer);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        struct proto_seq *seq = &job->seqs[i];
+        seq->n_masks = count_ids(&seq->enc, mask_id);
+        if (seq->n_masks == 0) {
+            proto_error_set(err, PROTO_ERR_INVALID, "inputs[%zu] has no mask token \"%s\"%s", i,
+                            bert_tokenizer_mask_token(model->tokenizer),
+                            seq->enc.truncated ? " left after truncation" : "");
+            return false;
+        }
+        total_masks += seq->n_masks;
+    }
+    if (r->n_targets) {
+        if (!resolve_targets(job, model, &n_targets, err))
+            return false;
+        if (top_k > n_targets)
+            top_k = n_targets;
+    }
+    /* There are no more predictions than tokens. */
+    if (model->config.vocab_size && top_k > model->config.vocab_size)
+        top_k = (uint32_t)model->config.vocab_size;
+    if (!check_decode_budget(job, top_k, limits, err) ||
+        !alloc_outputs(job, 2 * total_masks * top_k, err))
+        return false;
+    float *probs = job->outputs;
+    int32_t *ids = (int32_t *)(job->outputs + total_masks * top_k);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        struct bert_seq_task *t = &job->seqs[i].task;
+        t->task = BERT_TASK_FILL_MASK;
+        t->top_k = top_k;
+        t->targets = n_targets ? job->target_ids : NULL;
+        t->n_targets = n_targets;
+        t->top_probs = probs;
+        t->top_ids = ids;
+        probs += job->seqs[i].n_masks * top_k;
+        ids += job->seqs[i].n_masks * top_k;
+    }
+    return true;
+}
+
+/* --- the job ---------------------------------------------------------- */
 
 bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
                        const struct proto_limits *limits, const struct proto_defaults *defaults,
@@ -338,10 +370,16 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
     job->req = *req;
     memset(req, 0, sizeof *req);
     const struct proto_request *r = &job->req;
-
-    if (!check_model(job, model, err))
+    if (r->route >= PROTO_ROUTE_COUNT) {
+        proto_error_set(err, PROTO_ERR_NOT_FOUND, "no such route");
         goto fail;
-    if (r->route == PROTO_ROUTE_OPENAI_EMBED || r->route == PROTO_ROUTE_V1_RERANK) {
+    }
+    const struct proto_route_desc *route = &proto_routes[r->route];
+
+    if (route->check && !route->check(r, model, err))
+        goto fail;
+    /* A route that takes a "model" answers with one. */
+    if (route->params & PROTO_PARAM(MODEL)) {
         const char *name = r->model ? r->model : defaults->model_name ? defaults->model_name : "";
         job->model_name = strdup(name);
         if (job->model_name == NULL) {
@@ -356,7 +394,7 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
     }
     job->n_seqs = r->n_inputs;
     if (!tokenize_inputs(job, model, limits, defaults, err) ||
-        !setup_tasks(job, model, limits, defaults, err))
+        (route->setup && !route->setup(job, model, limits, defaults, err)))
         goto fail;
     return true;
 fail:
@@ -366,7 +404,7 @@ fail:
 
 bool proto_job_needs_compute(const struct proto_job *job)
 {
-    return job->req.route != PROTO_ROUTE_TOKENIZE;
+    return job->req.route < PROTO_ROUTE_COUNT && proto_routes[job->req.route].setup != NULL;
 }
 
 void proto_job_free(struct proto_job *job)

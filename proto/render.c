@@ -9,7 +9,7 @@
 
 #include "json_writer.h"
 #include "proto.h"
-#include "proto_internal.h"
+#include "route_table.h"
 
 static bool all_finite(const float *v, size_t n)
 {
@@ -19,12 +19,15 @@ static bool all_finite(const float *v, size_t n)
     return true;
 }
 
-static void render_embed(struct json_writer *w, const struct proto_job *job, size_t hidden)
+bool proto_render_embed(struct json_writer *w, const struct proto_job *job,
+                        const struct bert_model *model)
 {
+    size_t hidden = model->config.hidden_size;
     json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs; i++)
         json_writer_float_array(w, job->seqs[i].task.embedding, hidden);
     json_writer_end_array(w);
+    return true;
 }
 
 /* OpenAI's base64 is of the little-endian float32 bytes. */
@@ -49,8 +52,10 @@ static void write_base64_f32le(struct json_writer *w, const float *v, size_t n)
 #endif
 }
 
-static bool render_openai(struct json_writer *w, const struct proto_job *job, size_t hidden)
+bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
+                         const struct bert_model *model)
 {
+    size_t hidden = model->config.hidden_size;
     json_writer_begin_object(w);
     json_writer_key(w, "object");
     json_writer_cstring(w, "list");
@@ -122,8 +127,8 @@ static bool render_prediction(struct json_writer *w, const struct bert_tokenizer
     return ok;
 }
 
-static bool render_fill_mask(struct json_writer *w, const struct proto_job *job,
-                             const struct bert_model *model)
+bool proto_render_fill_mask(struct json_writer *w, const struct proto_job *job,
+                            const struct bert_model *model)
 {
     const struct bert_tokenizer *tok = model->tokenizer;
     int32_t mask_id = bert_tokenizer_mask_id(tok);
@@ -192,8 +197,8 @@ static void activate(enum proto_activation act, const float *logits, size_t n, f
     }
 }
 
-static bool render_classify(struct json_writer *w, const struct proto_job *job,
-                            const struct bert_model *model)
+bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
+                           const struct bert_model *model)
 {
     const struct bert_config *cfg = &model->config;
     size_t n = cfg->num_labels;
@@ -247,10 +252,9 @@ static bool render_classify(struct json_writer *w, const struct proto_job *job,
  * token text and null offsets; other tokens the input bytes they cover.
  * /replaced-tokens adds each token's "probability" of having been replaced
  * (false when one is not finite). */
-static bool render_tokenize(struct json_writer *w, const struct proto_job *job,
-                            const struct bert_model *model)
+static bool render_tokens(struct json_writer *w, const struct proto_job *job,
+                          const struct bert_model *model, bool replaced)
 {
-    const bool replaced = job->req.route == PROTO_ROUTE_REPLACED_TOKENS;
     json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs; i++) {
         const struct bert_encoding *enc = &job->seqs[i].enc;
@@ -300,40 +304,27 @@ static bool render_tokenize(struct json_writer *w, const struct proto_job *job,
     return true;
 }
 
+bool proto_render_tokenize(struct json_writer *w, const struct proto_job *job,
+                           const struct bert_model *model)
+{
+    return render_tokens(w, job, model, false);
+}
+
+bool proto_render_replaced(struct json_writer *w, const struct proto_job *job,
+                           const struct bert_model *model)
+{
+    return render_tokens(w, job, model, true);
+}
+
 char *proto_job_respond(const struct proto_job *job, const struct bert_model *model,
                         size_t *len)
 {
-    size_t hidden = model->config.hidden_size;
-    bool embeds = job->req.route == PROTO_ROUTE_EMBED || job->req.route == PROTO_ROUTE_OPENAI_EMBED;
+    if (job->req.route >= PROTO_ROUTE_COUNT)
+        return NULL;
     struct json_writer w;
-    /* Sized once for the common case: about 12 bytes a float. */
-    json_writer_init(&w, job->n_seqs * (embeds ? hidden * 12 + 64 : 256) + 256);
-    bool ok = true;
-    switch (job->req.route) {
-    case PROTO_ROUTE_EMBED:
-        render_embed(&w, job, hidden);
-        break;
-    case PROTO_ROUTE_OPENAI_EMBED:
-        ok = render_openai(&w, job, hidden);
-        break;
-    case PROTO_ROUTE_FILL_MASK:
-        ok = render_fill_mask(&w, job, model);
-        break;
-    case PROTO_ROUTE_CLASSIFY:
-        ok = render_classify(&w, job, model);
-        break;
-    case PROTO_ROUTE_TOKENIZE:
-    case PROTO_ROUTE_REPLACED_TOKENS:
-        ok = render_tokenize(&w, job, model);
-        break;
-    case PROTO_ROUTE_RERANK:
-    case PROTO_ROUTE_V1_RERANK:
-        ok = proto_render_rerank(&w, job);
-        break;
-    default:
-        ok = false;
-    }
-    if (!ok) {
+    /* Sized once for the common case: about 12 bytes a number. */
+    json_writer_init(&w, job->n_seqs * 256 + job->n_outputs * 12 + 256);
+    if (!proto_routes[job->req.route].render(&w, job, model)) {
         json_writer_free(&w);
         return NULL;
     }

@@ -1,0 +1,3 @@
+# The route table (proto/route.c) and the metrics labels it gives the server.
+bert_add_test(NAME test_proto_route SOURCES test_proto_route.c LIBS bertproto
+              TIMEOUT 60 LABELS unit)
