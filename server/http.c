@@ -256,7 +256,7 @@ static void resolve(struct http_request *hr, const char *url)
     if (proto_route_from_path(url, &route)) {
         hr->ep = EP_INFERENCE;
         hr->srv.route = route;
-        hr->mroute = (enum metrics_route)route; /* same order by construction */
+        hr->mroute = metrics_route_of(route);
         return;
     }
     for (size_t i = 0; i < sizeof get_routes / sizeof get_routes[0]; i++) {
