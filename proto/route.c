@@ -3,14 +3,15 @@
  * labels metrics from it; the CLI finds its request subcommands in it.
  *
  * Adding a route is a value in enum proto_route, its row here, and the
- * functions it does not share with another route. Routes that differ only
- * in their answer share the rest of the row (/embed and /v1/embeddings: one
- * setup, two renderers and envelopes; /rerank and /v1/rerank). Where the
- * next routes need more than the table has today, the row grows a field
- * with a default that leaves the routes above unchanged:
+ * functions it does not share with another route: rows name the same
+ * functions where routes do the same thing (/embed and /v1/embeddings: one
+ * setup, each its own body, renderer and envelope). Where the next routes
+ * need more than the table has today, the row grows a field whose zero
+ * leaves the routes above unchanged:
  *   - a GET route without inference (GET /v1/models): methods
- *     PROTO_METHOD_GET, no setup, a render that reads only the defaults,
- *     and an inputs reader that takes an empty body;
+ *     PROTO_METHOD_GET, no setup (nothing reaches the batcher), a render
+ *     that needs only the served model's name, and inputs that take an
+ *     empty body;
  *   - a path with a parameter (/v1/models/{id}): a row whose path ends in
  *     "/{id}" matches one more segment in proto_route_from_path, which
  *     hands it to the parser;
