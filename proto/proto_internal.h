@@ -6,6 +6,8 @@
 
 #include "proto.h"
 
+/* The route table's types and the functions its rows name: route_table.h. */
+
 /* Length of the valid UTF-8 sequence at s (RFC 3629 and table 3-7 of the
  * Unicode standard: no overlongs, no surrogates, nothing past U+10FFFF), or
  * 0 when the bytes there are not one. */
