@@ -49,7 +49,10 @@ size_t bert_count_masks(const struct bert_model *model, const struct bert_batch 
                         size_t i);
 
 /* Encode `batch` and run each sequence's task. Fails with BERT_E_INVALID when
- * a task needs a head the checkpoint lacks; never allocates. */
+ * a task needs a head the checkpoint lacks; never allocates. A sequence
+ * whose encoder output holds a NaN or infinity gets NaN as its first output
+ * value (embedding, logits, top_probs or replaced), so that a caller that
+ * refuses non-finite results cannot answer it. */
 enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s,
                           const struct bert_batch *batch, const struct bert_seq_task *tasks,
                           struct bert_error *err);

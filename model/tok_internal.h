@@ -164,9 +164,6 @@ enum bert_status tok_finish(struct bert_tokenizer *tok, const char *source,
 /* Release everything `tok` owns (not `tok` itself). */
 void tok_release(struct bert_tokenizer *tok);
 
-/* Read a whole file into a malloc'd buffer (caller frees). */
-enum bert_status tok_read_file(const char *path, char **out, size_t *len, struct bert_error *err);
-
 /* malloc'd copy of s[0, len), NUL-terminated; NULL when out of memory. */
 char *tok_strndup(const char *s, size_t len);
 

@@ -3,11 +3,11 @@
  * BertPreTokenizer, the added tokens, the post-processors and the WordPiece
  * decoder. The other components are in tok_json_parts.c. Every field is
  * checked before it is trusted; errors name the file and the field. */
-#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileutil.h"
 #include "tok_json.h"
 
 enum bert_status tok_json_fail(const struct tok_json_ctx *c, enum bert_status st, const char *what,
@@ -109,6 +109,10 @@ enum bert_status tok_json_vocab(const struct tok_json_ctx *c, const json_t *mode
                                   "%s: model.vocab[\"%.64s\"]: expected an integer id from 0 to "
                                   "16777215",
                                   c->path, key);
+        if (key_len > TOK_VOCAB_MAX_TOKEN_BYTES)
+            return bert_error_set(c->err, BERT_E_FORMAT,
+                                  "%s: model.vocab: token \"%.32s...\" has %zu bytes, more than %u",
+                                  c->path, key, key_len, TOK_VOCAB_MAX_TOKEN_BYTES);
         if (!tok_vocab_add(v, key, key_len, (int32_t)json_integer_value(value)))
             return tok_json_fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
     }
@@ -514,12 +518,14 @@ enum bert_status tok_json_load(const char *path, struct bert_tokenizer *tok,
                                struct bert_error *err)
 {
     struct tok_json_ctx c = {path, err};
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *text;
+    size_t len;
+    enum bert_status read = file_read_all(path, &text, &len, err);
+    if (read != BERT_OK)
+        return read;
     json_error_t je;
-    json_t *root = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    fclose(f);
+    json_t *root = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    free(text);
     if (root == NULL)
         return bert_error_set(err, BERT_E_FORMAT, "%s: line %d column %d: %s", path, je.line,
                               je.column, je.text);

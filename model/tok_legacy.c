@@ -6,42 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "fileutil.h"
 #include "tok_internal.h"
-
-enum bert_status tok_read_file(const char *path, char **out, size_t *len,
-                                  struct bert_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    enum bert_status st = buf ? BERT_OK : BERT_E_NOMEM;
-    while (st == BERT_OK) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *p = realloc(buf, cap * 2);
-        if (p == NULL)
-            st = BERT_E_NOMEM;
-        else {
-            buf = p;
-            cap *= 2;
-        }
-    }
-    if (st == BERT_OK && ferror(f))
-        st = BERT_E_IO;
-    fclose(f);
-    if (st != BERT_OK) {
-        free(buf);
-        return bert_error_set(err, st, "%s: %s", path,
-                              st == BERT_E_IO ? "read error" : "out of memory");
-    }
-    *out = buf;
-    *len = n;
-    return BERT_OK;
-}
 
 /* A special token given as "[CLS]" or {"content": "[CLS]", ...}. */
 static const char *token_string(const json_t *v)
@@ -120,14 +88,17 @@ static enum bert_status read_config_file(const char *dir, const char *name,
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
         return bert_error_set(err, BERT_E_INVALID, "%s: path too long", dir);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return errno == ENOENT ? BERT_OK
-                               : bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path,
-                                                strerror(errno));
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)
+        return BERT_OK;
+    char *text;
+    size_t len;
+    enum bert_status st = file_read_all(path, &text, &len, err);
+    if (st != BERT_OK)
+        return st;
     json_error_t je;
-    json_t *root = json_loadf(f, 0, &je);
-    fclose(f);
+    json_t *root = json_loadb(text, len, 0, &je);
+    free(text);
     if (root == NULL)
         return bert_error_set(err, BERT_E_FORMAT, "%s: line %d column %d: %s", path, je.line,
                               je.column, je.text);
@@ -170,7 +141,7 @@ static enum bert_status load_vocab_lines(const char *path, struct tok_vocab *voc
 {
     size_t len = 0;
     char *text = NULL;
-    enum bert_status st = tok_read_file(path, &text, &len, err);
+    enum bert_status st = file_read_all(path, &text, &len, err);
     if (st != BERT_OK)
         return st;
     /* One token per line, split on '\n' only: bert-base-chinese has U+2028
@@ -184,6 +155,9 @@ static enum bert_status load_vocab_lines(const char *path, struct tok_vocab *voc
             tlen--;
         if (id > (1 << 24) - 1)
             st = bert_error_set(err, BERT_E_FORMAT, "%s: more than 16777216 lines", path);
+        else if (tlen > TOK_VOCAB_MAX_TOKEN_BYTES)
+            st = bert_error_set(err, BERT_E_FORMAT, "%s: line %zu: a token of %zu bytes, more "
+                                "than %u", path, id + 1, tlen, TOK_VOCAB_MAX_TOKEN_BYTES);
         else if (!tok_vocab_add(vocab, text + i, tlen, (int32_t)id++))
             st = bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
         i = end + 1;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileutil.h"
 #include "tok_internal.h"
 
 static enum bert_status load_vocab_json(const char *path, struct tok_bpe *bpe,
@@ -36,6 +37,10 @@ static enum bert_status load_vocab_json(const char *path, struct tok_bpe *bpe,
             st = bert_error_set(err, BERT_E_FORMAT,
                                 "%s: \"%.64s\": expected an integer id from 0 to 16777215", path,
                                 key);
+        else if (key_len > TOK_VOCAB_MAX_TOKEN_BYTES)
+            st = bert_error_set(err, BERT_E_FORMAT,
+                                "%s: token \"%.32s...\" has %zu bytes, more than %u", path, key,
+                                key_len, TOK_VOCAB_MAX_TOKEN_BYTES);
         else if (!tok_vocab_add(&bpe->vocab, key, key_len, (int32_t)json_integer_value(value)))
             st = bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
     }
@@ -57,7 +62,7 @@ static enum bert_status load_merges(const char *path, struct tok_bpe *bpe, struc
 {
     char *text = NULL;
     size_t len = 0;
-    enum bert_status st = tok_read_file(path, &text, &len, err);
+    enum bert_status st = file_read_all(path, &text, &len, err);
     if (st != BERT_OK)
         return st;
     char *nl = memchr(text, '\n', len);

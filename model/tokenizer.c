@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "fileutil.h"
 #include "tok_internal.h"
 #include "tok_xform.h"
 
@@ -327,12 +327,6 @@ static void apply_config_normalizer(struct bert_tokenizer *tok, const struct tok
     tok->norm.lowercase = lower;
     tok->norm.handle_chinese_chars = chinese;
     tok->norm.strip_accents = strip;
-}
-
-static bool file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 static enum bert_status finish_load(struct bert_tokenizer *tok, enum bert_status status,

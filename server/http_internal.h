@@ -124,6 +124,8 @@ static inline double http_ms_between(uint64_t a, uint64_t b)
 
 /* http.c */
 void http_check_drained(struct http *h);
+/* A 405's Allow header for the request's route: "POST". */
+const char *http_allow_header(const struct http_request *hr);
 
 /* http_loop.c: MHD on the libuv loop. */
 void http_loop_start(struct http *h, int epoll_fd);

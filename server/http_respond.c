@@ -135,7 +135,7 @@ void http_respond(struct http_request *hr, int status, const char *content_type,
     if (status == 401)
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
     if (status == 405)
-        MHD_add_response_header(resp, "Allow", hr->ep == EP_INFERENCE ? "POST" : "GET, HEAD");
+        MHD_add_response_header(resp, "Allow", http_allow_header(hr));
     if (h->draining || hr->close_after)
         MHD_add_response_header(resp, "Connection", "close");
     MHD_queue_response(hr->conn, (unsigned)status, resp);
@@ -162,7 +162,7 @@ void http_respond(struct http_request *hr, int status, const char *content_type,
 void http_respond_error(struct http_request *hr, const struct proto_error *err)
 {
     enum proto_route route =
-        hr->ep == EP_INFERENCE ? hr->srv.route : PROTO_ROUTE_EMBED; /* our envelope */
+        hr->ep == EP_INFERENCE ? hr->srv.route : PROTO_ROUTE_COUNT; /* our envelope */
     size_t len;
     char *body = proto_error_body(route, err, &len);
     if (body == NULL)
