@@ -83,8 +83,8 @@ class Server:
         finally:
             conn.close()
 
-    def post(self, path, body, headers=None):
-        status, hdrs, data = self.request("POST", path, body, headers)
+    def post(self, path, body, headers=None, timeout=60):
+        status, hdrs, data = self.request("POST", path, body, headers, timeout)
         return status, hdrs, json.loads(data) if data else None
 
     def get_json(self, path):

@@ -135,8 +135,9 @@ class Drain(unittest.TestCase):
             keep.request("GET", "/ready")
             self.assertEqual(keep.getresponse().read(), b'{"status":"ready"}')
             results = []
-            threads = [threading.Thread(target=lambda: results.append(s.post("/embed", body)))
-                       for _ in range(16)]
+            # About 40 s of work in an ASan build, more beside other tests.
+            threads = [threading.Thread(target=lambda: results.append(
+                s.post("/embed", body, timeout=60 * SLOW))) for _ in range(16)]
             for t in threads:
                 t.start()
             # Wait until every request is admitted (in flight or already
@@ -159,7 +160,7 @@ class Drain(unittest.TestCase):
             with self.assertRaises(OSError):
                 socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
             for t in threads:
-                t.join(120)
+                t.join(120 * SLOW)
             self.assertEqual(len(results), 16)
             self.assertEqual([r[0] for r in results], [200] * 16)
             self.assertEqual(s.proc.wait(60), 0, s.output())
