@@ -168,6 +168,37 @@ class Drain(unittest.TestCase):
             s.stop()
 
 
+class DrainTimeOut(unittest.TestCase):
+    def test_requests_left_at_the_drain_time_out_get_503(self):
+        # Every body is parsed off the loop (offload_parse_bytes 0), so at
+        # the time-out some requests are still with the thread pool and
+        # some with the one worker: each is answered 200 or 503 once, and
+        # the process exits 0 without waiting for them.
+        s = Server(BIN, MODEL, ["--threads", "1", "--max-batch-tokens", "1024",
+                                "--max-queue-tokens", "200000", "--offload-parse-bytes", "0",
+                                "--shutdown-timeout-ms", "300"])
+        try:
+            body = {"inputs": [text(300, i) for i in range(16)]}
+            results = []
+            threads = [threading.Thread(target=lambda: results.append(
+                s.post("/embed", body, timeout=60 * SLOW)[0])) for _ in range(24)]
+            for t in threads:
+                t.start()
+            deadline = time.time() + 30 * SLOW
+            while s.metrics()["bertserve_requests_in_flight"] < 2 and time.time() < deadline:
+                time.sleep(0.01)
+            s.signal(signal.SIGTERM)
+            self.assertEqual(s.proc.wait(60 * SLOW), 0, s.output()[-3000:])
+            for t in threads:
+                t.join(60 * SLOW)
+            self.assertEqual(len(results), 24)
+            self.assertTrue(set(results) <= {200, 503}, results)
+            self.assertIn(503, results)
+            self.assertIn("drain timed out", s.output())
+        finally:
+            s.stop()
+
+
 class Flood(unittest.TestCase):
     """Issue 18: 16 clients send max-size /embed requests (32 inputs of about
     480 tokens, 80 KB) as fast as they are answered. libmicrohttpd then
