@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tok_unicode.h"
-#include "tok_utf8.h"
+#include "utf8.h"
 
 bool tok_added_push(struct tok_added *a, const char *content, size_t len, int32_t id,
                     bool special, bool single_word, bool lstrip, bool rstrip, bool normalized)
@@ -110,13 +110,13 @@ static bool word_before(const uint8_t *s, size_t lo, size_t i)
     if (i == lo)
         return false;
     size_t n;
-    return tok_unicode_is_word(tok_utf8_decode(s + prev_char(s, i), &n));
+    return tok_unicode_is_word(utf8_decode(s + prev_char(s, i), &n));
 }
 
 static bool word_after(const uint8_t *s, size_t i, size_t hi)
 {
     size_t n;
-    return i < hi && tok_unicode_is_word(tok_utf8_decode(s + i, &n));
+    return i < hi && tok_unicode_is_word(utf8_decode(s + i, &n));
 }
 
 static bool push_span(struct tok_buf *spans, size_t *n, size_t start, size_t end, int32_t id)
@@ -154,14 +154,14 @@ bool tok_added_split(const struct tok_added *a, bool normalized, const uint8_t *
         if (t->lstrip) {
             while (m_start > done) {
                 size_t q = prev_char(s, m_start), len;
-                if (!tok_unicode_is_whitespace(tok_utf8_decode(s + q, &len)))
+                if (!tok_unicode_is_whitespace(utf8_decode(s + q, &len)))
                     break;
                 m_start = q;
             }
         }
         if (t->rstrip) {
             size_t len;
-            while (m_end < end && tok_unicode_is_whitespace(tok_utf8_decode(s + m_end, &len)))
+            while (m_end < end && tok_unicode_is_whitespace(utf8_decode(s + m_end, &len)))
                 m_end += len;
             p = m_end;
         }

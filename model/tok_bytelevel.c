@@ -5,7 +5,7 @@
 
 #include "tok_xform.h"
 #include "tok_unicode.h"
-#include "tok_utf8.h"
+#include "utf8.h"
 
 /* The pattern's three classes. \s is White_Space (Oniguruma's Unicode
  * space), \p{L} and \p{N} the general categories. */
@@ -40,7 +40,7 @@ static enum cls classify(uint32_t c)
 
 static enum cls class_at(const uint8_t *s, size_t i, size_t *len)
 {
-    return classify(tok_utf8_decode(s + i, len));
+    return classify(utf8_decode(s + i, len));
 }
 
 /* End of the run of class `k` starting at i. */
@@ -119,7 +119,7 @@ bool tok_bytelevel_map(const struct tok_normalized *src, size_t from, size_t to,
     uint32_t *ds = dst->al_start.data, *de = dst->al_end.data;
     size_t o = 0;
     for (size_t i = from; i < to; i++) {
-        size_t n = tok_utf8_encode(tok_bytelevel_char(s[i]), d + o);
+        size_t n = utf8_encode(tok_bytelevel_char(s[i]), d + o);
         for (size_t k = 0; k < n; k++) {
             ds[o + k] = as[i];
             de[o + k] = ae[i];
@@ -141,13 +141,13 @@ void tok_bytelevel_trim(const char *token, bool first, bool add_prefix_space, ui
     const uint8_t *t = (const uint8_t *)token;
     size_t len = strlen(token), cl;
     uint32_t leading = 0, trailing = 0;
-    for (size_t i = 0; i < len && is_trim_space(tok_utf8_decode(t + i, &cl)); i += cl)
+    for (size_t i = 0; i < len && is_trim_space(utf8_decode(t + i, &cl)); i += cl)
         leading++;
     for (size_t end = len; end > 0;) {
         size_t p = end - 1;
         while (p > 0 && (t[p] & 0xC0) == 0x80)
             p--;
-        if (!is_trim_space(tok_utf8_decode(t + p, &cl)))
+        if (!is_trim_space(utf8_decode(t + p, &cl)))
             break;
         trailing++;
         end = p;

@@ -6,7 +6,7 @@
 
 #include "tok_bytelevel.h"
 #include "tok_internal.h"
-#include "tok_utf8.h"
+#include "utf8.h"
 
 struct text {
     char *p;
@@ -85,36 +85,6 @@ static bool cleanup(struct text *t, const char *const (*rules)[2], size_t n)
     return true;
 }
 
-/* Length of the well-formed UTF-8 sequence at s[i..len), or, negated, the
- * length of the maximal invalid prefix to replace by one U+FFFD (Unicode
- * 3.9, "substitution of maximal subparts", as Rust's from_utf8_lossy). */
-static long utf8_sequence(const uint8_t *s, size_t i, size_t len)
-{
-    uint8_t b = s[i];
-    if (b < 0x80)
-        return 1;
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF)
-        need = 1;
-    else if (b >= 0xE0 && b <= 0xEF) {
-        need = 2;
-        lo = b == 0xE0 ? 0xA0 : 0x80;
-        hi = b == 0xED ? 0x9F : 0xBF;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        need = 3;
-        lo = b == 0xF0 ? 0x90 : 0x80;
-        hi = b == 0xF4 ? 0x8F : 0xBF;
-    } else
-        return -1;
-    for (size_t k = 1; k <= need; k++) {
-        uint8_t lo_k = k == 1 ? lo : 0x80, hi_k = k == 1 ? hi : 0xBF;
-        if (i + k >= len || s[i + k] < lo_k || s[i + k] > hi_k)
-            return -(long)k;
-    }
-    return (long)need + 1;
-}
-
 /* The ByteLevel decoder: every token's characters back to bytes (a token
  * with a character outside the byte alphabet stays as it is), all of them
  * joined, invalid UTF-8 replaced. */
@@ -126,24 +96,26 @@ static void decode_bytelevel(struct text *out, const char *const *tokens, size_t
         size_t len = strlen(tokens[t]), cl;
         bool bytes = true;
         for (size_t i = 0; i < len && bytes; i += cl)
-            bytes = tok_bytelevel_byte(tok_utf8_decode(p + i, &cl)) >= 0;
+            bytes = tok_bytelevel_byte(utf8_decode(p + i, &cl)) >= 0;
         if (!bytes) {
             append(&raw, tokens[t], len);
             continue;
         }
         for (size_t i = 0; i < len; i += cl) {
-            char b = (char)tok_bytelevel_byte(tok_utf8_decode(p + i, &cl));
+            char b = (char)tok_bytelevel_byte(utf8_decode(p + i, &cl));
             append(&raw, &b, 1);
         }
     }
     for (size_t i = 0; i < raw.len && !raw.failed;) {
-        long k = utf8_sequence((const uint8_t *)raw.p, i, raw.len);
+        const uint8_t *s = (const uint8_t *)raw.p + i;
+        size_t k = utf8_sequence_length(s, raw.len - i);
         if (k > 0) {
-            append(out, raw.p + i, (size_t)k);
-            i += (size_t)k;
+            append(out, raw.p + i, k);
+            i += k;
         } else {
+            /* One U+FFFD per maximal subpart, as Rust's from_utf8_lossy. */
             append(out, "\xEF\xBF\xBD", 3);
-            i += (size_t)-k;
+            i += utf8_invalid_length(s, raw.len - i);
         }
     }
     if (raw.failed)

@@ -323,7 +323,7 @@ static enum bert_status check_input(const char *name, const char *s, size_t len,
         return bert_error_set(err, BERT_E_INVALID, "%s is NULL but its length is %zu", name, len);
     if (len >= UINT32_MAX)
         return bert_error_set(err, BERT_E_INVALID, "%s is %zu bytes, more than 4 GiB", name, len);
-    size_t valid = len ? tok_utf8_valid_prefix((const uint8_t *)s, len) : 0;
+    size_t valid = len ? utf8_valid_prefix((const uint8_t *)s, len) : 0;
     if (valid < len)
         return bert_error_set(err, BERT_E_INVALID,
                               "%s is not valid UTF-8: bad byte 0x%02X at byte offset %zu", name,

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tok_json.h"
-#include "tok_utf8.h"
+#include "utf8.h"
 
 static enum bert_status optional_string(const struct tok_json_ctx *c, const json_t *obj,
                                         const char *what, const char *key, char **out,
@@ -153,7 +153,7 @@ static size_t repeat_count(const char *p, size_t len)
         return 0;
     }
     size_t cl;
-    tok_utf8_decode((const uint8_t *)p + i, &cl);
+    utf8_decode((const uint8_t *)p + i, &cl);
     i += cl;
     if (len - i == 1 && p[i] == '+')
         return 1;
@@ -195,7 +195,7 @@ static enum bert_status replace_pattern(const struct tok_json_ctx *c, const json
         if (p[0] == '\\')
             p++;
         len = 0;
-        tok_utf8_decode((const uint8_t *)p, &len);
+        utf8_decode((const uint8_t *)p, &len);
     }
     if ((st->pattern = tok_strndup(p, len)) == NULL)
         return tok_json_fail(c, BERT_E_NOMEM, what, "out of memory");
@@ -286,14 +286,14 @@ enum bert_status tok_json_metaspace(const struct tok_json_ctx *c, const json_t *
         return st;
     size_t cl = 0;
     if (len > 0)
-        m->replacement = tok_utf8_decode((const uint8_t *)rep, &cl);
+        m->replacement = utf8_decode((const uint8_t *)rep, &cl);
     free(rep);
     if (len == 0 || cl != len) {
         char field[96];
         snprintf(field, sizeof field, "%s.replacement", what);
         return tok_json_fail(c, BERT_E_FORMAT, field, "expected one character");
     }
-    m->replacement_len = tok_utf8_encode(m->replacement, (uint8_t *)m->replacement_utf8);
+    m->replacement_len = utf8_encode(m->replacement, (uint8_t *)m->replacement_utf8);
     m->replacement_utf8[m->replacement_len] = '\0';
     st = tok_json_bool(c, obj, what, "split", true, &m->split);
     if (st != BERT_OK)

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "tok_xform.h"
-#include "tok_utf8.h"
+#include "utf8.h"
 
 bool tok_metaspace_map(const struct tok_metaspace *m, const struct tok_normalized *src,
                        size_t from, size_t to, bool starts_input, struct tok_normalized *dst)

@@ -18,7 +18,7 @@ static void emit(struct tok_normalized *out, uint32_t c, uint32_t al_start, uint
 {
     uint8_t *bytes = out->bytes.data;
     uint32_t *s = out->al_start.data, *e = out->al_end.data;
-    size_t n = tok_utf8_encode(c, bytes + out->len);
+    size_t n = utf8_encode(c, bytes + out->len);
     for (size_t i = 0; i < n; i++) {
         s[out->len + i] = al_start;
         e[out->len + i] = al_end;
@@ -36,7 +36,7 @@ bool tok_normalize(const struct tok_norm_cfg *cfg, const uint8_t *text, size_t s
     size_t i = start;
     while (i < end) {
         size_t n;
-        uint32_t c = tok_utf8_decode(text + i, &n);
+        uint32_t c = utf8_decode(text + i, &n);
         uint32_t b = (uint32_t)i, e = (uint32_t)(i + n);
         i += n;
         if (!reserve(out, 4 * MAX_CHARS_PER_INPUT))

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "tok_buf.h"
-#include "tok_utf8.h"
+#include "utf8.h"
 
 struct tok_norm_cfg {
     bool clean_text;

@@ -5,7 +5,7 @@
 #include <utf8proc.h>
 
 #include "tok_unicode.h"
-#include "tok_utf8.h"
+#include "utf8.h"
 #include "tok_xform.h"
 
 struct tok_norm_step *tok_normseq_add(struct tok_normseq *seq, enum tok_norm_kind kind)
@@ -71,7 +71,7 @@ static bool unicode_form(struct tok_xform *x, const struct tok_normalized *src, 
     utf8proc_option_t opts = UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0);
     for (size_t i = 0; i < src->len;) {
         size_t cl;
-        uint32_t c = tok_utf8_decode(s + i, &cl);
+        uint32_t c = utf8_decode(s + i, &cl);
         i += cl;
         utf8proc_int32_t d[32];
         int bound = 0;
@@ -142,7 +142,7 @@ static void lowercase(struct tok_xform *x, const struct tok_normalized *src)
     const uint8_t *s = src->bytes.data;
     for (size_t i = 0; i < src->len;) {
         size_t cl;
-        uint32_t c = tok_utf8_decode(s + i, &cl);
+        uint32_t c = utf8_decode(s + i, &cl);
         i += cl;
         uint32_t lower[2];
         size_t nl = c < 0x80 ? (lower[0] = (c >= 'A' && c <= 'Z') ? c + 32 : c, 1)
@@ -156,13 +156,13 @@ static void strip(struct tok_xform *x, const struct tok_normalized *src, bool le
 {
     const uint8_t *s = src->bytes.data;
     size_t from = 0, to = src->len, cl;
-    while (left && from < to && tok_unicode_is_whitespace(tok_utf8_decode(s + from, &cl)))
+    while (left && from < to && tok_unicode_is_whitespace(utf8_decode(s + from, &cl)))
         from += cl;
     while (right && to > from) {
         size_t p = to - 1;
         while (p > from && (s[p] & 0xC0) == 0x80)
             p--;
-        if (!tok_unicode_is_whitespace(tok_utf8_decode(s + p, &cl)))
+        if (!tok_unicode_is_whitespace(utf8_decode(s + p, &cl)))
             break;
         to = p;
     }
@@ -201,7 +201,7 @@ static void replace(struct tok_xform *x, const struct tok_normalized *src,
         x->offset = end;
         for (size_t k = 0; k < st->content_len;) {
             size_t cl;
-            uint32_t c = tok_utf8_decode((const uint8_t *)st->content + k, &cl);
+            uint32_t c = utf8_decode((const uint8_t *)st->content + k, &cl);
             k += cl;
             tok_xform_emit(x, c, 1);
         }
@@ -217,10 +217,10 @@ static void prepend(struct tok_xform *x, const struct tok_normalized *src, const
 {
     const uint8_t *s = src->bytes.data;
     size_t cl;
-    uint32_t first = tok_utf8_decode(s, &cl);
+    uint32_t first = utf8_decode(s, &cl);
     for (size_t k = 0; k < len;) {
         size_t pl;
-        uint32_t c = tok_utf8_decode((const uint8_t *)p + k, &pl);
+        uint32_t c = utf8_decode((const uint8_t *)p + k, &pl);
         tok_xform_emit(x, c, k > 0);
         k += pl;
     }

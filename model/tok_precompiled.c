@@ -4,7 +4,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tok_utf8.h"
+#include "utf8.h"
 #include "tok_xform.h"
 
 static int b64_value(unsigned char c)
@@ -81,7 +81,7 @@ bool tok_precompiled_load(struct tok_precompiled *p, const char *b64, size_t len
     }
     size_t strings_off = 4 + n_units * 4;
     size_t strings_len = n - strings_off;
-    if (tok_utf8_valid_prefix(blob + strings_off, strings_len) != strings_len) {
+    if (utf8_valid_prefix(blob + strings_off, strings_len) != strings_len) {
         free(blob);
         *why = "the replacement strings are not valid UTF-8";
         return false;
@@ -170,7 +170,7 @@ static bool push_replacement(struct tok_buf *work, size_t *n, size_t old_count, 
     size_t first = *n;
     for (size_t i = 0; i < norm_len;) {
         size_t cl;
-        uint32_t c = tok_utf8_decode((const uint8_t *)norm + i, &cl);
+        uint32_t c = utf8_decode((const uint8_t *)norm + i, &cl);
         i += cl;
         if (!push(work, n, c, 0))
             return false;
@@ -196,10 +196,10 @@ bool tok_precompiled_normalize(const struct tok_precompiled *p, const struct tok
     while (g < src->len) {
         /* The grapheme [g, e). */
         size_t cl;
-        uint32_t prev = tok_utf8_decode(s + g, &cl);
+        uint32_t prev = utf8_decode(s + g, &cl);
         size_t e = g + cl;
         while (e < src->len) {
-            uint32_t c = tok_utf8_decode(s + e, &cl);
+            uint32_t c = utf8_decode(s + e, &cl);
             if (utf8proc_grapheme_break_stateful((utf8proc_int32_t)prev, (utf8proc_int32_t)c, &state))
                 break;
             prev = c;
@@ -216,7 +216,7 @@ bool tok_precompiled_normalize(const struct tok_precompiled *p, const struct tok
             modified = true;
         } else {
             for (size_t i = g; i < e; i += cl) {
-                uint32_t c = tok_utf8_decode(s + i, &cl);
+                uint32_t c = utf8_decode(s + i, &cl);
                 if (tok_precompiled_lookup(p, s + i, cl, &norm, &norm_len)) {
                     if (!push_replacement(work, &n, 1, norm, norm_len))
                         return false;

@@ -99,7 +99,7 @@ bool tok_wordpiece_encode(const struct tok_wordpiece *wp, bool bert_pretokenize,
     size_t i = from;
     while (i < to) {
         size_t n;
-        uint32_t c = tok_utf8_decode(text + i, &n);
+        uint32_t c = utf8_decode(text + i, &n);
         bool space = tok_unicode_is_whitespace(c);
         if (space || tok_unicode_is_punctuation(c)) {
             if (word_start < i && !encode_word(wp, norm, word_start, i, word, out))

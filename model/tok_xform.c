@@ -61,7 +61,7 @@ void tok_xform_emit(struct tok_xform *x, uint32_t c, long change)
         tok_xform_skip(x, 1 + (size_t)(-change));
     uint8_t *bytes = x->dst->bytes.data;
     uint32_t *ds = x->dst->al_start.data, *de = x->dst->al_end.data;
-    size_t n = tok_utf8_encode(c, bytes + x->dst->len);
+    size_t n = utf8_encode(c, bytes + x->dst->len);
     for (size_t i = 0; i < n; i++) {
         ds[x->dst->len + i] = a;
         de[x->dst->len + i] = b;
