@@ -38,6 +38,8 @@ RUN apt-get update \
 WORKDIR /src
 # Sources only: a new checkpoint in models/ does not rebuild the binaries.
 COPY CMakeLists.txt config.example.toml ./
+COPY base base
+COPY tokenizer tokenizer
 COPY model model
 COPY proto proto
 COPY cli cli
