@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build.h"
 #include "bytelevel.h"
 #include "internal.h"
 #include "xform.h"

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "load_json.h"
+#include "build.h"
+#include "load_json_parts.h"
 #include "utf8.h"
 
 static enum bert_status optional_string(const struct tok_json_ctx *c, const json_t *obj,

@@ -7,41 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-enum bert_status tok_read_file(const char *path, char **out, size_t *len,
-                                  struct bert_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    enum bert_status st = buf ? BERT_OK : BERT_E_NOMEM;
-    while (st == BERT_OK) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *p = realloc(buf, cap * 2);
-        if (p == NULL)
-            st = BERT_E_NOMEM;
-        else {
-            buf = p;
-            cap *= 2;
-        }
-    }
-    if (st == BERT_OK && ferror(f))
-        st = BERT_E_IO;
-    fclose(f);
-    if (st != BERT_OK) {
-        free(buf);
-        return bert_error_set(err, st, "%s: %s", path,
-                              st == BERT_E_IO ? "read error" : "out of memory");
-    }
-    *out = buf;
-    *len = n;
-    return BERT_OK;
-}
+#include "build.h"
+#include "fileutil.h"
+#include "loaders.h"
 
 /* A special token given as "[CLS]" or {"content": "[CLS]", ...}. */
 static const char *token_string(const json_t *v)
@@ -170,7 +138,7 @@ static enum bert_status load_vocab_lines(const char *path, struct tok_vocab *voc
 {
     size_t len = 0;
     char *text = NULL;
-    enum bert_status st = tok_read_file(path, &text, &len, err);
+    enum bert_status st = file_read_all(path, &text, &len, err);
     if (st != BERT_OK)
         return st;
     /* One token per line, split on '\n' only: bert-base-chinese has U+2028

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "build.h"
+#include "fileutil.h"
+#include "loaders.h"
 
 static enum bert_status load_vocab_json(const char *path, struct tok_bpe *bpe,
                                         struct bert_error *err)
@@ -57,7 +59,7 @@ static enum bert_status load_merges(const char *path, struct tok_bpe *bpe, struc
 {
     char *text = NULL;
     size_t len = 0;
-    enum bert_status st = tok_read_file(path, &text, &len, err);
+    enum bert_status st = file_read_all(path, &text, &len, err);
     if (st != BERT_OK)
         return st;
     char *nl = memchr(text, '\n', len);

@@ -1,13 +1,14 @@
-/* Shared checks of the tokenizer.json loader (load_json.c for the document,
- * the WordPiece model and the post-processors; load_json_parts.c for the
- * BPE and Unigram models, normalizers, pre-tokenizers and decoders). Every
- * error names the file and the field. */
-#ifndef BERT_TOK_JSON_H
-#define BERT_TOK_JSON_H
+/* Typed reads of tokenizer.json fields, shared by its loader (load_json.c
+ * for the document, the WordPiece model and the post-processors;
+ * load_json_parts.c for the BPE and Unigram models, normalizers,
+ * pre-tokenizers and decoders). Every error names the file and the field. */
+#ifndef BERT_TOK_JSON_FIELDS_H
+#define BERT_TOK_JSON_FIELDS_H
 
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "build.h"
 #include "internal.h"
 
 /* Largest accepted id: real vocabularies are far smaller, and the id tables
@@ -46,17 +47,6 @@ enum bert_status tok_json_unsupported(const struct tok_json_ctx *c, const char *
 /* model.vocab as an object of token ids, into `v` (built). */
 enum bert_status tok_json_vocab(const struct tok_json_ctx *c, const json_t *model,
                                 struct tok_vocab *v);
-
-/* Components of load_json_parts.c. */
-enum bert_status tok_json_bpe_model(const struct tok_json_ctx *c, const json_t *model,
-                                    struct tok_bpe *bpe);
-enum bert_status tok_json_unigram_model(const struct tok_json_ctx *c, const json_t *model,
-                                        struct tok_unigram *u);
-/* A normalizer other than BertNormalizer (Sequence included). */
-enum bert_status tok_json_normseq(const struct tok_json_ctx *c, const json_t *n,
-                                  struct tok_normseq *seq);
-enum bert_status tok_json_metaspace(const struct tok_json_ctx *c, const json_t *obj,
-                                    const char *what, struct tok_metaspace *m);
 
 #define TOK_JSON_NORMALIZERS \
     "BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, Prepend, Precompiled " \
