@@ -12,8 +12,7 @@
 
 #include "args.h"
 #include "cli.h"
-#include "encoder.h"
-#include "heads.h"
+#include "bert.h"
 
 /* Packed batches: batch b holds sequences [first[b], first[b + 1]). */
 struct workload {

@@ -8,7 +8,7 @@
 
 #include "args.h"
 #include "cli.h"
-#include "heads.h"
+#include "bert.h"
 #include "train_data.h"
 
 #define EVAL_BATCH 32

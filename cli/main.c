@@ -5,9 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "blas_core.h"
+#include "bert.h"
 #include "cli.h"
-#include "model.h"
 
 size_t cli_cpus(void)
 {

@@ -8,7 +8,7 @@
 
 #include "args.h"
 #include "cli.h"
-#include "encoder.h"
+#include "bert.h"
 #include "proto.h"
 
 /* Inputs longer than this cannot be read from stdin (the server's default

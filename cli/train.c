@@ -12,7 +12,8 @@
 
 #include "args.h"
 #include "cli.h"
-#include "model.h"
+#include "bert.h"
+#include "engine.h"
 #include "train_data.h"
 #include "train_mask.h"
 #include "train_optim.h"
@@ -620,13 +621,13 @@ static enum bert_status finetune_model(struct finetune *f, const char *dir, cons
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");
     }
     cfg.problem_type = problem;
-    st = train_model_init(&f->model, &cfg, loaded->weights.mlm_dense_w != NULL, true, err);
+    st = train_model_init(&f->model, &cfg, loaded->engine->weights.mlm_dense_w != NULL, true, err);
     bert_config_free(&cfg);
     if (st == BERT_OK) {
         /* New heads start as BERT initialises them: N(0, 0.02)-like weights,
          * zero biases; a classifier for another label count is not reused. */
         train_model_synth(&f->model, seed, 0.02, 0.0, 0.0);
-        struct bert_weights w = loaded->weights;
+        struct bert_weights w = loaded->engine->weights;
         if (loaded->config.num_labels != f->model.config.num_labels)
             w.classifier_w = w.classifier_b = NULL;
         st = train_model_copy_weights(&f->model, &w, err);

@@ -1,10 +1,13 @@
-#include "heads.h"
-
+/* Task heads on top of the encoder (bert_run): pooled embeddings, masked-LM
+ * top-k, sequence classification and ELECTRA's replaced-token detection,
+ * each run only on the rows it needs. */
 #include <math.h>
 #include <string.h>
 
 #include <cblas.h>
 
+#include "bert.h"
+#include "engine.h"
 #include "kernels.h"
 #include "scratch.h"
 #include "simd.h"
@@ -63,7 +66,7 @@ static void run_classify(const struct bert_model *model, struct bert_scratch *s,
                          const struct bert_batch *b, const float *hidden,
                          const struct bert_seq_task *tasks)
 {
-    const struct bert_weights *w = &model->weights;
+    const struct bert_weights *w = &model->engine->weights;
     const size_t H = model->config.hidden_size, C = model->config.num_labels;
     float *gathered = s->ctx; /* (m, H) [CLS] rows; the encoder is done with ctx */
     float *pooled = s->tmp;   /* (m, H) */
@@ -102,7 +105,7 @@ static void run_replaced(const struct bert_model *model, struct bert_scratch *s,
                          const struct bert_batch *b, const float *hidden,
                          const struct bert_seq_task *tasks)
 {
-    const struct bert_weights *w = &model->weights;
+    const struct bert_weights *w = &model->engine->weights;
     const size_t H = model->config.hidden_size;
     for (size_t i = 0; i < b->n_seqs; i++) {
         if (tasks[i].task != BERT_TASK_REPLACED)
@@ -194,7 +197,7 @@ struct heads_job {
 static void fill_mask_member(const struct heads_job *job, size_t member, size_t n_members)
 {
     const struct bert_model *model = job->model;
-    const struct bert_weights *w = &model->weights;
+    const struct bert_weights *w = &model->engine->weights;
     const struct bert_config *c = &model->config;
     struct bert_scratch *s = job->s;
     const size_t H = c->hidden_size, E = c->embedding_size, V = c->vocab_size;

@@ -128,7 +128,7 @@ static void init_once(void)
     reg.usable = true;
 }
 
-const char *linear_bf16_isa(void)
+const char *bert_bf16_isa(void)
 {
     pthread_once(&reg.once, init_once);
     if (!reg.usable)
@@ -136,7 +136,7 @@ const char *linear_bf16_isa(void)
     return dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_amx ? "AMX" : "AVX512_BF16";
 }
 
-bool linear_bf16_available(char *why, size_t why_len)
+bool bert_bf16_available(char *why, size_t why_len)
 {
     pthread_once(&reg.once, init_once);
     if (!reg.usable && why)
@@ -147,7 +147,7 @@ bool linear_bf16_available(char *why, size_t why_len)
 enum bert_status linear_bf16_register(const void *begin, size_t len, struct bert_error *err)
 {
     char why[160];
-    if (!linear_bf16_available(why, sizeof why))
+    if (!bert_bf16_available(why, sizeof why))
         return bert_error_set(err, BERT_E_UNSUPPORTED, "bf16 is not available: %s", why);
     pthread_rwlock_wrlock(&reg.lock);
     enum bert_status st = BERT_OK;
@@ -415,14 +415,14 @@ bool linear_bf16_try(const float *x, size_t rows, size_t in, const float *w, siz
 
 #include <stdio.h>
 
-bool linear_bf16_available(char *why, size_t why_len)
+bool bert_bf16_available(char *why, size_t why_len)
 {
     if (why)
         snprintf(why, why_len, "this build has no oneDNN (install libdnnl-dev and rebuild)");
     return false;
 }
 
-const char *linear_bf16_isa(void)
+const char *bert_bf16_isa(void)
 {
     return "none";
 }

@@ -6,20 +6,14 @@
  * bf16 (a model's mapping and arena), so the encoder needs no second code
  * path: bert_linear_share asks linear_bf16_try first. Built only when CMake
  * finds oneDNN (BERT_HAVE_DNNL); otherwise every function reports
- * "not available". Thread-safe. */
+ * "not available" (bert_bf16_available, bert_bf16_isa: bert.h). Thread-safe. */
 #ifndef BERT_LINEAR_BF16_H
 #define BERT_LINEAR_BF16_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "status.h"
-
-/* Whether bf16 products can run here; when not, `why` says why. */
-bool linear_bf16_available(char *why, size_t why_len);
-
-/* The instructions the products run on: "AMX", "AVX512_BF16" or "none". */
-const char *linear_bf16_isa(void);
+#include "bert.h"
 
 /* Weights inside [begin, begin + len) run in bf16 from now on. */
 enum bert_status linear_bf16_register(const void *begin, size_t len, struct bert_error *err);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "fileutil.h"
+#include "names.h"
 #include "tokenizer.h"
 
 struct bert_synth_options bert_synth_options_default(void)

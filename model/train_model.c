@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "fileutil.h"
-#include "model.h"
+#include "bert.h"
+#include "engine.h"
 #include "synth.h"
 
 /* The layout as a list of (pointer slot, name, kind, shape), in
@@ -267,7 +268,7 @@ enum bert_status train_model_load(struct train_model *m, const char *dir, bool m
         return st;
     st = train_model_init(m, &loaded->config, mlm, classifier, err);
     if (st == BERT_OK)
-        st = train_model_copy_weights(m, &loaded->weights, err);
+        st = train_model_copy_weights(m, &loaded->engine->weights, err);
     bert_model_free(loaded);
     if (st != BERT_OK)
         train_model_free(m);

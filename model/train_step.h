@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "encoder.h"
+#include "bert.h"
 #include "train_model.h"
 
 struct train_batch {

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "names.h"
 #include "safetensors.h"
 
 /* ModernBERT keeps its fused Wqkv (3H, H) in query_w / query_b and has

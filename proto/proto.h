@@ -19,8 +19,7 @@
 
 #include <jansson.h>
 
-#include "heads.h"
-#include "model.h"
+#include "bert.h"
 #include "tokenizer.h"
 
 enum proto_route {

@@ -21,7 +21,7 @@ if(BERT_FUZZ)
 endif()
 
 # name:library pairs; toml.c lives in the server library.
-foreach(pair request:bertproto tokenizer:berttok toml:bertsrv config_json:bert safetensors:bert)
+foreach(pair request:bertproto tokenizer:berttok toml:bertsrv config_json:bert_internal safetensors:bert_internal)
   string(REPLACE ":" ";" parts ${pair})
   list(GET parts 0 name)
   list(GET parts 1 lib)

@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "check.h"
-#include "model.h"
+#include "bert.h"
 #include "synth.h"
 
 #define H 32 /* hidden size of the valid checkpoint */

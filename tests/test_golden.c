@@ -19,9 +19,9 @@
 
 #include <jansson.h>
 
+#include "bert.h"
 #include "check.h"
-#include "heads.h"
-#include "linear_bf16.h"
+#include "engine.h"
 #include "synth.h"
 
 #define TOP_K 5
@@ -425,7 +425,7 @@ static void class_probabilities(const struct bert_config *c, const float *logits
  * uses inside the engine. */
 static float *pooler_output(const struct bert_model *m, const float *cls)
 {
-    const struct bert_weights *w = &m->weights;
+    const struct bert_weights *w = &m->engine->weights;
     /* ModernBERT's head is checked through the classifier and the MLM. */
     if (w->pooler_w == NULL || m->config.family == BERT_FAMILY_MODERNBERT)
         return NULL;
@@ -902,7 +902,7 @@ static bool run_variant(struct run *r, json_t *golden, json_t *variant, json_t *
     for (size_t threads = 1; ok && threads <= 2; threads++)
         ok = run_threads(r, threads, outputs, f32_outputs, same_tol, loose_tol, label);
     char why[160];
-    if (ok && strcmp(dtype, "f32") == 0 && linear_bf16_available(why, sizeof why)) {
+    if (ok && strcmp(dtype, "f32") == 0 && bert_bf16_available(why, sizeof why)) {
         char bf16_label[160];
         snprintf(bf16_label, sizeof bf16_label, "%s bf16-compute", label);
         CHECK_INT_EQ(bert_model_use_bf16(model, &err), BERT_OK);

@@ -9,8 +9,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "heads.h"
-#include "model.h"
+#include "bert.h"
 #include "train_data.h"
 #include "train_step.h"
 

@@ -1,9 +1,11 @@
-#include "modernbert.h"
-
+/* The ModernBERT encoder (family.h). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "attention.h"
+#include "engine.h"
+#include "family.h"
 #include "kernels.h"
 #include "rope.h"
 
@@ -53,7 +55,7 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
                           const struct bert_batch *b, const struct bert_share *p, size_t i)
 {
     const struct bert_config *c = &model->config;
-    const struct bert_layer_weights *l = &model->weights.layers[i];
+    const struct bert_layer_weights *l = &model->engine->weights.layers[i];
     const size_t H = c->hidden_size, I = c->intermediate_size;
     const size_t r0 = p->r0, r1 = p->r1;
     const size_t br0 = p->by_rows ? r0 : 0, bnr = p->by_rows ? r1 - r0 : p->rows;
@@ -72,11 +74,12 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     bert_share_cols(p, 3 * H, &c0, &c1);
     kernel_add_bias(s->qkv + br0 * 3 * H + c0, l->query_b + c0, bnr, c1 - c0, 3 * H);
     bert_team_barrier(s->team);
-    rotate_rows(model, b, s->qkv, r0, r1, global ? model->rope_global : model->rope_local);
+    const struct bert_engine *e = model->engine;
+    rotate_rows(model, b, s->qkv, r0, r1, global ? e->rope_global : e->rope_local);
     if (p->member == 0)
         atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
     bert_team_barrier(s->team);
-    bert_attention_member(model, s, b, p->member,
+    attention_member(model, s, b, p->member,
                           global ? SIZE_MAX : c->modern.local_window / 2);
     bert_team_barrier(s->team);
     bert_linear_share(p, s->ctx, H, l->attn_out_w, H, s->tmp, H);
@@ -90,7 +93,7 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     bert_share_cols(p, 2 * I, &c0, &c1);
     kernel_add_bias(s->ffn + br0 * 2 * I + c0, l->ffn_in_b + c0, bnr, c1 - c0, 2 * I);
     sync_cols(p, s->team);
-    kernel_bias_activation(s->ffn + r0 * 2 * I, model->weights.zeros, r1 - r0, I, 2 * I,
+    kernel_bias_activation(s->ffn + r0 * 2 * I, model->engine->weights.zeros, r1 - r0, I, 2 * I,
                            c->activation);
     float *glu = s->qkv; /* (T, I); attention is done with qkv */
     for (size_t r = r0; r < r1; r++) {
@@ -107,11 +110,11 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     bert_team_barrier(s->team);
 }
 
-void modernbert_encode_member(const struct bert_model *model, struct bert_scratch *s,
+void family_modernbert_encode_member(const struct bert_model *model, struct bert_scratch *s,
                               const struct bert_batch *b, const struct bert_share *p)
 {
     const struct bert_config *c = &model->config;
-    const struct bert_weights *w = &model->weights;
+    const struct bert_weights *w = &model->engine->weights;
     const size_t H = c->hidden_size;
     for (size_t t = p->r0; t < p->r1; t++)
         memcpy(s->x + t * H, w->word_emb + (size_t)b->ids[t] * H, H * sizeof(float));
