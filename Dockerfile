@@ -41,6 +41,7 @@ COPY CMakeLists.txt config.example.toml ./
 COPY base base
 COPY tokenizer tokenizer
 COPY model model
+COPY train train
 COPY proto proto
 COPY cli cli
 COPY server server

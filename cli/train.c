@@ -1,6 +1,6 @@
 /* `bert pretrain` (masked-LM, or causal LM with --objective clm, from
  * scratch) and `bert finetune` (classification head on [CLS], or on the
- * last token of a causal model), both on model/train_*.c. */
+ * last token of a causal model), both on train/. */
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>

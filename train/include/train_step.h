@@ -9,7 +9,7 @@
  * token; its caller gives next-token labels as mlm_labels, so a causal LM
  * trains through the same tied head (BertLMHeadModel).
  *
- * Products run on the work's compute team (model/team.h), split by rows
+ * Products run on the work's compute team (the engine's team.h), split by rows
  * or columns; attention runs one (sequence, head) per team member at a time.
  * OpenBLAS should be single-threaded (openblas_set_num_threads(1)). */
 #ifndef BERT_TRAIN_STEP_H

@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "safetensors.h"
-#include "weights.h"
+#include "bert.h"
+
+struct bert_weights; /* the engine's bound weights (model/weights.h) */
 
 struct train_layer {
     float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b; /* (H, H), (H) */
@@ -68,7 +68,7 @@ struct train_model {
 enum bert_status train_model_init(struct train_model *m, const struct bert_config *cfg,
                                   bool mlm, bool classifier, struct bert_error *err);
 
-/* Fill every parameter from model/synth.h's generator (the values `bert
+/* Fill every parameter from synth.h's generator (the values `bert
  * init` writes for the same seed and ranges). */
 void train_model_synth(struct train_model *m, uint64_t seed, double weight_std,
                        double bias_range, double ln_range);

@@ -6,13 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fileutil.h"
 #include "bert.h"
+#include "config.h"
 #include "engine.h"
+#include "fileutil.h"
+#include "safetensors.h"
 #include "synth.h"
 
 /* The layout as a list of (pointer slot, name, kind, shape), in
- * model/synth.c's order so `bert init` and the trainer agree. */
+ * train/synth.c's order so `bert init` and the trainer agree. */
 struct layout_builder {
     struct train_model *m;
     float **slots[512];

@@ -8,8 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "fileutil.h"
 #include "names.h"
+#include "safetensors.h"
 #include "tokenizer.h"
 
 struct bert_synth_options bert_synth_options_default(void)

@@ -9,9 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "status.h"
-#include "tokenizer.h"
+#include "bert.h"
 
 struct train_corpus {
     int32_t *ids;      /* (n_ids) the token stream */

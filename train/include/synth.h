@@ -17,8 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "safetensors.h"
+#include "bert.h"
 
 struct bert_synth_options {
     struct bert_config config; /* geometry, labels, activation, eps; vocab_size 0: tokenizer's;
