@@ -1,5 +1,6 @@
-/* Tiny long-option parser shared by the subcommands: `--name value`,
- * `--name=value` and boolean `--flag`. */
+/* Tiny long-option parser shared by the subcommands (`--name value`,
+ * `--name=value` and boolean `--flag`), and the option helpers several of
+ * them share. */
 #ifndef CLI_ARGS_H
 #define CLI_ARGS_H
 
@@ -22,5 +23,25 @@ bool cli_parse(const char *cmd, int argc, char **argv, const struct cli_opt *opt
 
 /* Print the options' help lines. */
 void cli_print_options(const struct cli_opt *opts, size_t n);
+
+/* An option that parsed but is out of range or clashes with another:
+ * prints "bert <cmd>: <message>", then `usage` and the options' help, and
+ * returns CLI_EXIT_USAGE. The message names the option ("--max-len must be
+ * ..."). */
+int cli_usage_error(const char *cmd, const char *message, const char *usage,
+                    const struct cli_opt *opts, size_t n);
+
+#define CLI_MAX_CORPUS_FILES 64
+
+/* Move every `--corpus FILE` (the option may repeat, up to
+ * CLI_MAX_CORPUS_FILES) out of argv into files; returns the new argc. */
+int cli_take_corpus_files(int argc, char **argv, const char **files, size_t *n_files);
+
+struct train_mask_options;
+
+/* Check o->mask_prob and apply `mix` ("M,R,K": shares of picked tokens made
+ * [MASK], a random token, kept; summing to 1), NULL keeping o's. Returns
+ * NULL, or a message naming the flag at fault. */
+const char *cli_mask_options(const char *mix, struct train_mask_options *o);
 
 #endif

@@ -11,8 +11,8 @@
 #include <jansson.h>
 
 #include "args.h"
-#include "cli.h"
 #include "bert.h"
+#include "cli.h"
 
 /* Packed batches: batch b holds sequences [first[b], first[b + 1]). */
 struct workload {

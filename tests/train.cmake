@@ -34,3 +34,9 @@ add_test(NAME train_causal
                  ${BERT_TEST_DATA}/train ${BERT_TEST_DATA}/tokenizer/bert-base-uncased
                  ${BERT_TEST_WORK}/train-causal)
 set_tests_properties(train_causal PROPERTIES TIMEOUT 300 LABELS train)
+
+# The fine-tuning loop as a library function (train/finetune.c): the kept
+# checkpoint is the best evaluation's (checked by the inference engine),
+# runs repeat bit for bit, bad options name their flag.
+bert_add_test(NAME test_train_loop SOURCES test_train_loop.c LIBS berttrain
+              ARGS ${BERT_TEST_DATA} ${BERT_TEST_WORK}/train-loop TIMEOUT 120 LABELS train)
