@@ -11,12 +11,33 @@
 #include "bert.h"
 #include "engine.h"
 #include "family/family.h"
+#include "linear_bf16.h"
 #include "scratch.h"
 
 /* Views are 64-byte aligned so GEMMs and vector loops start on cache lines. */
 static size_t round_floats(size_t n)
 {
     return (n + 15) & ~(size_t)15;
+}
+
+/* Each team member's bf16 context, with room for the most rows it can be
+ * given: member m runs only when the team is at least m + 1 wide, so its
+ * share of T rows is at most ceil(T / (m + 1)). `max_in`: the widest input
+ * of a dense layer (H, I, or ELECTRA's E). */
+static bool bf16_contexts_new(struct bert_scratch *s, size_t T, size_t max_in)
+{
+    const size_t members = bert_team_size(s->team);
+    s->bf16 = calloc(members, sizeof *s->bf16);
+    if (s->bf16 == NULL)
+        return false;
+    for (size_t m = 0; m < members; m++) {
+        const size_t rows = (T + m) / (m + 1);
+        s->bf16[m] = linear_bf16_ctx_new(rows, max_in);
+        if (s->bf16[m] == NULL)
+            return false;
+        s->bytes += rows * max_in * sizeof(uint16_t);
+    }
+    return true;
 }
 
 struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max_tokens,
@@ -70,18 +91,16 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += sizes[i];
     float *mem = aligned_alloc(64, total * sizeof(float));
+    s->memory = mem;
     s->masks = calloc(max_tokens, sizeof *s->masks);
-    if (mem == NULL || s->masks == NULL) {
-        free(mem);
-        free(s->masks);
-        bert_team_free(s->team);
-        free(s);
+    s->bytes = total * sizeof(float);
+    if (mem == NULL || s->masks == NULL ||
+        (model->bf16 && !bf16_contexts_new(s, T, HE > inter ? HE : inter))) {
+        bert_scratch_free(s);
         bert_error_set(err, BERT_E_NOMEM, "out of memory allocating %zu MiB of scratch",
                        total * sizeof(float) >> 20);
         return NULL;
     }
-    s->memory = mem;
-    s->bytes = total * sizeof(float);
     s->max_tokens = max_tokens;
     s->max_seq_len = max_seq_len;
     float **views[] = {&s->x, &s->qkv, &s->ctx, &s->tmp, &s->ffn, &s->attn, &s->logits};
@@ -96,6 +115,9 @@ void bert_scratch_free(struct bert_scratch *s)
 {
     if (s == NULL)
         return;
+    for (size_t m = 0; s->bf16 != NULL && m < bert_team_size(s->team); m++)
+        linear_bf16_ctx_free(s->bf16[m]);
+    free(s->bf16);
     bert_team_free(s->team);
     free(s->memory);
     free(s->masks);
@@ -173,7 +195,8 @@ struct encode_job {
 static void encode_member(void *arg, size_t member, size_t n_members)
 {
     const struct encode_job *job = arg;
-    const struct bert_share p = bert_share_of(job->b->n_tokens, member, n_members);
+    struct bert_share p = bert_share_of(job->b->n_tokens, member, n_members);
+    p.bf16 = job->s->bf16 ? job->s->bf16[member] : NULL;
     job->encode_member(job->model, job->s, job->b, &p);
 }
 

@@ -9,7 +9,6 @@
 #include "config.h"
 #include "engine.h"
 #include "fileutil.h"
-#include "linear_bf16.h"
 #include "rope.h"
 
 /* The checkpoint's own limit: position embeddings (those from
@@ -90,15 +89,12 @@ enum bert_status bert_model_use_bf16(struct bert_model *m, struct bert_error *er
 {
     if (m->bf16)
         return BERT_OK;
-    struct bert_engine *e = m->engine;
-    enum bert_status st = linear_bf16_register(e->file.map, e->file.map_len, err);
-    if (st == BERT_OK && e->weights.arena != NULL) {
-        st = linear_bf16_register(e->weights.arena, e->weights.arena_floats * sizeof(float), err);
-        if (st != BERT_OK)
-            linear_bf16_unregister(e->file.map);
-    }
-    m->bf16 = st == BERT_OK;
-    return st;
+    char why[160];
+    if (!bert_bf16_available(why, sizeof why))
+        return bert_error_set(err, BERT_E_UNSUPPORTED, "bf16 is not available: %s", why);
+    bert_weights_pack_bf16(&m->engine->weights, &m->config);
+    m->bf16 = true;
+    return BERT_OK;
 }
 
 void bert_model_free(struct bert_model *m)
@@ -107,11 +103,6 @@ void bert_model_free(struct bert_model *m)
         return;
     struct bert_engine *e = m->engine;
     if (e != NULL) {
-        if (m->bf16) {
-            linear_bf16_unregister(e->file.map);
-            if (e->weights.arena != NULL)
-                linear_bf16_unregister(e->weights.arena);
-        }
         bert_weights_free(&e->weights);
         free(e->rope_global);
         free(e->rope_local);

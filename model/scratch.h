@@ -32,6 +32,7 @@ struct bert_scratch {
     struct bert_team *team;
     atomic_size_t next_item;       /* dynamic scheduling of attention heads */
     struct bert_mask_row *masks;   /* (max_tokens) the [MASK] rows of a fill-mask batch */
+    struct linear_bf16_ctx **bf16; /* (members) their bf16 contexts; NULL: the model runs f32 */
 };
 
 /* A [MASK] row: where it is, whose it is, and which of that sequence's masks. */

@@ -228,13 +228,13 @@ static const float *source_of(const struct train_model *m, const struct bert_wei
         const struct train_layer *a = &v->layers[l];
         const struct bert_layer_weights *b = &w->layers[l];
         const float *const lp[][2] = {
-            {a->query_w, b->query_w},       {a->query_b, b->query_b},
-            {a->key_w, b->key_w},           {a->key_b, b->key_b},
-            {a->value_w, b->value_w},       {a->value_b, b->value_b},
-            {a->attn_out_w, b->attn_out_w}, {a->attn_out_b, b->attn_out_b},
+            {a->query_w, b->query.w},       {a->query_b, b->query_b},
+            {a->key_w, b->key.w},           {a->key_b, b->key_b},
+            {a->value_w, b->value.w},       {a->value_b, b->value_b},
+            {a->attn_out_w, b->attn_out.w}, {a->attn_out_b, b->attn_out_b},
             {a->attn_ln_g, b->attn_ln_g},   {a->attn_ln_b, b->attn_ln_b},
-            {a->ffn_in_w, b->ffn_in_w},     {a->ffn_in_b, b->ffn_in_b},
-            {a->ffn_out_w, b->ffn_out_w},   {a->ffn_out_b, b->ffn_out_b},
+            {a->ffn_in_w, b->ffn_in.w},     {a->ffn_in_b, b->ffn_in_b},
+            {a->ffn_out_w, b->ffn_out.w},   {a->ffn_out_b, b->ffn_out_b},
             {a->ffn_ln_g, b->ffn_ln_g},     {a->ffn_ln_b, b->ffn_ln_b},
         };
         for (size_t i = 0; i < sizeof lp / sizeof lp[0]; i++)

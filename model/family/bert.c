@@ -57,9 +57,9 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
 
     /* Q, K and V land side by side in one (T, 3H) matrix; the bias goes on
      * the part this member computed. */
-    bert_linear_share(p, *x, H, l->query_w, H, s->qkv, 3 * H);
-    bert_linear_share(p, *x, H, l->key_w, H, s->qkv + H, 3 * H);
-    bert_linear_share(p, *x, H, l->value_w, H, s->qkv + 2 * H, 3 * H);
+    bert_linear_share(p, *x, H, &l->query, H, s->qkv, 3 * H);
+    bert_linear_share(p, *x, H, &l->key, H, s->qkv + H, 3 * H);
+    bert_linear_share(p, *x, H, &l->value, H, s->qkv + 2 * H, 3 * H);
     bert_share_cols(p, H, &c0, &c1);
     size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : T;
     const float *biases[3] = {l->query_b, l->key_b, l->value_b};
@@ -71,7 +71,7 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     attention_member(model, s, b, p->member, SIZE_MAX);
     bert_team_barrier(team);
 
-    bert_linear_share(p, s->ctx, H, l->attn_out_w, H, *tmp, H);
+    bert_linear_share(p, s->ctx, H, &l->attn_out, H, *tmp, H);
     if (!p->by_rows)
         bert_team_barrier(team);
     kernel_add_layernorm(*tmp + p->r0 * H, *x + p->r0 * H, l->attn_out_b, l->attn_ln_g,
@@ -82,13 +82,13 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     if (!p->by_rows)
         bert_team_barrier(team);
 
-    bert_linear_share(p, *x, H, l->ffn_in_w, FF, s->ffn, FF);
+    bert_linear_share(p, *x, H, &l->ffn_in, FF, s->ffn, FF);
     bert_share_cols(p, FF, &c0, &c1);
     kernel_bias_activation(s->ffn + r0 * FF + c0, l->ffn_in_b + c0, nr, c1 - c0, FF,
                            c->activation);
     if (!p->by_rows)
         bert_team_barrier(team);
-    bert_linear_share(p, s->ffn, FF, l->ffn_out_w, H, *tmp, H);
+    bert_linear_share(p, s->ffn, FF, &l->ffn_out, H, *tmp, H);
     if (!p->by_rows)
         bert_team_barrier(team);
     kernel_add_layernorm(*tmp + p->r0 * H, *x + p->r0 * H, l->ffn_out_b, l->ffn_ln_g,
@@ -104,14 +104,14 @@ void family_bert_encode_member(const struct bert_model *model, struct bert_scrat
                                const struct bert_batch *b, const struct bert_share *p)
 {
     const struct bert_weights *w = &model->engine->weights;
-    embed_rows(model, b, p->r0, p->r1, w->emb_proj_w ? s->ffn : s->x);
+    embed_rows(model, b, p->r0, p->r1, w->emb_proj.w ? s->ffn : s->x);
     if (!p->by_rows)
         bert_team_barrier(s->team);
-    if (w->emb_proj_w != NULL) {
+    if (w->emb_proj.w != NULL) {
         /* ElectraEmbeddings: LayerNorm at width E, then embeddings_project to H. */
         const size_t E = model->config.embedding_size, H = model->config.hidden_size;
         size_t c0, c1;
-        bert_linear_share(p, s->ffn, E, w->emb_proj_w, H, s->x, H);
+        bert_linear_share(p, s->ffn, E, &w->emb_proj, H, s->x, H);
         bert_share_cols(p, H, &c0, &c1);
         size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? p->r1 - p->r0 : p->rows;
         kernel_add_bias(s->x + r0 * H + c0, w->emb_proj_b + c0, nr, c1 - c0, H);

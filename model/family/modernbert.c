@@ -70,7 +70,7 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
         h = s->tmp;
         sync_cols(p, s->team);
     }
-    bert_linear_share(p, h, H, l->query_w, 3 * H, s->qkv, 3 * H);
+    bert_linear_share(p, h, H, &l->query, 3 * H, s->qkv, 3 * H);
     bert_share_cols(p, 3 * H, &c0, &c1);
     kernel_add_bias(s->qkv + br0 * 3 * H + c0, l->query_b + c0, bnr, c1 - c0, 3 * H);
     bert_team_barrier(s->team);
@@ -82,14 +82,14 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     attention_member(model, s, b, p->member,
                           global ? SIZE_MAX : c->modern.local_window / 2);
     bert_team_barrier(s->team);
-    bert_linear_share(p, s->ctx, H, l->attn_out_w, H, s->tmp, H);
+    bert_linear_share(p, s->ctx, H, &l->attn_out, H, s->tmp, H);
     sync_cols(p, s->team);
     add_residual(s->x, s->tmp, l->attn_out_b, r0, r1, H);
 
     /* MLP block: GeGLU, Wo(act(input) * gate) with input, gate = Wi(h). */
     norm_rows(s->x, s->tmp, r0, r1, H, l->ffn_ln_g, l->ffn_ln_b, eps);
     sync_cols(p, s->team);
-    bert_linear_share(p, s->tmp, H, l->ffn_in_w, 2 * I, s->ffn, 2 * I);
+    bert_linear_share(p, s->tmp, H, &l->ffn_in, 2 * I, s->ffn, 2 * I);
     bert_share_cols(p, 2 * I, &c0, &c1);
     kernel_add_bias(s->ffn + br0 * 2 * I + c0, l->ffn_in_b + c0, bnr, c1 - c0, 2 * I);
     sync_cols(p, s->team);
@@ -102,7 +102,7 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
             glu[r * I + k] = in[k] * in[I + k];
     }
     sync_cols(p, s->team);
-    bert_linear_share(p, glu, I, l->ffn_out_w, H, s->tmp, H);
+    bert_linear_share(p, glu, I, &l->ffn_out, H, s->tmp, H);
     sync_cols(p, s->team);
     add_residual(s->x, s->tmp, l->ffn_out_b, r0, r1, H);
     /* Always: glu rows are I floats apart, qkv rows 3H, so one member's

@@ -164,11 +164,13 @@ struct bert_model {
 enum bert_status bert_model_load(const char *dir, struct bert_model **out,
                                  struct bert_error *err);
 
-/* Run the dense layers in bf16 (weights converted once, on first use, to
- * oneDNN's AMX layout; f32 accumulation; everything else f32). Fails with
- * BERT_E_UNSUPPORTED, saying why, when this build has no oneDNN or the CPU
- * lacks AMX and AVX512_BF16; the model then keeps running in f32. Call
- * before the model serves requests. */
+/* Run the dense layers in bf16: each weight is converted now, once, to
+ * oneDNN's AMX layout and kept beside its f32 original; products
+ * accumulate in f32 and everything else stays f32. Scratches made after
+ * this call run the bf16 products (one made before keeps running f32).
+ * Fails with BERT_E_UNSUPPORTED, saying why, when this build has no oneDNN
+ * or the CPU lacks AMX and AVX512_BF16; the model then keeps running in
+ * f32. Call right after bert_model_load, before the model is shared. */
 enum bert_status bert_model_use_bf16(struct bert_model *model, struct bert_error *err);
 
 /* NULL is a no-op. */
