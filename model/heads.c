@@ -13,15 +13,6 @@
 #include "simd.h"
 #include "vmath.h"
 
-size_t bert_count_masks(const struct bert_model *model, const struct bert_batch *batch, size_t i)
-{
-    int32_t mask = bert_tokenizer_mask_id(model->tokenizer);
-    size_t n = 0;
-    for (size_t t = batch->seq_start[i]; t < batch->seq_start[i + 1]; t++)
-        n += batch->ids[t] == mask;
-    return n;
-}
-
 void bert_pool(const float *hidden, size_t H, size_t row0, size_t n, enum bert_pooling pooling,
                bool normalize, float *out)
 {
@@ -255,21 +246,31 @@ static void heads_member(void *arg, size_t member, size_t n_members)
     }
 }
 
-/* Index the [MASK] rows of the fill-mask sequences, in order. */
-static size_t find_masks(const struct bert_model *model, struct bert_scratch *s,
-                         const struct bert_batch *b, const struct bert_seq_task *tasks)
+/* The rows the MLM head runs at: each fill-mask task's mask positions,
+ * moved to the packed batch's rows, in order. */
+static size_t find_masks(struct bert_scratch *s, const struct bert_batch *b,
+                         const struct bert_seq_task *tasks)
 {
-    const int32_t mask = bert_tokenizer_mask_id(model->tokenizer);
     size_t n = 0;
     for (size_t i = 0; i < b->n_seqs; i++) {
         if (tasks[i].task != BERT_TASK_FILL_MASK)
             continue;
-        size_t ord = 0;
-        for (size_t t = b->seq_start[i]; t < b->seq_start[i + 1]; t++)
-            if (b->ids[t] == mask)
-                s->masks[n++] = (struct bert_mask_row){t, i, ord++};
+        for (size_t ord = 0; ord < tasks[i].n_masks; ord++)
+            s->masks[n++] =
+                (struct bert_mask_row){b->seq_start[i] + tasks[i].mask_positions[ord], i, ord};
     }
     return n;
+}
+
+/* Strictly ascending and inside the sequence, so a batch has at most as
+ * many mask rows as tokens (the scratch's room). */
+static bool masks_valid(const struct bert_seq_task *t, size_t seq_len)
+{
+    const uint32_t *pos = t->mask_positions;
+    for (uint32_t k = 0; k < t->n_masks; k++)
+        if (pos[k] >= seq_len || (k > 0 && pos[k] <= pos[k - 1]))
+            return false;
+    return true;
 }
 
 enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s,
@@ -296,12 +297,15 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
             if (t->top_k == 0 || (t->targets != NULL && t->top_k > t->n_targets))
                 return bert_error_set(err, BERT_E_INVALID,
                                       "sequence %zu: top_k %u is invalid", i, t->top_k);
+            if (!masks_valid(t, batch->seq_start[i + 1] - batch->seq_start[i]))
+                return bert_error_set(err, BERT_E_INVALID,
+                                      "sequence %zu: mask positions out of order or range", i);
         }
     }
     enum bert_status st = bert_encode(model, s, batch, &job.hidden, err);
     if (st != BERT_OK)
         return st;
-    job.n_masks = find_masks(model, s, batch, tasks);
+    job.n_masks = find_masks(s, batch, tasks);
     bert_team_run(s->team, heads_member, &job);
     return BERT_OK;
 }

@@ -202,11 +202,17 @@ static bool resolve_targets(struct proto_job *job, const struct bert_model *mode
     return true;
 }
 
-static size_t count_ids(const struct bert_encoding *enc, int32_t id)
+/* How many tokens of `enc` are `id`; their positions, ascending, into
+ * `positions` unless it is NULL. */
+static size_t find_ids(const struct bert_encoding *enc, int32_t id, uint32_t *positions)
 {
     size_t n = 0;
     for (size_t j = 0; j < enc->n; j++)
-        n += enc->ids[j] == id;
+        if (enc->ids[j] == id) {
+            if (positions != NULL)
+                positions[n] = (uint32_t)j;
+            n++;
+        }
     return n;
 }
 
@@ -257,7 +263,7 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
         int32_t mask_id = bert_tokenizer_mask_id(model->tokenizer);
         for (size_t i = 0; i < job->n_seqs; i++) {
             struct proto_seq *seq = &job->seqs[i];
-            seq->n_masks = count_ids(&seq->enc, mask_id);
+            seq->n_masks = find_ids(&seq->enc, mask_id, NULL);
             if (seq->n_masks == 0) {
                 proto_error_set(err, PROTO_ERR_INVALID, "inputs[%zu] has no mask token \"%s\"%s", i,
                                 bert_tokenizer_mask_token(model->tokenizer),
@@ -283,11 +289,12 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
         break;
     }
 
-    /* Fill-mask stores probabilities then ids; both are 4 bytes wide. */
+    /* Fill-mask stores probabilities, ids, then the mask positions the
+     * engine reads; all 4 bytes wide. */
     size_t all_tokens = 0;
     for (size_t i = 0; i < job->n_seqs; i++)
         all_tokens += job->seqs[i].enc.n;
-    size_t n_floats = r->route == PROTO_ROUTE_FILL_MASK         ? 2 * total_masks * top_k
+    size_t n_floats = r->route == PROTO_ROUTE_FILL_MASK         ? (2 * top_k + 1) * total_masks
                       : r->route == PROTO_ROUTE_REPLACED_TOKENS ? all_tokens
                                                                 : job->n_seqs * per_seq;
     job->outputs = malloc((n_floats ? n_floats : 1) * sizeof(float));
@@ -297,6 +304,7 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
     }
     float *probs = job->outputs;
     int32_t *ids = (int32_t *)(job->outputs + total_masks * top_k);
+    uint32_t *positions = (uint32_t *)(job->outputs + 2 * total_masks * top_k);
     float *per_token = job->outputs;
     for (size_t i = 0; i < job->n_seqs; i++) {
         struct bert_seq_task *t = &job->seqs[i].task;
@@ -321,6 +329,10 @@ static bool setup_tasks(struct proto_job *job, const struct bert_model *model,
             t->n_targets = n_targets;
             t->top_probs = probs;
             t->top_ids = ids;
+            t->mask_positions = positions;
+            t->n_masks = (uint32_t)find_ids(&job->seqs[i].enc,
+                                            bert_tokenizer_mask_id(model->tokenizer), positions);
+            positions += t->n_masks;
             probs += job->seqs[i].n_masks * top_k;
             ids += job->seqs[i].n_masks * top_k;
             break;

@@ -77,6 +77,7 @@ struct result {
     float *logits;                 /* (num_labels) or NULL */
     float *probs;                  /* (num_labels) or NULL, computed in double */
     size_t n_masks;
+    uint32_t *mask_positions;      /* (n_masks) */
     int32_t *top_ids;              /* (n_masks, TOP_K) */
     float *top_probs;              /* (n_masks, TOP_K) */
     float *replaced;               /* (n) ELECTRA discriminator probabilities, or NULL */
@@ -91,6 +92,7 @@ static void result_free(struct result *r)
     free(r->pooler);
     free(r->logits);
     free(r->probs);
+    free(r->mask_positions);
     free(r->top_ids);
     free(r->top_probs);
     free(r->replaced);
@@ -508,7 +510,11 @@ static void alloc_outputs(const struct run *r, const struct packed *p, struct re
             x->logits = xcalloc(m->config.num_labels, sizeof(float));
             x->probs = xcalloc(m->config.num_labels, sizeof(float));
         }
-        x->n_masks = m->can_fill_mask ? bert_count_masks(m, &p->batch, i) : 0;
+        x->mask_positions = xcalloc(x->n, sizeof(uint32_t));
+        const int32_t *ids = p->batch.ids + p->seq_start[i];
+        for (size_t t = 0; m->can_fill_mask && t < x->n; t++)
+            if (ids[t] == bert_tokenizer_mask_id(m->tokenizer))
+                x->mask_positions[x->n_masks++] = (uint32_t)t;
         x->top_ids = xcalloc(x->n_masks * TOP_K, sizeof(int32_t));
         x->top_probs = xcalloc(x->n_masks * TOP_K, sizeof(float));
         if (m->can_detect_replaced)
@@ -570,6 +576,8 @@ static bool run_batch(const struct run *r, size_t first, size_t count, struct re
                                           .normalize = m->config.normalize};
         if (res[i].n_masks > 0) {
             tasks[i] = (struct bert_seq_task){.task = BERT_TASK_FILL_MASK, .top_k = TOP_K,
+                                              .mask_positions = res[i].mask_positions,
+                                              .n_masks = (uint32_t)res[i].n_masks,
                                               .top_ids = res[i].top_ids,
                                               .top_probs = res[i].top_probs};
             any = true;

@@ -240,10 +240,14 @@ struct bert_seq_task {
     bool normalize;
     float *embedding;        /* (H) out */
 
-    /* BERT_TASK_FILL_MASK: for each mask position in order, the top_k
-     * (token, probability) pairs, best first. With targets, probabilities are
-     * those of the full-vocabulary softmax at the target ids, and top_k is at
-     * most n_targets. */
+    /* BERT_TASK_FILL_MASK: the MLM head at the given positions of the
+     * sequence (its mask tokens: the caller finds them, the engine knows no
+     * mask id), and for each position in order the top_k (token,
+     * probability) pairs, best first. With targets, probabilities are those
+     * of the full-vocabulary softmax at the target ids, and top_k is at most
+     * n_targets. */
+    const uint32_t *mask_positions; /* (n_masks) strictly ascending, < the sequence's length */
+    uint32_t n_masks;
     uint32_t top_k;
     const int32_t *targets;  /* (n_targets) or NULL */
     uint32_t n_targets;
@@ -259,12 +263,9 @@ struct bert_seq_task {
     float *replaced;         /* (tokens of the sequence) out */
 };
 
-/* Number of mask tokens in sequence `i` of `batch`. */
-size_t bert_count_masks(const struct bert_model *model, const struct bert_batch *batch,
-                        size_t i);
-
 /* Encode `batch` and run each sequence's task. Fails with BERT_E_INVALID when
- * a task needs a head the checkpoint lacks; never allocates. */
+ * a task needs a head the checkpoint lacks or its mask positions are out of
+ * order or range; never allocates. */
 enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s,
                           const struct bert_batch *batch, const struct bert_seq_task *tasks,
                           struct bert_error *err);
