@@ -131,3 +131,16 @@ const char *cli_mask_options(const char *mix, struct train_mask_options *o)
     o->replace_random = r;
     return NULL;
 }
+
+bool cli_parse_dtype(const char *name, enum bert_dtype *out)
+{
+    if (strcmp(name, "f32") == 0)
+        *out = BERT_DTYPE_F32;
+    else if (strcmp(name, "f16") == 0)
+        *out = BERT_DTYPE_F16;
+    else if (strcmp(name, "bf16") == 0)
+        *out = BERT_DTYPE_BF16;
+    else
+        return false;
+    return true;
+}

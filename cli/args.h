@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bert.h"
+
 enum cli_opt_kind { CLI_OPT_STRING, CLI_OPT_SIZE, CLI_OPT_DOUBLE, CLI_OPT_U64, CLI_OPT_FLAG };
 
 struct cli_opt {
@@ -36,6 +38,10 @@ int cli_usage_error(const char *cmd, const char *message, const char *usage,
 /* Move every `--corpus FILE` (the option may repeat, up to
  * CLI_MAX_CORPUS_FILES) out of argv into files; returns the new argc. */
 int cli_take_corpus_files(int argc, char **argv, const char **files, size_t *n_files);
+
+/* "f32", "f16" or "bf16": the dtype a checkpoint is written in; false for
+ * any other name. */
+bool cli_parse_dtype(const char *name, enum bert_dtype *out);
 
 struct train_mask_options;
 

@@ -8,19 +8,6 @@
 #include "cli.h"
 #include "train.h"
 
-static bool parse_dtype(const char *name, enum bert_dtype *out)
-{
-    if (strcmp(name, "f32") == 0)
-        *out = BERT_DTYPE_F32;
-    else if (strcmp(name, "f16") == 0)
-        *out = BERT_DTYPE_F16;
-    else if (strcmp(name, "bf16") == 0)
-        *out = BERT_DTYPE_BF16;
-    else
-        return false;
-    return true;
-}
-
 static bool parse_problem(const char *name, enum bert_problem_type *out)
 {
     if (strcmp(name, "single") == 0)
@@ -85,7 +72,7 @@ int cli_pretrain_command(int argc, char **argv)
     o.causal = strcmp(objective, "clm") == 0;
     struct bert_error err = {0};
     const char *bad = cli_mask_options(mask_mix, &o.mask);
-    if (bad == NULL && !parse_dtype(dtype, &o.dtype))
+    if (bad == NULL && !cli_parse_dtype(dtype, &o.dtype))
         bad = "--dtype must be f32, f16 or bf16";
     if (bad == NULL && !o.causal && strcmp(objective, "mlm") != 0)
         bad = "--objective must be mlm or clm";
@@ -153,7 +140,7 @@ int cli_finetune_command(int argc, char **argv)
     o.n_corpus = n_files;
     struct bert_error err = {0};
     const char *bad = NULL;
-    if (!parse_dtype(dtype, &o.dtype))
+    if (!cli_parse_dtype(dtype, &o.dtype))
         bad = "--dtype must be f32, f16 or bf16";
     else if (!parse_problem(problem, &o.problem))
         bad = "--problem must be single, multi or regression";
