@@ -10,7 +10,7 @@
 
 #include "args.h"
 #include "cli.h"
-#include "train.h"
+#include "train_loop.h"
 #include "train_data.h"
 #include "train_mask.h"
 #include "train_model.h"

@@ -1,12 +1,12 @@
 /* `bert pretrain` and `bert finetune`: their flags, parsed into the
- * trainer's options (train/include/train.h), which runs the loops. */
+ * trainer's options (train/include/train_loop.h), which runs the loops. */
 #include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "args.h"
 #include "cli.h"
-#include "train.h"
+#include "train_loop.h"
 
 static bool parse_problem(const char *name, enum bert_problem_type *out)
 {

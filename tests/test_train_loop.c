@@ -1,4 +1,4 @@
-/* The fine-tuning loop driven as a library function (train.h), without the
+/* The fine-tuning loop driven as a library function (train_loop.h), without the
  * CLI:
  *  1. a regression head on 400 STS-B pairs for 16 steps, evaluated every 4:
  *     four progress lines, the result's step and evaluation counts, and the
@@ -20,7 +20,7 @@
 #include "bert.h"
 #include "check.h"
 #include "synth.h"
-#include "train.h"
+#include "train_loop.h"
 #include "train_data.h"
 
 static const char *data_dir, *work_dir;

@@ -1,14 +1,14 @@
 /* `bert finetune`: the classification head (single-label, multi-label or
  * regression) on [CLS], or on a causal model's last token, trained with the
  * encoder or with it frozen, evaluated on a dev set with early stopping
- * (train.h). */
+ * (train_loop.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
 #include "loop.h"
-#include "train.h"
+#include "train_loop.h"
 #include "train_data.h"
 #include "train_model.h"
 #include "train_optim.h"

@@ -1,4 +1,4 @@
-/* Shared by the training loops (loop.h), and the held-out split (train.h). */
+/* Shared by the training loops (loop.h), and the held-out split (train_loop.h). */
 #include "loop.h"
 
 #include <stdarg.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "train.h"
+#include "train_loop.h"
 
 size_t train_heldout_sequences(size_t n_seqs, double share, size_t max)
 {

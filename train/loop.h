@@ -1,8 +1,8 @@
 /* What the two training loops (pretrain.c, finetune.c) share: packed batch
  * buffers, the dropout seeds of a step, progress output and clocks.
  * Private to train/. */
-#ifndef BERT_TRAIN_LOOP_H
-#define BERT_TRAIN_LOOP_H
+#ifndef BERT_TRAIN_LOOP_SHARED_H
+#define BERT_TRAIN_LOOP_SHARED_H
 
 #include <stdbool.h>
 #include <stddef.h>

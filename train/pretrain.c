@@ -1,12 +1,12 @@
 /* `bert pretrain`: masked-LM (or, with --objective clm, causal LM)
  * pretraining from scratch, from another model's weights (--init), or
- * resumed from OUT/checkpoint (train.h). */
+ * resumed from OUT/checkpoint (train_loop.h). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "loop.h"
-#include "train.h"
+#include "train_loop.h"
 #include "train_data.h"
 #include "train_model.h"
 #include "train_optim.h"

@@ -10,7 +10,7 @@
 
 #include "kernels.h"
 #include "simd.h"
-#include "step_internal.h"
+#include "step_heads.h"
 #include "team.h"
 #include "vmath.h"
 

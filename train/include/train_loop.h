@@ -7,8 +7,8 @@
  * names the file, or the option at fault by its flag ("--max-len must be
  * ..."). Not thread-safe on one options struct; each run owns what it
  * allocates and frees it before returning. */
-#ifndef BERT_TRAIN_H
-#define BERT_TRAIN_H
+#ifndef BERT_TRAIN_LOOP_H
+#define BERT_TRAIN_LOOP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,9 @@
-/* The training step's insides, shared by step.c (the work memory, the
- * encoder forward and backward, train_step) and step_heads.c (the MLM and
- * classification heads with their losses). Private to train/. */
-#ifndef BERT_TRAIN_STEP_INTERNAL_H
-#define BERT_TRAIN_STEP_INTERNAL_H
+/* The training step's insides: the work memory's layout and the
+ * team-parallel pieces (step_ops.c) that step.c (the encoder forward and
+ * backward, train_step) and step_heads.c (the MLM and classification heads
+ * with their losses) are built of. Private to train/. */
+#ifndef BERT_TRAIN_STEP_OPS_H
+#define BERT_TRAIN_STEP_OPS_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -64,7 +65,7 @@ struct dropout {
 #define DROP_FFN(l) (2u + 2u * (l))
 #define DROP_POOLED(L) (1u + 2u * (L))
 
-/* ---- team-parallel pieces (step.c) ---- */
+/* ---- team-parallel pieces (step_ops.c) ---- */
 
 /* C (M, N) = alpha op(A) op(B) + beta C, row-major. */
 void step_gemm(struct train_work *w, bool ta, bool tb, size_t M, size_t N, size_t K,
@@ -105,20 +106,5 @@ void step_bias_activation_forward(float *u, const float *bias, float *a, size_t 
  * mask. */
 void step_dropout_apply(const struct dropout *d, unsigned site, const float *src, float *dst,
                         size_t n);
-
-/* ---- heads (step_heads.c): forward, loss into *st and, when `backward`
- * (or into_encoder), gradients; into_encoder adds the head's gradient of
- * the encoder output to w->dx ---- */
-
-/* The MLM head at the picked rows; with backward, its gradient lands in dx
- * (zeroed elsewhere by the caller). */
-void step_mlm_head(struct train_model *m, struct train_work *w, const struct train_batch *tb,
-                   bool backward, struct train_stats *st);
-
-/* Pooler (dense + tanh on the pooled token) and classifier; with backward
- * (and an encoder that trains) its gradient lands in dx. */
-void step_cls_head(struct train_model *m, struct train_work *w, const struct train_batch *tb,
-                   const struct dropout *drop, bool backward, bool into_encoder,
-                   struct train_stats *st);
 
 #endif
