@@ -6,6 +6,7 @@
 #include "args.h"
 #include "cli.h"
 #include "synth.h"
+#include "train_model.h"
 
 /* "a,b,c" -> id2label; returns the count or 0 on allocation failure. */
 static size_t split_labels(const char *list, char ***out)
@@ -39,13 +40,7 @@ static struct bert_synth_options init_defaults(void)
 {
     struct bert_synth_options o = bert_synth_options_default();
     struct bert_config *c = &o.config;
-    c->num_layers = 2;
-    c->hidden_size = 128;
-    c->num_heads = 2;
-    c->intermediate_size = 512;
-    c->max_position_embeddings = 512;
-    c->type_vocab_size = 2;
-    c->layer_norm_eps = 1e-12f;
+    train_small_geometry(c);
     c->pooling = BERT_POOLING_MEAN;
     struct bert_modernbert *mb = &c->modern;
     mb->global_rope_theta = 160000.0;

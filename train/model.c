@@ -147,6 +147,17 @@ static enum bert_status copy_config(struct bert_config *dst, const struct bert_c
     return BERT_OK;
 }
 
+void train_small_geometry(struct bert_config *c)
+{
+    c->num_layers = 2;
+    c->hidden_size = 128;
+    c->num_heads = 2;
+    c->intermediate_size = 512;
+    c->max_position_embeddings = 512;
+    c->type_vocab_size = 2;
+    c->layer_norm_eps = 1e-12f;
+}
+
 enum bert_status train_model_init(struct train_model *m, const struct bert_config *cfg,
                                   bool mlm, bool classifier, struct bert_error *err)
 {

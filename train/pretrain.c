@@ -29,14 +29,8 @@ struct train_pretrain_options train_pretrain_defaults(void)
     };
     struct bert_config *c = &o.config;
     snprintf(c->model_type, sizeof c->model_type, "bert");
-    c->num_layers = 2;
-    c->hidden_size = 128;
-    c->num_heads = 2;
-    c->intermediate_size = 512;
-    c->max_position_embeddings = 512;
-    c->type_vocab_size = 2;
+    train_small_geometry(c);
     c->num_labels = 2;
-    c->layer_norm_eps = 1e-12f;
     c->activation = BERT_ACTIVATION_GELU;
     return o;
 }

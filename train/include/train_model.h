@@ -63,6 +63,11 @@ struct train_model {
     struct train_view p, g;
 };
 
+/* The small BERT `bert init` and `bert pretrain` start from unless told
+ * otherwise: 2 layers, hidden 128, 2 heads, intermediate 512, 512
+ * positions, 2 token types, LayerNorm eps 1e-12. Sets only those fields. */
+void train_small_geometry(struct bert_config *c);
+
 /* Lay out a model for `cfg` (copied, id2label included) with the chosen
  * heads; parameters and gradients zeroed. */
 enum bert_status train_model_init(struct train_model *m, const struct bert_config *cfg,
