@@ -1,6 +1,6 @@
 /* Layout of a worker's scratch memory and its thread team; internal to
- * the encoders (encoder.c, the family files), attention.c and heads.c. One allocation, sized once, views into it (llm.c's
- * habit). */
+ * the encoders (encoder.c, the family files), attention.c and heads.c. One
+ * allocation, sized once, views into it (llm.c's habit). */
 #ifndef BERT_SCRATCH_H
 #define BERT_SCRATCH_H
 
