@@ -1,10 +1,12 @@
 #include "fileutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Checkpoint JSON files are small; anything larger is not one of them. */
 #define FILE_MAX_BYTES (512u << 20)
@@ -12,7 +14,41 @@
 bool file_exists(const char *path)
 {
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    return stat(path, &sb) == 0;
+}
+
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
+    return "not a regular file";
+}
+
+int file_open_regular(const char *path, struct stat *sb, struct bert_error *err)
+{
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+     * writer, forever, before fstat could tell what it is. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode)) {
+        bert_error_set(err, BERT_E_IO, "%s: is %s, not a regular file", path,
+                       file_kind(sb->st_mode));
+        close(fd);
+        return -1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    return fd;
 }
 
 enum bert_status file_read_all(const char *path, char **out, size_t *len,
@@ -20,24 +56,32 @@ enum bert_status file_read_all(const char *path, char **out, size_t *len,
 {
     *out = NULL;
     *len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode) || (size_t)sb.st_size > FILE_MAX_BYTES) {
-        fclose(fp);
-        return bert_error_set(err, BERT_E_IO, "%s: not a regular file of at most %u bytes", path,
-                              FILE_MAX_BYTES);
+    struct stat sb = {0};
+    int fd = file_open_regular(path, &sb, err);
+    if (fd < 0)
+        return BERT_E_IO;
+    if ((size_t)sb.st_size > FILE_MAX_BYTES) {
+        close(fd);
+        return bert_error_set(err, BERT_E_IO, "%s: %lld bytes, more than the %u a checkpoint's "
+                              "text file may have", path, (long long)sb.st_size, FILE_MAX_BYTES);
     }
     size_t size = (size_t)sb.st_size;
     char *buf = malloc(size + 1);
     if (buf == NULL) {
-        fclose(fp);
+        close(fd);
         return bert_error_set(err, BERT_E_NOMEM, "%s: out of memory reading %zu bytes", path,
                               size);
     }
-    size_t got = fread(buf, 1, size, fp);
-    fclose(fp);
+    size_t got = 0;
+    while (got < size) {
+        ssize_t n = read(fd, buf + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
     if (got != size) {
         free(buf);
         return bert_error_set(err, BERT_E_IO, "%s: short read", path);

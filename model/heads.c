@@ -273,6 +273,41 @@ static bool masks_valid(const struct bert_seq_task *t, size_t seq_len)
     return true;
 }
 
+/* Whether rows [r0, r1) of `hidden` (H columns) are all finite. */
+static bool rows_finite(const float *hidden, size_t H, size_t r0, size_t r1)
+{
+    uint32_t any = 0;
+    for (size_t i = r0 * H; i < r1 * H; i++) {
+        uint32_t bits;
+        memcpy(&bits, &hidden[i], sizeof bits);
+        any |= (bits & 0x7f800000u) == 0x7f800000u;
+    }
+    return any == 0;
+}
+
+/* A sequence whose encoder output is not finite (an overflow in a
+ * checkpoint that loaded) must not be answered: the clamps inside tanh,
+ * GELU and the top-k would turn its NaNs into finite nonsense. Its first
+ * output value becomes NaN, which every renderer refuses (500). */
+static void poison_non_finite(const struct bert_model *model, const struct bert_batch *b,
+                              const float *hidden, const struct bert_seq_task *tasks)
+{
+    const size_t H = model->config.hidden_size;
+    for (size_t i = 0; i < b->n_seqs; i++) {
+        if (rows_finite(hidden, H, b->seq_start[i], b->seq_start[i + 1]))
+            continue;
+        const struct bert_seq_task *t = &tasks[i];
+        float *first = t->task == BERT_TASK_EMBED       ? t->embedding
+                       : t->task == BERT_TASK_CLASSIFY  ? t->logits
+                       : t->task == BERT_TASK_REPLACED  ? t->replaced
+                       : t->task == BERT_TASK_FILL_MASK ? t->top_probs
+                                                        : NULL;
+        if (first != NULL &&
+            (t->task != BERT_TASK_FILL_MASK || (t->top_k > 0 && t->n_masks > 0)))
+            first[0] = NAN;
+    }
+}
+
 enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s,
                           const struct bert_batch *batch, const struct bert_seq_task *tasks,
                           struct bert_error *err)
@@ -307,5 +342,6 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
         return st;
     job.n_masks = find_masks(s, batch, tasks);
     bert_team_run(s->team, heads_member, &job);
+    poison_non_finite(model, batch, job.hidden, tasks);
     return BERT_OK;
 }

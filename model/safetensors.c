@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <stdbool.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,8 @@
 #include <unistd.h>
 
 #include <jansson.h>
+
+#include "fileutil.h"
 
 /* The Rust reference caps the header at 100 MB; a larger one is an attack or
  * corruption, not a model. */
@@ -230,14 +231,10 @@ enum bert_status safetensors_open(const char *path, struct safetensors_file *out
 {
     memset(out, 0, sizeof *out);
     out->fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return bert_error_set(err, BERT_E_IO, "%s: not a regular file", path);
-    }
+    int fd = file_open_regular(path, &sb, err);
+    if (fd < 0)
+        return BERT_E_IO;
     size_t len = (size_t)sb.st_size;
     if (len < 8) {
         close(fd);

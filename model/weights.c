@@ -1,5 +1,6 @@
 #include "weights.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,9 +329,52 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
     return BERT_OK;
 }
 
+/* Index of the first NaN or infinity among v[0, n), or n. One pass over
+ * memory the load touches anyway; the exponent test vectorises where
+ * isfinite() would not. */
+static size_t first_non_finite(const float *v, size_t n)
+{
+    const size_t block = 4096;
+    for (size_t i0 = 0; i0 < n; i0 += block) {
+        const size_t i1 = n - i0 < block ? n : i0 + block;
+        uint32_t any = 0;
+        for (size_t i = i0; i < i1; i++) {
+            uint32_t bits;
+            memcpy(&bits, &v[i], sizeof bits);
+            any |= (bits & 0x7f800000u) == 0x7f800000u;
+        }
+        if (any)
+            for (size_t i = i0; i < i1; i++)
+                if (!isfinite(v[i]))
+                    return i;
+    }
+    return n;
+}
+
+/* A NaN or infinity in a weight poisons every answer it reaches, and the
+ * clamps inside tanh and GELU can turn it back into confident finite
+ * nonsense: refuse the checkpoint, naming the tensor and the element. */
+static enum bert_status check_finite(const struct binder *b, const struct safetensors_tensor *t,
+                                     const float *v)
+{
+    const size_t n = t->nbytes / bert_dtype_size(t->dtype);
+    const size_t i = first_non_finite(v, n);
+    if (i == n)
+        return BERT_OK;
+    const size_t cols = t->ndim == 2 ? t->shape[1] : n;
+    char where[64];
+    if (t->ndim == 2)
+        snprintf(where, sizeof where, "[%zu, %zu]", i / cols, i % cols);
+    else
+        snprintf(where, sizeof where, "[%zu]", i);
+    return bert_error_set(b->err, BERT_E_FORMAT, "%s: tensor '%s' holds %s at %s",
+                          b->file->path ? b->file->path : "model.safetensors", t->name,
+                          isnan(v[i]) ? "NaN" : v[i] > 0 ? "+Inf" : "-Inf", where);
+}
+
 /* Second pass: point F32 tensors into the mapping, convert the rest into
- * the arena. */
-static void materialise(struct binder *b, struct bert_weights *w)
+ * the arena; either way check that every value is finite. */
+static enum bert_status materialise(struct binder *b, struct bert_weights *w)
 {
     float *next = w->arena;
     for (size_t i = 0; i < b->n; i++) {
@@ -338,22 +382,27 @@ static void materialise(struct binder *b, struct bert_weights *w)
         const struct safetensors_tensor *t = bd->tensor;
         if (!bd->convert) {
             *bd->dst = t->data;
-            continue;
-        }
-        size_t count = t->nbytes / bert_dtype_size(t->dtype);
-        const uint8_t *src = t->data;
-        for (size_t k = 0; k < count; k++) {
-            if (t->dtype == BERT_DTYPE_F32) {
-                memcpy(&next[k], src + 4 * k, 4);
-            } else {
-                uint16_t h;
-                memcpy(&h, src + 2 * k, 2);
-                next[k] = t->dtype == BERT_DTYPE_F16 ? bert_f16_to_f32(h) : bert_bf16_to_f32(h);
+        } else {
+            size_t count = t->nbytes / bert_dtype_size(t->dtype);
+            const uint8_t *src = t->data;
+            for (size_t k = 0; k < count; k++) {
+                if (t->dtype == BERT_DTYPE_F32) {
+                    memcpy(&next[k], src + 4 * k, 4);
+                } else {
+                    uint16_t h;
+                    memcpy(&h, src + 2 * k, 2);
+                    next[k] = t->dtype == BERT_DTYPE_F16 ? bert_f16_to_f32(h)
+                                                         : bert_bf16_to_f32(h);
+                }
             }
+            *bd->dst = next;
+            next += count;
         }
-        *bd->dst = next;
-        next += count;
+        enum bert_status st = check_finite(b, t, *bd->dst);
+        if (st != BERT_OK)
+            return st;
     }
+    return BERT_OK;
 }
 
 enum bert_status bert_weights_bind(const struct bert_config *cfg,
@@ -386,8 +435,9 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
                                 b.arena_floats);
         w->arena_floats = b.arena_floats;
     }
+    if (st == BERT_OK)
+        st = materialise(&b, w);
     if (st == BERT_OK) {
-        materialise(&b, w);
         if (cfg->family == BERT_FAMILY_MODERNBERT && w->mlm_decoder_b != NULL) {
             /* The MLM decoder reads the same head as the classifier. */
             w->mlm_dense_w = w->pooler_w;

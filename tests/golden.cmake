@@ -11,7 +11,7 @@ add_test(NAME test_golden_families
          COMMAND test_golden ${BERT_TEST_DATA}/golden-families ${BERT_TEST_WORK}/golden-families)
 set_tests_properties(test_golden_families PROPERTIES TIMEOUT 900 LABELS golden)
 
-bert_add_test(NAME test_checkpoint_errors SOURCES test_checkpoint_errors.c LIBS berttrain
+bert_add_test(NAME test_checkpoint_errors SOURCES test_checkpoint_errors.c LIBS berttrain bert_internal
               ARGS ${BERT_TEST_WORK}/checkpoint-errors TIMEOUT 60)
 # Its corrupted folders feed the CLI test below.
 set_tests_properties(test_checkpoint_errors PROPERTIES FIXTURES_SETUP bad_checkpoints)
@@ -29,3 +29,14 @@ add_test(NAME cli_truncated_model
                  ${BERT_TEST_WORK}/checkpoint-errors/truncated/model.safetensors)
 set_tests_properties(cli_missing_model cli_truncated_model PROPERTIES TIMEOUT 30)
 set_tests_properties(cli_truncated_model PROPERTIES FIXTURES_REQUIRED bad_checkpoints)
+
+# A checkpoint that loads but overflows at run time (test_checkpoint_errors'
+# "overflow": one embedding row of 3e38): a request on that token is refused
+# as a non-finite result (exit 1, the server's 500), one without it answers.
+set(BERT_EXPECT_NON_FINITE
+    "for route in classify embed fill-mask; do out=$(echo '{\"inputs\": \"the [MASK]\"}' | \"$0\" $route --model \"$1\" 2>&1); rc=$?; echo \"$route: $out\"; [ $rc -eq 1 ] || exit 1; case \"$out\" in *non-finite*) ;; *) exit 1 ;; esac; echo '{\"inputs\": \"cat [MASK]\"}' | \"$0\" $route --model \"$1\" >/dev/null || exit 1; done")
+add_test(NAME cli_non_finite_output
+         COMMAND sh -c "${BERT_EXPECT_NON_FINITE}" $<TARGET_FILE:bert_cli>
+                 ${BERT_TEST_WORK}/checkpoint-errors/overflow)
+set_tests_properties(cli_non_finite_output PROPERTIES TIMEOUT 30
+                     FIXTURES_REQUIRED bad_checkpoints)

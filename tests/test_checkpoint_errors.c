@@ -13,8 +13,9 @@
 
 #include <jansson.h>
 
-#include "check.h"
 #include "bert.h"
+#include "check.h"
+#include "safetensors.h"
 #include "synth.h"
 
 #define H 32 /* hidden size of the valid checkpoint */
@@ -146,7 +147,8 @@ static const char *last_tensor(struct image *im)
 }
 
 /* Rebuild the data contiguously, dropping `drop` and storing `retype` as
- * `dtype` (F64 or I8; its F32 values converted) with its shape unchanged. */
+ * `dtype` (F64, F16, BF16 or I8; its F32 values converted) with its shape
+ * unchanged. */
 static void repack(struct image *im, const char *drop, const char *retype, const char *dtype)
 {
     size_t cap = im->data_len * 2 + 64, used = 0;
@@ -167,11 +169,14 @@ static void repack(struct image *im, const char *drop, const char *retype, const
                 if (strcmp(dtype, "F64") == 0) {
                     double d = f;
                     memcpy(out + used + 8 * i, &d, 8);
+                } else if (strcmp(dtype, "F16") == 0 || strcmp(dtype, "BF16") == 0) {
+                    uint16_t h = dtype[0] == 'F' ? bert_f32_to_f16(f) : bert_f32_to_bf16(f);
+                    memcpy(out + used + 2 * i, &h, 2);
                 } else {
                     out[used + i] = (uint8_t)(int8_t)(f * 100.0f);
                 }
             }
-            size_t esize = strcmp(dtype, "F64") == 0 ? 8 : 1;
+            size_t esize = strcmp(dtype, "F64") == 0 ? 8 : strcmp(dtype, "I8") == 0 ? 1 : 2;
             json_object_set_new(e, "dtype", json_string(dtype));
             json_object_set_new(e, "data_offsets",
                                 json_pack("[II]", (json_int_t)used,
@@ -364,6 +369,59 @@ static void retyped(const char *d, const char *dtype)
 static void weight_f64(const char *d) { retyped(d, "F64"); }
 static void weight_i8(const char *d) { retyped(d, "I8"); }
 
+#define WORD "bert.embeddings.word_embeddings.weight"
+
+/* Element `index` of `name` set to the bit pattern `bits` (4 bytes for F32,
+ * 2 for F16/BF16), after storing the tensor as `dtype`. */
+static void poke(const char *d, const char *name, const char *dtype, size_t index,
+                 uint32_t bits)
+{
+    struct image im;
+    CHECK(image_load(d, &im));
+    if (strcmp(dtype, "F32") != 0)
+        repack(&im, NULL, name, dtype);
+    size_t size = strcmp(dtype, "F32") == 0 ? 4 : 2;
+    uint8_t *at = im.data + offset_of(&im, name, 0) + size * index;
+    if (size == 4)
+        memcpy(at, &bits, 4);
+    else
+        memcpy(at, &(uint16_t){(uint16_t)bits}, 2);
+    CHECK(image_save(d, &im));
+}
+
+/* Word embeddings are (vocab, H): element 3 * H + 5 is [3, 5]. */
+static void nan_f32(const char *d) { poke(d, WORD, "F32", 3 * H + 5, 0x7fc00000u); }
+static void nan_f16(const char *d) { poke(d, WORD, "F16", 3 * H + 5, 0x7e00u); }
+static void inf_f16_position(const char *d) { poke(d, SECOND, "F16", 0, 0x7c00u); }
+static void minus_inf_bf16(const char *d) { poke(d, BIAS, "BF16", 2, 0xff80u); }
+
+static void fifo_as(const char *d, const char *file)
+{
+    char path[PATH_MAX];
+    remove_in(d, file);
+    path_in(path, sizeof path, d, file);
+    CHECK(mkfifo(path, 0644) == 0);
+}
+
+static void fifo_weights(const char *d) { fifo_as(d, "model.safetensors"); }
+static void fifo_vocab(const char *d) { fifo_as(d, "vocab.txt"); }
+
+/* One token of a megabyte: loading it used to take minutes (every prefix
+ * rehashed), now the line is refused. */
+static void vocab_huge_token(const char *d)
+{
+    char path[PATH_MAX];
+    path_in(path, sizeof path, d, "vocab.txt");
+    FILE *fp = fopen(path, "ab");
+    CHECK(fp != NULL);
+    if (fp == NULL)
+        return;
+    for (size_t i = 0; i < (1u << 20); i++)
+        fputc('x', fp);
+    fputc('\n', fp);
+    fclose(fp);
+}
+
 static void missing_tensor(const char *d)
 {
     struct image im;
@@ -447,6 +505,16 @@ static const struct bad_case cases[] = {
      {"'" WEIGHT "'", "dtype F64"}},
     {"weight-i8", weight_i8, BERT_E_UNSUPPORTED, "model.safetensors",
      {"'" WEIGHT "'", "dtype I8"}},
+    {"nan-f32", nan_f32, BERT_E_FORMAT, "model.safetensors", {"'" WORD "'", "NaN at [3, 5]"}},
+    {"nan-f16", nan_f16, BERT_E_FORMAT, "model.safetensors", {"'" WORD "'", "NaN at [3, 5]"}},
+    {"inf-f16-position", inf_f16_position, BERT_E_FORMAT, "model.safetensors",
+     {"'" SECOND "'", "+Inf at [0, 0]"}},
+    {"minus-inf-bf16", minus_inf_bf16, BERT_E_FORMAT, "model.safetensors",
+     {"'" BIAS "'", "-Inf at [2]"}},
+    {"fifo-weights", fifo_weights, BERT_E_IO, "model.safetensors", {"is a FIFO", NULL}},
+    {"fifo-vocab", fifo_vocab, BERT_E_IO, "vocab.txt", {"is a FIFO", NULL}},
+    {"vocab-huge-token", vocab_huge_token, BERT_E_FORMAT, "vocab.txt",
+     {"line 15: a token of 1048576 bytes", "more than 65536"}},
     {"missing-tensor", missing_tensor, BERT_E_FORMAT, "model.safetensors",
      {"missing tensor '" BIAS "'", NULL}},
     {"shape-vs-config", shape_vs_config, BERT_E_FORMAT, "model.safetensors",
@@ -485,6 +553,7 @@ static bool copy_valid(const char *from, const char *to)
         path_in(dst, sizeof dst, to, valid_files[i]);
         size_t len;
         uint8_t *buf = read_file(src, &len);
+        unlink(dst); /* an earlier run's FIFO would block the write */
         bool ok = buf != NULL && write_file(dst, buf, len);
         free(buf);
         if (!ok)
@@ -495,6 +564,57 @@ static bool copy_valid(const char *from, const char *to)
     path_in(extra, sizeof extra, to, "pytorch_model.bin");
     unlink(extra);
     return true;
+}
+
+/* Finite weights that overflow: the embedding LayerNorm's sum over the row
+ * of "the" (id 5, every element 3e38) is +Inf, so that sequence's encoder
+ * output is NaN. Every task on it must
+ * come back with a NaN first value (the tanh and top-k would otherwise hide
+ * it), and a sequence without "the" in the same batch must stay finite. */
+static void check_run_time_overflow(const char *valid)
+{
+    char dir[PATH_MAX];
+    path_in(dir, sizeof dir, work, "overflow");
+    CHECK(copy_valid(valid, dir));
+    struct image im;
+    CHECK(image_load(dir, &im));
+    float huge = 3e38f;
+    for (size_t j = 0; j < H; j++)
+        memcpy(im.data + offset_of(&im, WORD, 0) + 4 * (5 * H + j), &huge, 4);
+    CHECK(image_save(dir, &im));
+
+    struct bert_model *model = NULL;
+    struct bert_error err = {0};
+    CHECK_INT_EQ(bert_model_load(dir, &model, &err), BERT_OK);
+    if (model == NULL)
+        return;
+    struct bert_scratch *s = bert_scratch_new(model, 64, 16, 1, &err);
+    CHECK(s != NULL);
+    /* [CLS] the [MASK] [SEP] and [CLS] cat [MASK] [SEP], three tasks each. */
+    const int32_t ids[] = {2, 5, 4, 3, 2, 6, 4, 3, 2, 5, 4, 3, 2, 6, 4, 3, 2, 5, 4, 3, 2, 6, 4, 3};
+    const int32_t types[24] = {0};
+    const size_t starts[] = {0, 4, 8, 12, 16, 20, 24};
+    const struct bert_batch batch = {6, 24, ids, types, starts};
+    float emb[2][H], logits[2][2], probs[2][3];
+    int32_t top[2][3];
+    const uint32_t mask_position = 2; /* [MASK], after [CLS] and the word */
+    struct bert_seq_task tasks[6];
+    memset(tasks, 0, sizeof tasks);
+    for (int k = 0; k < 2; k++) {
+        tasks[k] = (struct bert_seq_task){.task = BERT_TASK_EMBED, .pooling = BERT_POOLING_MEAN,
+                                          .embedding = emb[k]};
+        tasks[2 + k] = (struct bert_seq_task){.task = BERT_TASK_CLASSIFY, .logits = logits[k]};
+        tasks[4 + k] = (struct bert_seq_task){.task = BERT_TASK_FILL_MASK, .top_k = 3,
+                                              .mask_positions = &mask_position, .n_masks = 1,
+                                              .top_ids = top[k], .top_probs = probs[k]};
+    }
+    if (s != NULL) {
+        CHECK_INT_EQ(bert_run(model, s, &batch, tasks, &err), BERT_OK);
+        CHECK(isnan(emb[0][0]) && isnan(logits[0][0]) && isnan(probs[0][0]));
+        CHECK(isfinite(emb[1][0]) && isfinite(logits[1][0]) && isfinite(probs[1][0]));
+    }
+    bert_scratch_free(s);
+    bert_model_free(model);
 }
 
 /* A tiny uncased WordPiece vocabulary in the vocab.txt layout. */
@@ -526,6 +646,11 @@ static bool build_valid(const char *dir, const char *tokenizer_dir)
     o.prefix = true;
     o.mlm = true;
     o.pooler = true;
+    char negative[] = "NEGATIVE", positive[] = "POSITIVE";
+    char *labels[] = {negative, positive};
+    o.classifier = true;
+    o.config.num_labels = 2;
+    o.config.id2label = labels;
     o.tokenizer_dir = tokenizer_dir;
     struct bert_error err = {0};
     enum bert_status st = bert_synth_write(&o, dir, &err);
@@ -561,7 +686,9 @@ int main(int argc, char **argv)
         return check_exit();
     }
     CHECK(model->can_fill_mask);
+    CHECK(model->can_classify);
     bert_model_free(model);
+    check_run_time_overflow(valid);
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct bad_case *c = &cases[i];

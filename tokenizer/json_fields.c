@@ -98,6 +98,10 @@ enum bert_status tok_json_vocab(const struct tok_json_ctx *c, const json_t *mode
                                   "%s: model.vocab[\"%.64s\"]: expected an integer id from 0 to "
                                   "16777215",
                                   c->path, key);
+        if (key_len > TOK_VOCAB_MAX_TOKEN_BYTES)
+            return bert_error_set(c->err, BERT_E_FORMAT,
+                                  "%s: model.vocab: token \"%.32s...\" has %zu bytes, more than %u",
+                                  c->path, key, key_len, TOK_VOCAB_MAX_TOKEN_BYTES);
         if (!tok_vocab_add(v, key, key_len, (int32_t)json_integer_value(value)))
             return tok_json_fail(c, BERT_E_NOMEM, "model.vocab", "out of memory");
     }

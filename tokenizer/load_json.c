@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "build.h"
+#include "fileutil.h"
 #include "json_fields.h"
 #include "load_json_parts.h"
 #include "loaders.h"
@@ -411,12 +412,14 @@ enum bert_status tok_json_load(const char *path, struct bert_tokenizer *tok,
                                struct bert_error *err)
 {
     struct tok_json_ctx c = {path, err};
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *text;
+    size_t len;
+    enum bert_status read = file_read_all(path, &text, &len, err);
+    if (read != BERT_OK)
+        return read;
     json_error_t je;
-    json_t *root = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    fclose(f);
+    json_t *root = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    free(text);
     if (root == NULL)
         return bert_error_set(err, BERT_E_FORMAT, "%s: line %d column %d: %s", path, je.line,
                               je.column, je.text);

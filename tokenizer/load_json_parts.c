@@ -121,6 +121,10 @@ enum bert_status tok_json_unigram_model(const struct tok_json_ctx *c, const json
             snprintf(what, sizeof what, "model.vocab[%zu]", i);
             return tok_json_fail(c, BERT_E_FORMAT, what, "expected [piece, score]");
         }
+        if (json_string_length(piece) > TOK_VOCAB_MAX_TOKEN_BYTES)
+            return bert_error_set(c->err, BERT_E_FORMAT,
+                                  "%s: model.vocab[%zu]: a piece of %zu bytes, more than %u",
+                                  c->path, i, json_string_length(piece), TOK_VOCAB_MAX_TOKEN_BYTES);
         if (!tok_unigram_push(u, json_string_value(piece), json_string_length(piece),
                               json_number_value(score)))
             return tok_json_fail(c, BERT_E_NOMEM, "model.vocab", "out of memory or too large");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "build.h"
 #include "fileutil.h"
@@ -88,14 +89,17 @@ static enum bert_status read_config_file(const char *dir, const char *name,
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
         return bert_error_set(err, BERT_E_INVALID, "%s: path too long", dir);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return errno == ENOENT ? BERT_OK
-                               : bert_error_set(err, BERT_E_IO, "%s: cannot open: %s", path,
-                                                strerror(errno));
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)
+        return BERT_OK;
+    char *text;
+    size_t len;
+    enum bert_status st = file_read_all(path, &text, &len, err);
+    if (st != BERT_OK)
+        return st;
     json_error_t je;
-    json_t *root = json_loadf(f, 0, &je);
-    fclose(f);
+    json_t *root = json_loadb(text, len, 0, &je);
+    free(text);
     if (root == NULL)
         return bert_error_set(err, BERT_E_FORMAT, "%s: line %d column %d: %s", path, je.line,
                               je.column, je.text);
@@ -152,6 +156,9 @@ static enum bert_status load_vocab_lines(const char *path, struct tok_vocab *voc
             tlen--;
         if (id > (1 << 24) - 1)
             st = bert_error_set(err, BERT_E_FORMAT, "%s: more than 16777216 lines", path);
+        else if (tlen > TOK_VOCAB_MAX_TOKEN_BYTES)
+            st = bert_error_set(err, BERT_E_FORMAT, "%s: line %zu: a token of %zu bytes, more "
+                                "than %u", path, id + 1, tlen, TOK_VOCAB_MAX_TOKEN_BYTES);
         else if (!tok_vocab_add(vocab, text + i, tlen, (int32_t)id++))
             st = bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
         i = end + 1;

@@ -38,6 +38,10 @@ static enum bert_status load_vocab_json(const char *path, struct tok_bpe *bpe,
             st = bert_error_set(err, BERT_E_FORMAT,
                                 "%s: \"%.64s\": expected an integer id from 0 to 16777215", path,
                                 key);
+        else if (key_len > TOK_VOCAB_MAX_TOKEN_BYTES)
+            st = bert_error_set(err, BERT_E_FORMAT,
+                                "%s: token \"%.32s...\" has %zu bytes, more than %u", path, key,
+                                key_len, TOK_VOCAB_MAX_TOKEN_BYTES);
         else if (!tok_vocab_add(&bpe->vocab, key, key_len, (int32_t)json_integer_value(value)))
             st = bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
     }

@@ -10,12 +10,19 @@ struct tok_vocab_entry {
 
 #define EMPTY UINT32_MAX
 
-static size_t slot_index(uint64_t h, size_t mask)
+/* The slot index comes from the 32-bit tag alone, so growing the table
+ * re-places every key without hashing its bytes again: a vocabulary holds
+ * every prefix of every token, and rehashing them all would be quadratic in
+ * a token's length. */
+static size_t slot_index(uint32_t tag, size_t mask)
 {
-    /* FNV's low bits are weak; mix before masking (MurmurHash3's fmix64). */
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
+    /* FNV's low bits are weak; mix before masking (MurmurHash3's fmix32). */
+    uint32_t h = tag;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
     return (size_t)h & mask;
 }
 
@@ -29,7 +36,7 @@ static uint64_t hash_bytes(const char *s, size_t len)
 
 bool tok_vocab_add(struct tok_vocab *v, const char *token, size_t len, int32_t id)
 {
-    if (len >= UINT32_MAX || v->arena_len + len + 1 >= UINT32_MAX)
+    if (len > TOK_VOCAB_MAX_TOKEN_BYTES || v->arena_len + len + 1 >= UINT32_MAX)
         return false;
     if (v->arena_len + len + 1 > v->arena_cap) {
         size_t cap = v->arena_cap ? v->arena_cap : 4096;
@@ -59,7 +66,7 @@ bool tok_vocab_add(struct tok_vocab *v, const char *token, size_t len, int32_t i
 static struct tok_vocab_slot *find_slot(const struct tok_vocab *v, uint64_t h, const char *key,
                                         size_t len)
 {
-    size_t i = slot_index(h, v->mask);
+    size_t i = slot_index((uint32_t)h, v->mask);
     for (;;) {
         struct tok_vocab_slot *s = &v->slots[i];
         if (s->key_len == EMPTY)
@@ -86,21 +93,23 @@ static bool grow(struct tok_vocab *v)
     for (size_t i = 0; i < old_n; i++) {
         if (old[i].key_len == EMPTY)
             continue;
-        const char *key = v->arena + old[i].key_off;
-        *find_slot(v, hash_bytes(key, old[i].key_len), key, old[i].key_len) = old[i];
+        size_t k = slot_index(old[i].tag, v->mask);
+        while (slots[k].key_len != EMPTY) /* keys are distinct: no compare */
+            k = (k + 1) & v->mask;
+        slots[k] = old[i];
     }
     free(old);
     return true;
 }
 
-/* Insert key = arena[off, off+len). A token overwrites whatever is there; a
- * prefix only fills an empty slot. */
-static bool insert(struct tok_vocab *v, uint32_t off, uint32_t len, int32_t id, bool is_token)
+/* Insert key = arena[off, off+len), whose hash is `h`. A token overwrites
+ * whatever is there; a prefix only fills an empty slot. */
+static bool insert(struct tok_vocab *v, uint32_t off, uint32_t len, uint64_t h, int32_t id,
+                   bool is_token)
 {
     if ((v->n_used + 1) * 2 > v->mask + 1 && !grow(v))
         return false;
     const char *key = v->arena + off;
-    uint64_t h = hash_bytes(key, len);
     struct tok_vocab_slot *s = find_slot(v, h, key, len);
     if (s->key_len == EMPTY) {
         *s = (struct tok_vocab_slot){(uint32_t)h, off, len, id};
@@ -122,7 +131,7 @@ bool tok_vocab_build(struct tok_vocab *v)
     int32_t max_id = -1;
     for (size_t i = 0; i < v->n_entries; i++) {
         const struct tok_vocab_entry *e = &v->entries[i];
-        if (!insert(v, e->off, e->len, e->id, true))
+        if (!insert(v, e->off, e->len, hash_bytes(v->arena + e->off, e->len), e->id, true))
             return false;
         if (e->id > max_id)
             max_id = e->id;
@@ -130,9 +139,12 @@ bool tok_vocab_build(struct tok_vocab *v)
     for (size_t i = 0; i < v->n_entries; i++) {
         const struct tok_vocab_entry *e = &v->entries[i];
         const uint8_t *s = (const uint8_t *)v->arena + e->off;
-        for (uint32_t k = 1; k < e->len; k++)
-            if ((s[k] & 0xC0) != 0x80 && !insert(v, e->off, k, -1, false))
+        uint64_t h = TOK_VOCAB_HASH_INIT; /* of s[0, k), extended byte by byte */
+        for (uint32_t k = 1; k < e->len; k++) {
+            h = tok_vocab_hash_step(h, s[k - 1]);
+            if ((s[k] & 0xC0) != 0x80 && !insert(v, e->off, k, h, -1, false))
                 return false;
+        }
     }
     /* Ids come from the final map, so an id whose string was overwritten by a
      * later duplicate has no token, as in Hugging Face's reverse vocab. */

@@ -33,9 +33,17 @@ struct tok_vocab {
     size_t n_used; /* occupied slots */
 };
 
+/* The longest token a vocabulary may hold. Real vocabularies stay at or
+ * under a kilobyte (ModernBERT's BPE has one of 1,024 bytes; WordPiece never
+ * matches a word of more than max_input_chars_per_word, 100 by default); a
+ * far longer one is a broken or hostile file, refused at load with its
+ * place named. */
+#define TOK_VOCAB_MAX_TOKEN_BYTES 65536u
+
 /* Append `token` (len bytes) with `id`. A later duplicate of the same string
- * wins, as in a JSON object or Python dict. False when out of memory or the
- * arena would exceed 4 GiB. */
+ * wins, as in a JSON object or Python dict. False when out of memory, when
+ * `len` exceeds TOK_VOCAB_MAX_TOKEN_BYTES (callers check first to name the
+ * token) or when the arena would exceed 4 GiB. */
 bool tok_vocab_add(struct tok_vocab *v, const char *token, size_t len, int32_t id);
 
 /* Build the map (tokens, then their prefixes) and the id table. Call once,

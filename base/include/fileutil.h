@@ -5,12 +5,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <sys/stat.h>
+
 #include <jansson.h>
 
 #include "status.h"
 
-/* True when `path` exists and is a regular file. */
+/* True when something exists at `path`. Callers then load it, so a FIFO or
+ * a folder where a file belongs is refused by name instead of skipped. */
 bool file_exists(const char *path);
+
+/* Open `path` read-only, refusing anything but a regular file before a
+ * read could block on it (a FIFO as model.safetensors would hang start-up).
+ * Returns the descriptor (the caller closes it) with its stat in *sb, or -1
+ * with `err` naming the file and what it is. */
+int file_open_regular(const char *path, struct stat *sb, struct bert_error *err);
 
 /* Read a whole file into a malloc'd NUL-terminated buffer (caller frees).
  * Errors name the file. */

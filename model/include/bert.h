@@ -265,7 +265,10 @@ struct bert_seq_task {
 
 /* Encode `batch` and run each sequence's task. Fails with BERT_E_INVALID when
  * a task needs a head the checkpoint lacks or its mask positions are out of
- * order or range; never allocates. */
+ * order or range; never allocates. A sequence whose encoder output holds a
+ * NaN or infinity gets NaN as its first output value (embedding, logits,
+ * top_probs or replaced), so that a caller that refuses non-finite results
+ * cannot answer it. */
 enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s,
                           const struct bert_batch *batch, const struct bert_seq_task *tasks,
                           struct bert_error *err);
