@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "encoder.h"
-#include "heads.h"
+#include "bert.h"
 #include "log.h"
 #include "metrics.h"
 
