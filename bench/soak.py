@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Bounded soak test of bertserve on loopback: CLIENTS keep-alive clients
-send a mix of every route (a fraction of them invalid on purpose) for
-DURATION seconds. Every SAMPLE seconds it prints the server's RSS and open
+send a mix of every route (a fraction of them invalid on purpose, and a
+fraction as large as the limits allow: 32 inputs of 512 tokens, fill-mask
+answers of megabytes, bodies parsed off the event loop) for DURATION
+seconds. Every SAMPLE seconds it prints the server's RSS and open
 file descriptors; at the end, requests by status, latency p50/p99, and RSS
 and fds at start, after warm-up and at the end.
 
@@ -14,7 +16,8 @@ keeps growing (at 2,500 requests/s, 40 bytes a request pass 4 MiB within
 the run) and the LeakSanitizer and valgrind tests catch smaller ones.
 
 usage: bench/soak.py BIN_DIR MODEL_DIR [--duration S] [--clients N]
-       [--warmup S] [--invalid-fraction F] [--sample S] [--json OUT]
+       [--warmup S] [--invalid-fraction F] [--max-size-fraction F]
+       [--sample S] [--json OUT]
 The issue's full soak: --duration 600 --clients 64 --invalid-fraction 0.05.
 """
 import argparse
@@ -57,6 +60,23 @@ def valid_request(rng):
     return "GET", "/metrics", None
 
 
+def max_size_request(rng):
+    """A request at the default limits: 32 inputs cut to 512 tokens (a body
+    over offload_parse_bytes, parsed off the loop), or one fill-mask input of
+    512 tokens with 60 masks (an answer of about 2 MB)."""
+    kind = rng.randrange(3)
+    if kind == 0:
+        return "POST", "/embed", {"inputs": [text(rng, 520, 560) for _ in range(32)],
+                                  "truncate": True}
+    if kind == 1:
+        return "POST", "/tokenize", {"inputs": [text(rng, 520, 560) for _ in range(32)],
+                                     "truncate": True}
+    words = text(rng, 520, 560).split()
+    for i in rng.sample(range(500), 60):
+        words[i] = "[MASK]"
+    return "POST", "/fill-mask", {"inputs": " ".join(words), "top_k": 5, "truncate": True}
+
+
 INVALID = [
     ("POST", "/embed", b"{not json"),
     ("POST", "/embed", b'{"inputs": 5}'),
@@ -82,9 +102,10 @@ def proc_stats(pid):
 
 
 class Load:
-    def __init__(self, port, clients, invalid_fraction, seed):
+    def __init__(self, port, clients, invalid_fraction, max_size_fraction, seed):
         self.port = port
         self.invalid_fraction = invalid_fraction
+        self.max_size_fraction = max_size_fraction
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.by_status = {}
@@ -97,10 +118,13 @@ class Load:
         rng = random.Random(seed)
         conn = None
         while not self.stop.is_set():
-            if rng.random() < self.invalid_fraction:
+            draw = rng.random()
+            if draw < self.invalid_fraction:
                 method, path, body = rng.choice(INVALID)
             else:
-                method, path, obj = valid_request(rng)
+                make = (max_size_request if draw < self.invalid_fraction + self.max_size_fraction
+                        else valid_request)
+                method, path, obj = make(rng)
                 body = json.dumps(obj).encode() if obj is not None else None
             try:
                 if conn is None:
@@ -151,6 +175,7 @@ def main():
     ap.add_argument("--warmup", type=float, default=None,
                     help="seconds before the RSS baseline (default: a third of the duration)")
     ap.add_argument("--invalid-fraction", type=float, default=0.05)
+    ap.add_argument("--max-size-fraction", type=float, default=0.02)
     ap.add_argument("--sample", type=float, default=None, help="seconds between samples")
     ap.add_argument("--max-rss-growth", type=float, default=0.05)
     ap.add_argument("--rss-slack-mib", type=float, default=4.0)
@@ -169,7 +194,8 @@ def main():
         rss_start, fd_start = proc_stats(pid)
         print("t(s)  rss(MiB)  fds  requests")
         print("%5.0f %8.1f %5d %9d" % (0, rss_start / 1024, fd_start, 0))
-        load = Load(server.port, args.clients, args.invalid_fraction, args.seed)
+        load = Load(server.port, args.clients, args.invalid_fraction, args.max_size_fraction,
+                    args.seed)
         t0 = time.time()
         load.start()
         rss_warm = fd_warm = None
@@ -208,7 +234,8 @@ def main():
         fivexx = sum(v for k, v in load.by_status.items() if k >= 500)
         summary = {
             "duration_s": args.duration, "clients": args.clients,
-            "invalid_fraction": args.invalid_fraction, "requests": served,
+            "invalid_fraction": args.invalid_fraction,
+            "max_size_fraction": args.max_size_fraction, "requests": served,
             "requests_per_s": round(served / args.duration, 1),
             "by_status": {str(k): v for k, v in sorted(load.by_status.items())},
             "status_5xx": fivexx, "transport_errors": len(load.transport_errors),

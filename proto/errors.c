@@ -22,6 +22,7 @@ static const struct {
     [PROTO_ERR_OVERLOADED] = {429, "overloaded"},
     [PROTO_ERR_INTERNAL] = {500, "internal"},
     [PROTO_ERR_UNAVAILABLE] = {503, "unavailable"},
+    [PROTO_ERR_NOT_IMPLEMENTED] = {501, "not_implemented"},
 };
 
 int proto_error_status(enum proto_error_kind kind)

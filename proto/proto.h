@@ -66,6 +66,7 @@ enum proto_error_kind {
     PROTO_ERR_OVERLOADED,   /* 429 overloaded */
     PROTO_ERR_INTERNAL,     /* 500 internal */
     PROTO_ERR_UNAVAILABLE,  /* 503 unavailable: starting or draining */
+    PROTO_ERR_NOT_IMPLEMENTED, /* 501 not_implemented: an HTTP feature we do not support */
     PROTO_ERR_COUNT
 };
 
@@ -96,6 +97,7 @@ struct proto_limits {
     /* Most tokens a fill-mask response decodes: each prediction carries its
      * whole sequence, so masks x top_k x length (413 beyond); 0: no limit. */
     size_t max_fill_mask_decode;
+    size_t max_fill_mask_targets; /* most fill-mask "targets" (413 beyond); 0: no limit */
 };
 
 /* Defaults that come from the checkpoint and the config. */

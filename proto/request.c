@@ -303,6 +303,13 @@ static bool parse_targets(struct parse *p)
         proto_error_set(p->err, PROTO_ERR_INVALID, "\"targets\" must not be an empty list");
         return false;
     }
+    size_t limit = p->limits->max_fill_mask_targets;
+    if (limit && n > limit) {
+        proto_error_set(p->err, PROTO_ERR_TOO_LARGE,
+                        "too many targets: %zu given, at most %zu are allowed per request", n,
+                        limit);
+        return false;
+    }
     req->targets = calloc(n, sizeof *req->targets);
     if (req->targets == NULL)
         return out_of_memory(p);

@@ -59,18 +59,31 @@ void batcher_free(struct batcher *b)
     free(b);
 }
 
+/* Whether a request of `tokens` in `seqs` sequences fits now; under the lock. */
+static enum batcher_admit admits(const struct batcher *b, size_t tokens, size_t seqs)
+{
+    if (b->closed)
+        return BATCHER_CLOSED;
+    if (b->in_flight + 1 > b->limits.max_concurrent_requests)
+        return BATCHER_TOO_MANY_REQUESTS;
+    if (b->queued_tokens + tokens > b->limits.max_queue_tokens || b->count + seqs >= b->cap)
+        return BATCHER_QUEUE_FULL;
+    return BATCHER_ADMITTED;
+}
+
+enum batcher_admit batcher_check(struct batcher *b)
+{
+    pthread_mutex_lock(&b->lock);
+    enum batcher_admit verdict = admits(b, 1, 1);
+    pthread_mutex_unlock(&b->lock);
+    return verdict;
+}
+
 enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req)
 {
     const struct proto_job *job = &req->job;
-    enum batcher_admit verdict = BATCHER_ADMITTED;
     pthread_mutex_lock(&b->lock);
-    if (b->closed)
-        verdict = BATCHER_CLOSED;
-    else if (b->in_flight + 1 > b->limits.max_concurrent_requests)
-        verdict = BATCHER_TOO_MANY_REQUESTS;
-    else if (b->queued_tokens + job->n_tokens > b->limits.max_queue_tokens ||
-             b->count + job->n_seqs >= b->cap)
-        verdict = BATCHER_QUEUE_FULL;
+    enum batcher_admit verdict = admits(b, job->n_tokens, job->n_seqs);
     if (verdict == BATCHER_ADMITTED) {
         atomic_store(&req->remaining, job->n_seqs);
         for (size_t i = 0; i < job->n_seqs; i++)

@@ -1,7 +1,8 @@
-/* The HTTP front end: libmicrohttpd driven from the libuv loop (uv_poll on
- * MHD's epoll fd plus a uv_timer for its timeouts). Routing, auth, body
- * limits, parsing and tokenisation, admission, suspension of connections
- * waiting for the workers, responses, drain.
+/* The HTTP front end: libmicrohttpd driven from the libuv loop. Connection
+ * limits and deadlines, message framing, routing, auth, body limits,
+ * parsing and tokenisation (large bodies on a helper thread), admission,
+ * suspension of connections waiting for the workers, responses within the
+ * response budget, drain. http_internal.h maps its files.
  *
  * Threading: every function here runs on the loop thread; workers reach it
  * only through the completion queue's uv_async. */
@@ -23,7 +24,8 @@ struct http_settings {
     const char *host;
     uint16_t port;
     size_t max_body_bytes;
-    size_t max_connections;
+    size_t max_connections;     /* lowered at start when the open-file limit is lower */
+    size_t offload_parse_bytes; /* bodies this large are parsed off the loop */
     unsigned request_timeout_ms;
     unsigned shutdown_timeout_ms;
     const char *api_key;        /* "" or NULL: no authentication */
@@ -36,6 +38,7 @@ struct http_engine {
     struct proto_limits limits;
     struct proto_defaults defaults;
     size_t max_queue_tokens;
+    struct response_budget *answers; /* rendered answers not yet written */
     char *info_json;            /* GET /info body, owned by the http layer once set */
 };
 

@@ -148,12 +148,14 @@ void log_request(const struct log_request *r)
             line_printf(&l, "\"");
         }
     } else {
-        line_printf(&l, "request method=");
+        /* Text fields are quoted (and escaped): a path with spaces must not
+         * read as fields of its own. */
+        line_printf(&l, "request method=\"");
         line_text(&l, r->method);
-        line_printf(&l, " path=");
+        line_printf(&l, "\" path=\"");
         line_text(&l, r->path);
         line_printf(&l,
-                    " status=%d inputs=%zu tokens=%zu queue_ms=%.3f inference_ms=%.3f "
+                    "\" status=%d inputs=%zu tokens=%zu queue_ms=%.3f inference_ms=%.3f "
                     "total_ms=%.3f",
                     r->status, r->inputs, r->tokens, r->queue_ms, r->inference_ms, r->total_ms);
         if (r->error) {

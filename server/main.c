@@ -27,6 +27,7 @@ struct server {
     struct bert_model *model;
     struct batcher *batcher;
     struct completions done;
+    struct response_budget answers;
     struct pool *pool;
     struct http *http;
     struct pool_settings pool_settings;
@@ -155,7 +156,8 @@ static void configure_engine(struct server *s)
         .limits = {.max_client_batch = (size_t)cfg->server.max_client_batch,
                    .max_input_tokens = max_input,
                    .max_top_k = (uint32_t)cfg->server.max_top_k,
-                   .max_fill_mask_decode = (size_t)cfg->server.max_fill_mask_decode},
+                   .max_fill_mask_decode = (size_t)cfg->server.max_fill_mask_decode,
+                   .max_fill_mask_targets = (size_t)cfg->server.max_fill_mask_targets},
         .defaults = {.pooling = cfg->model.pooling == SERVER_CONFIG_POOLING_MODEL
                                     ? m->config.pooling
                                     : poolings[cfg->model.pooling],
@@ -165,12 +167,16 @@ static void configure_engine(struct server *s)
                      .truncate = cfg->model.truncate,
                      .model_name = m->dir},
         .max_queue_tokens = cfg->batching.max_queue_tokens,
+        .answers = &s->answers,
     };
     s->pool_settings = (struct pool_settings){
         .max_batch_tokens = cfg->batching.max_batch_tokens,
         .max_batch_sequences = (size_t)cfg->batching.max_batch_requests,
         .max_seq_len = max_input,
+        .answers = &s->answers,
     };
+    response_budget_init(&s->answers, cfg->server.max_response_bytes,
+                         cfg->server.max_pending_response_bytes);
 }
 
 /* By default one worker per CPU this process may use (its affinity mask
@@ -251,6 +257,7 @@ static int run(struct server *s)
         .port = (uint16_t)cfg->server.port,
         .max_body_bytes = cfg->server.max_body_bytes,
         .max_connections = (size_t)cfg->server.max_connections,
+        .offload_parse_bytes = cfg->server.offload_parse_bytes,
         .request_timeout_ms = (unsigned)cfg->server.request_timeout_ms,
         .shutdown_timeout_ms = (unsigned)cfg->server.shutdown_timeout_ms,
         .api_key = cfg->server.api_key,

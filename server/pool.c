@@ -1,29 +1,12 @@
 #include "pool.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
 
 #include "bert.h"
 #include "log.h"
 #include "metrics.h"
-
-uint64_t srv_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-bool srv_client_left(int fd)
-{
-    char byte;
-    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
 
 void completions_init(struct completions *c)
 {
@@ -113,11 +96,8 @@ static void finish_sequence(struct worker *w, struct srv_request *req)
     req->t_compute_end = srv_now_ns();
     if (client_gone(req))
         atomic_store(&req->orphaned, true); /* left during the forward pass */
-    if (!atomic_load(&req->orphaned) && !atomic_load(&req->failed)) {
-        req->body = proto_job_respond(&req->job, w->pool->model, &req->body_len);
-        if (req->body == NULL && !atomic_exchange(&req->failed, true))
-            snprintf(req->error, sizeof req->error, "could not render the response (out of memory or a non-finite result)");
-    }
+    if (!atomic_load(&req->orphaned) && !atomic_load(&req->failed))
+        srv_request_render(req, w->pool->model, w->pool->settings.answers);
     completions_push(w->pool->done, req);
 }
 
@@ -146,11 +126,9 @@ static void run_batch(struct worker *w, size_t n, size_t queued)
     batch_end(w->pool);
     if (st != BERT_OK) {
         log_msg(LOG_ERROR, "forward pass of %zu sequences failed: %s", n, err.message);
-        for (size_t i = 0; i < n; i++) {
-            struct srv_request *req = w->items[i].req;
-            if (!atomic_exchange(&req->failed, true))
-                snprintf(req->error, sizeof req->error, "inference failed: %s", err.message);
-        }
+        for (size_t i = 0; i < n; i++)
+            srv_request_fail(w->items[i].req, PROTO_ERR_INTERNAL, "inference failed: %s",
+                             err.message);
     }
     metrics_batch(n, tokens);
     for (size_t i = 0; i < n; i++)

@@ -40,6 +40,7 @@ struct pool_settings {
     size_t max_batch_tokens;
     size_t max_batch_sequences;
     size_t max_seq_len;
+    struct response_budget *answers; /* rendered answers are reserved here */
 };
 
 struct pool;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "proto.h"
+#include "response_budget.h"
 
 struct srv_request {
     struct proto_job job;
@@ -28,11 +29,26 @@ struct srv_request {
     atomic_bool failed;                /* a forward pass of this request failed */
     atomic_uint_fast64_t t_compute_start; /* ns, first forward pass that included it */
     uint64_t t_compute_end;            /* ns, written by the finishing worker */
-    char error[600];                   /* written by the first worker that sets failed */
-    char *body;                        /* response rendered by the finishing worker */
-    size_t body_len;
+    enum proto_error_kind error_kind;  /* how to answer `error`; both written by the first */
+    char error[600];                   /* thread that sets failed (srv_request_fail) */
+    char *body;                        /* response rendered by the finishing worker; its */
+    size_t body_len;                   /* bytes are reserved in the response budget */
     struct srv_request *next_done;     /* completion queue link */
 };
+
+/* Record why `req` failed, unless an earlier failure was recorded; the
+ * loop answers it with `kind`'s status. Any thread. */
+void srv_request_fail(struct srv_request *req, enum proto_error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Render the answer of a request whose results are all in: req->body on
+ * success, its bytes reserved in `answers` (the loop gives them back once
+ * the answer is written). An answer that cannot be rendered (out of memory,
+ * a non-finite result), is over max_response_bytes, or does not fit the
+ * budget of pending answers is freed and the request failed instead. Run by
+ * the one thread that finishes the request. */
+void srv_request_render(struct srv_request *req, const struct bert_model *model,
+                        struct response_budget *answers);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t srv_now_ns(void);

@@ -108,6 +108,15 @@ static const struct config_key config_keys[] = {
                "largest top_k for fill-mask and classify"),
     KEY_NUMBER(server, max_fill_mask_decode, "--max-fill-mask-decode", "N", "2000000", 1,
                1000000000, "fill-mask decode budget: masks x top_k x tokens"),
+    KEY_NUMBER(server, max_fill_mask_targets, "--max-fill-mask-targets", "N", "1000", 1,
+               1000000, "most fill-mask targets; more get 413"),
+    KEY_NUMBER(server, max_response_bytes, "--max-response-bytes", "N", "33554432", 1024,
+               1LL << 40, "largest answer; a larger one gets 413"),
+    KEY_NUMBER(server, max_pending_response_bytes, "--max-pending-response-bytes", "N",
+               "268435456", 1024, 1LL << 40,
+               "unread answers, all together; past it 429"),
+    KEY_NUMBER(server, offload_parse_bytes, "--offload-parse-bytes", "N", "65536", 0, 1 << 30,
+               "bodies this large parse off the loop (0: all)"),
 
     KEY_STRING(model, path, "--model", "PATH", "models/default", config_check_not_empty, false,
                "checkpoint folder (Hugging Face layout)"),
@@ -605,6 +614,8 @@ static const struct config_rule config_rules[] = {
     {"batching", "max_queue_tokens", "batching", "max_batch_tokens"},
     /* The longest accepted input must fit in one forward pass. */
     {"batching", "max_batch_tokens", "model", "max_input_tokens"},
+    /* One answer of the largest size must fit in the budget of all answers. */
+    {"server", "max_pending_response_bytes", "server", "max_response_bytes"},
 };
 
 static long long config_number(const struct server_config *cfg, const struct config_key *k)

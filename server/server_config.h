@@ -77,6 +77,10 @@ struct server_config {
         char *api_key;               /* "" = no auth; never printed or logged */
         int max_top_k;
         int max_fill_mask_decode;    /* masks x top_k x tokens per request */
+        int max_fill_mask_targets;   /* "targets" of one /fill-mask request */
+        size_t max_response_bytes;   /* one rendered answer */
+        size_t max_pending_response_bytes; /* all answers not yet written, together */
+        size_t offload_parse_bytes;  /* bodies this large are parsed off the loop; 0 = all */
     } server;
     struct {
         char *path;                  /* checkpoint folder; never empty */

@@ -20,8 +20,9 @@ if(BERT_FUZZ)
   endif()
 endif()
 
-# name:library pairs; toml.c lives in the server library.
-foreach(pair request:bertproto tokenizer:berttok toml:bertsrv config_json:bert_internal safetensors:bert_internal)
+# name:library pairs; toml.c and http_framing.c live in the server library.
+foreach(pair request:bertproto tokenizer:berttok toml:bertsrv config_json:bert_internal
+             safetensors:bert_internal http_framing:bertsrv)
   string(REPLACE ":" ";" parts ${pair})
   list(GET parts 0 name)
   list(GET parts 1 lib)

@@ -1,3 +1,7 @@
+# The framing rules (request smuggling) without a server.
+bert_add_test(NAME test_http_framing SOURCES test_http_framing.c LIBS bertsrv TIMEOUT 60
+              LABELS unit)
+
 # HTTP integration tests: a real bertserve on a free loopback port, driven by
 # stdlib-only Python (tests/http/harness.py).
 find_program(SYSTEM_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH REQUIRED)
@@ -11,12 +15,18 @@ add_test(NAME http_model
                  --seed 7)
 set_tests_properties(http_model PROPERTIES FIXTURES_SETUP http_model TIMEOUT 60)
 
-foreach(t routes load hostile faults)
+# Time bounds in the tests stretch for the slower sanitizer builds.
+set(HTTP_TEST_ENV "TMPDIR=${BERT_TEST_WORK}")
+if(BERT_SANITIZE OR BERT_TSAN)
+  list(APPEND HTTP_TEST_ENV "BERT_TEST_SANITIZED=1")
+endif()
+
+foreach(t routes load hostile faults pressure)
   add_test(NAME http_${t}
            COMMAND ${SYSTEM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/http/test_${t}.py
                    ${CMAKE_BINARY_DIR}/bin ${HTTP_MODEL})
   set_tests_properties(http_${t} PROPERTIES FIXTURES_REQUIRED http_model TIMEOUT 300
-                       LABELS http ENVIRONMENT "TMPDIR=${BERT_TEST_WORK}")
+                       LABELS http ENVIRONMENT "${HTTP_TEST_ENV}")
 endforeach()
 
 # The other encoder families and /rerank: the test makes its own checkpoints.

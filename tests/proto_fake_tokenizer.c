@@ -35,6 +35,12 @@ const char *bert_tokenizer_id_to_token(const struct bert_tokenizer *tok, int32_t
     return id >= 0 && (size_t)id < VOCAB_SIZE ? vocab[id] : NULL;
 }
 
+size_t bert_tokenizer_vocab_size(const struct bert_tokenizer *tok)
+{
+    (void)tok;
+    return VOCAB_SIZE;
+}
+
 int32_t bert_tokenizer_mask_id(const struct bert_tokenizer *tok)
 {
     return tok->no_mask ? -1 : FAKE_MASK;

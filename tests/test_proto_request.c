@@ -7,8 +7,10 @@
 #include "proto.h"
 #include "proto_internal.h"
 
-static struct proto_limits limits = {
-    .max_client_batch = 32, .max_input_tokens = 512, .max_top_k = 100};
+static struct proto_limits limits = {.max_client_batch = 32,
+                                     .max_input_tokens = 512,
+                                     .max_top_k = 100,
+                                     .max_fill_mask_targets = 3};
 
 static bool parse_n(enum proto_route route, const char *body, size_t len, struct proto_request *req,
                     struct proto_error *err)
@@ -83,6 +85,7 @@ static void test_routes_and_error_table(void)
         {PROTO_ERR_OVERLOADED, 429, "overloaded"},
         {PROTO_ERR_INTERNAL, 500, "internal"},
         {PROTO_ERR_UNAVAILABLE, 503, "unavailable"},
+        {PROTO_ERR_NOT_IMPLEMENTED, 501, "not_implemented"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         CHECK_INT_EQ(proto_error_status(table[i].kind), table[i].status);
@@ -374,6 +377,14 @@ static void test_fill_mask(void)
     CHECK_INT_EQ(req.n_targets, 1);
     CHECK_STR_EQ(req.targets[0], "one");
     proto_request_free(&req);
+
+    /* max_fill_mask_targets: each target is tokenized, so the count is
+     * bounded before any of them is. */
+    EXPECT_OK(FILL, "{\"inputs\":\"[MASK]\",\"targets\":[\"a\",\"b\",\"a\"]}", &req);
+    CHECK_INT_EQ(req.n_targets, 3);
+    proto_request_free(&req);
+    EXPECT_ERR(FILL, "{\"inputs\":\"[MASK]\",\"targets\":[\"a\",\"b\",\"c\",\"d\"]}", E413,
+               "too many targets: 4 given, at most 3 are allowed per request");
 
     EXPECT_OK(FILL, "{\"inputs\":\"[MASK]\",\"top_k\":null,\"targets\":null,\"truncate\":true}",
               &req);

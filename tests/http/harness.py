@@ -12,6 +12,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# Time bounds in the tests are for a release build; a sanitizer build
+# (tests/http.cmake sets BERT_TEST_SANITIZED) runs several times slower.
+SLOW = 5.0 if os.environ.get("BERT_TEST_SANITIZED") else 1.0
+
 
 def free_port():
     with socket.socket() as s:
@@ -22,7 +26,8 @@ def free_port():
 class Server:
     """A bertserve process; `flags` are extra command-line flags."""
 
-    def __init__(self, bin_dir, model, flags=(), env=None, ready=True, timeout=60):
+    def __init__(self, bin_dir, model, flags=(), env=None, ready=True, timeout=60,
+                 preexec_fn=None):
         self.port = free_port()
         self.log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                      "bertserve-%d.log" % self.port)
@@ -34,7 +39,7 @@ class Server:
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=full_env)
+                                     env=full_env, preexec_fn=preexec_fn)
         if ready:
             try:
                 # Under a wrapper (valgrind runs 20-50x slower) the warm-up
@@ -78,8 +83,8 @@ class Server:
         finally:
             conn.close()
 
-    def post(self, path, body, headers=None):
-        status, hdrs, data = self.request("POST", path, body, headers)
+    def post(self, path, body, headers=None, timeout=60):
+        status, hdrs, data = self.request("POST", path, body, headers, timeout)
         return status, hdrs, json.loads(data) if data else None
 
     def get_json(self, path):
@@ -102,6 +107,14 @@ class Server:
             self.log.flush()
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")
+
+    def rss_mib(self):
+        """Resident memory of the server process."""
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+        return 0.0
 
     def signal(self, sig):
         self.proc.send_signal(sig)

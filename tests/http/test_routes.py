@@ -225,6 +225,37 @@ class ApiKey(unittest.TestCase):
         finally:
             self.assertEqual(s.stop(), 0)
 
+    def test_without_the_key_every_path_but_the_probes_is_401(self):
+        # 404 and 405 before 401 let a client without the key map the routes.
+        s = Server(BIN, MODEL, ["--api-key", "s3cret"])
+        try:
+            for method, path in [("GET", "/nope"), ("POST", "/nope"), ("GET", "/embed"),
+                                 ("POST", "/info"), ("DELETE", "/fill-mask")]:
+                status, hdrs, body = s.request(method, path)
+                self.assertEqual(status, 401, (method, path, body))
+                self.assertEqual(json.loads(body)["error_type"], "unauthorized")
+            with_key = {"Authorization": "Bearer s3cret"}
+            self.assertEqual(s.request("GET", "/nope", headers=with_key)[0], 404)
+            self.assertEqual(s.request("GET", "/embed", headers=with_key)[0], 405)
+            # Probes stay open, wrong methods on them included.
+            self.assertEqual(s.request("POST", "/health")[0], 405)
+            self.assertEqual(s.request("GET", "/metrics")[0], 200)
+            # A NUL after the key: libmicrohttpd 0.9 cut the value there.
+            body = b'{"inputs":"hi"}'
+            with socket.create_connection(("127.0.0.1", s.port), timeout=10) as sock:
+                sock.sendall(b"POST /tokenize HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                             b"Authorization: Bearer s3cret\x00junk\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                out = b""
+                while True:
+                    part = sock.recv(65536)
+                    if not part:
+                        break
+                    out += part
+            self.assertTrue(out.startswith(b"HTTP/1.1 400 "), out[:200])
+        finally:
+            self.assertEqual(s.stop(), 0)
+
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    unittest.main(argv=sys.argv[:1] + sys.argv[3:], verbosity=2)

@@ -1,0 +1,192 @@
+/* Internals of the HTTP front end, shared by its files and nothing else
+ * (the server's interface is http.h):
+ *
+ *   http.c          start and stop, routing, the access handler, drain
+ *   http_request.c  a request's lifecycle: states, suspension, completion, release
+ *   http_prepare.c  parsing and tokenizing a body, on the loop or off it, and admission
+ *   http_respond.c  answers, their log line, and giving their memory back
+ *   http_conns.c    connections: the request deadline, idle eviction, file limits
+ *   http_framing.c  the message framing rules libmicrohttpd leaves to us
+ *   http_loop.c     libmicrohttpd driven by the libuv loop
+ *
+ * Threading: everything runs on the loop thread, except the prepare stage's
+ * work function (on libuv's thread pool) and what request.h gives workers. */
+#ifndef SRV_HTTP_INTERNAL_H
+#define SRV_HTTP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <microhttpd.h>
+#include <uv.h>
+
+#include "http.h"
+#include "metrics.h"
+#include "request.h"
+
+/* Connections past max_connections are still accepted, up to this many
+ * more, so they can be told 503 (or an idle one closed for them) instead of
+ * waiting unanswered in the listen backlog; past that libmicrohttpd stops
+ * accepting. */
+#define HTTP_CONNECTION_RESERVE(max) ((max) / 8 + 8)
+
+enum endpoint { EP_INFERENCE, EP_HEALTH, EP_READY, EP_INFO, EP_METRICS, EP_NOT_FOUND };
+
+/* Per-connection state (MHD's socket context). */
+struct http_conn {
+    struct MHD_Connection *conn;
+    uint64_t t_start;            /* the current request's clock, or the idle period, started */
+    bool idle;                   /* no request begun (never used, or between keep-alive
+                                    requests): on the idle list */
+    bool waiting;                /* its request is with the prepare stage or the workers:
+                                    no deadline */
+    bool cut;                    /* its socket was shut down (deadline, hang-up, eviction) */
+    bool over_limit;             /* opened past max_connections with no idle one to close */
+    struct http_conn *prev, *next;           /* every open connection */
+    struct http_conn *idle_prev, *idle_next; /* idle ones, longest idle first */
+};
+
+/* Where a request is. Only a request in PREPARING or COMPUTING is suspended
+ * (libmicrohttpd neither reads nor times out its connection) and held by
+ * another thread; it is on the suspended list. Released (freed) once MHD
+ * has finished with it (conn == NULL) and no other thread holds it. */
+enum http_request_state {
+    HTTP_REQUEST_HEAD,      /* the request line is in; headers are arriving */
+    HTTP_REQUEST_BODY,      /* the head is in; the body is arriving or being handled */
+    HTTP_REQUEST_PREPARING, /* its body is parsed and tokenized on the thread pool */
+    HTTP_REQUEST_COMPUTING, /* admitted: with the workers */
+    HTTP_REQUEST_CUT_OFF,   /* answered 503 by the drain's time-out while the thread pool
+                               or the workers still held it; released when they are done */
+    HTTP_REQUEST_ANSWERED,  /* a response is queued with MHD */
+    HTTP_REQUEST_ABANDONED, /* its client left: resumed only so that MHD closes it */
+};
+
+/* Per-request state (MHD's con_cls), owned by the loop thread. */
+struct http_request {
+    struct srv_request srv;      /* the part workers see */
+    struct http *http;
+    struct MHD_Connection *conn; /* NULL once MHD has finished with the request */
+    struct http_conn *hc;        /* NULL if its tracking failed, or once MHD finished */
+    enum http_request_state state;
+    enum endpoint ep;
+    enum metrics_route mroute;
+    char method[16];
+    char path[96];
+    const char *raw_uri, *raw_uri_end; /* the request target as received, in MHD's
+                                          buffer: only for the head checks */
+    bool escaped_nul;            /* the request target holds %00 */
+    char *body;
+    size_t body_len, body_cap, discarded;
+    bool body_too_large;
+    bool close_after;            /* answer with Connection: close */
+    uint64_t t_received;
+    struct http_request *prev, *next; /* the suspended list */
+    uv_work_t work;              /* the prepare stage's job */
+    struct proto_error prep_err; /* the prepare stage's refusal, when prep_failed */
+    bool prep_failed;
+};
+
+struct http {
+    uv_loop_t *loop;
+    struct MHD_Daemon *daemon;
+    uv_poll_t mhd_poll;
+    uv_timer_t mhd_timer;
+    uv_idle_t mhd_idle;
+    uv_timer_t drain_timer;
+    uv_timer_t deadline_timer;
+    uv_timer_t trim_timer;
+    size_t freed_since_trim;     /* bytes of answers freed since the last malloc_trim */
+    struct completions *done;
+    struct http_settings settings;
+    struct http_engine engine;
+    bool engine_set;
+    bool draining;
+    bool drained;
+    uint64_t drain_deadline;
+    void (*on_drained)(void *arg);
+    void *on_drained_arg;
+    struct http_request *suspended;
+    size_t live;                 /* http_request objects alive */
+    struct http_conn *conns;     /* every open connection */
+    struct http_conn *idle_head, *idle_tail;
+    size_t n_conns;
+    size_t n_cut;                /* of n_conns, shut down and about to close */
+    bool conn_closed;            /* a connection closed during MHD_run */
+    uint64_t evictions;          /* idle connections closed to make room, not yet logged */
+    uint64_t t_eviction_log;
+};
+
+static inline double http_ms_between(uint64_t a, uint64_t b)
+{
+    return b > a ? (double)(b - a) / 1e6 : 0.0;
+}
+
+/* http.c */
+void http_check_drained(struct http *h);
+/* A 405's Allow header for the request's route: "POST". */
+const char *http_allow_header(const struct http_request *hr);
+
+/* http_loop.c: MHD on the libuv loop. */
+void http_loop_start(struct http *h, int epoll_fd);
+/* Run MHD now, then arrange for it to run again when it needs to. */
+void http_loop_run(struct http *h);
+void http_loop_stop(struct http *h);
+
+/* http_request.c */
+struct http_request *http_request_new(struct http *h, struct MHD_Connection *conn,
+                                      const char *raw_uri);
+/* Move to `next`, suspending or resuming the connection as the states require. */
+void http_request_set_state(struct http_request *hr, enum http_request_state next);
+/* MHD has finished with the request: release it unless another thread holds it. */
+void http_request_mhd_done(struct http_request *hr);
+/* Free the request if MHD has finished with it and no other thread holds it. */
+void http_request_maybe_release(struct http_request *hr);
+/* Workers' completions: answer them and resume their connections. */
+void http_request_on_completions(uv_async_t *async);
+/* The drain ran out of time: answer every suspended request 503 now. */
+void http_request_cut_off_all(struct http *h);
+
+/* http_prepare.c: parse and tokenize the body, then admit (or answer). */
+void http_prepare(struct http_request *hr);
+
+/* http_respond.c */
+void http_respond_init(struct http *h);
+void http_respond_stop(struct http *h);
+/* Queue `body` (malloc'd; ownership passes to MHD) with `status`, then log
+ * and count. `error` is the message logged for error responses. When
+ * `budgeted`, the body's bytes were reserved in the response budget and are
+ * given back when MHD frees it. Moves the request to ANSWERED (resuming its
+ * connection if it was suspended); on failure (out of memory) frees the
+ * body and leaves the state alone. */
+void http_respond(struct http_request *hr, int status, const char *content_type, char *body,
+                  size_t len, bool budgeted, const char *error);
+void http_respond_error(struct http_request *hr, const struct proto_error *err);
+void http_respond_errorf(struct http_request *hr, enum proto_error_kind kind, const char *fmt,
+                         ...) __attribute__((format(printf, 3, 4)));
+void http_respond_text(struct http_request *hr, int status, const char *content_type,
+                       const char *text);
+/* The log line of a request whose client left before it was answered. */
+void http_log_departed(const struct http_request *hr);
+
+/* http_conns.c */
+void http_conns_start(struct http *h);
+void http_conns_stop(struct http *h);
+void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                       enum MHD_ConnectionNotificationCode code);
+/* A request's line has arrived: the connection is no longer idle. */
+void http_conns_busy(struct http *h, struct http_conn *hc);
+/* Its request is finished: idle again, with a fresh deadline. */
+void http_conns_idle(struct http *h, struct http_conn *hc);
+/* Close idle connections with nothing unread, the longest idle first,
+ * until at most max_connections stay open: for a request that has arrived
+ * any of them, otherwise only those idle for a short grace; before a
+ * request is refused, also those whose client has gone. Returns whether
+ * max_connections or fewer are open. */
+bool http_conns_make_room(struct http *h, bool for_request);
+/* The most connections the process's file limit allows for
+ * `max_connections`: the limit is raised if it can be, else a warning says
+ * what was lowered. */
+size_t http_conns_fit_fd_limit(size_t max_connections);
+
+#endif

@@ -1,0 +1,166 @@
+/* A request's lifecycle on the loop: created when its request line is in,
+ * moved through the states of http_internal.h, suspended while another
+ * thread holds it, and released at one point, once MHD and every other
+ * thread are done with it. */
+#include "http_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pool.h"
+
+struct http_request *http_request_new(struct http *h, struct MHD_Connection *conn,
+                                      const char *raw_uri)
+{
+    struct http_request *hr = calloc(1, sizeof *hr);
+    if (hr == NULL)
+        return NULL;
+    hr->http = h;
+    hr->conn = conn;
+    hr->state = HTTP_REQUEST_HEAD;
+    hr->t_received = srv_now_ns();
+    hr->srv.client_fd = -1;
+    /* The target exactly as received: libmicrohttpd later cuts it at '?'
+     * and decodes it in place, and a decoded %00 would cut it unseen. */
+    hr->raw_uri = raw_uri;
+    hr->raw_uri_end = raw_uri + strlen(raw_uri);
+    hr->escaped_nul = strstr(raw_uri, "%00") != NULL;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    hr->hc = ci ? ci->socket_context : NULL;
+    if (hr->hc)
+        http_conns_busy(h, hr->hc);
+    h->live++;
+    return hr;
+}
+
+static bool is_suspended(enum http_request_state s)
+{
+    return s == HTTP_REQUEST_PREPARING || s == HTTP_REQUEST_COMPUTING;
+}
+
+static void suspended_link(struct http_request *hr)
+{
+    struct http *h = hr->http;
+    hr->prev = NULL;
+    hr->next = h->suspended;
+    if (h->suspended)
+        h->suspended->prev = hr;
+    h->suspended = hr;
+}
+
+static void suspended_unlink(struct http_request *hr)
+{
+    if (hr->prev)
+        hr->prev->next = hr->next;
+    else
+        hr->http->suspended = hr->next;
+    if (hr->next)
+        hr->next->prev = hr->prev;
+    hr->prev = hr->next = NULL;
+}
+
+void http_request_set_state(struct http_request *hr, enum http_request_state next)
+{
+    bool was = is_suspended(hr->state), will = is_suspended(next);
+    hr->state = next;
+    if (was == will)
+        return;
+    if (will) {
+        suspended_link(hr);
+        if (hr->hc)
+            hr->hc->waiting = true;
+        MHD_suspend_connection(hr->conn);
+    } else {
+        suspended_unlink(hr);
+        if (hr->hc) { /* writing the answer gets a deadline of its own */
+            hr->hc->waiting = false;
+            hr->hc->t_start = srv_now_ns();
+        }
+        MHD_resume_connection(hr->conn);
+    }
+}
+
+/* The one release point: MHD is done and no other thread holds it. */
+void http_request_maybe_release(struct http_request *hr)
+{
+    if (hr->conn != NULL || is_suspended(hr->state) || hr->state == HTTP_REQUEST_CUT_OFF)
+        return;
+    struct http *h = hr->http;
+    proto_job_free(&hr->srv.job);
+    free(hr->srv.body);
+    free(hr->body);
+    free(hr);
+    h->live--;
+    http_check_drained(h);
+}
+
+void http_request_mhd_done(struct http_request *hr)
+{
+    if (hr->hc) /* a kept-alive connection's next request gets a fresh deadline */
+        http_conns_idle(hr->http, hr->hc);
+    hr->hc = NULL; /* the connection may close before the workers finish */
+    hr->conn = NULL;
+    http_request_maybe_release(hr);
+}
+
+/* The workers are done with an admitted request: answer it. */
+static void finish_request(struct http_request *hr)
+{
+    struct http *h = hr->http;
+    struct srv_request *r = &hr->srv;
+    batcher_release(h->engine.batcher, r);
+    uint64_t start = atomic_load(&r->t_compute_start);
+    if (start) {
+        metrics_stage(METRICS_STAGE_QUEUE, http_ms_between(hr->t_received, start) / 1e3);
+        metrics_stage(METRICS_STAGE_INFERENCE, http_ms_between(start, r->t_compute_end) / 1e3);
+    }
+    if (hr->state == HTTP_REQUEST_CUT_OFF) { /* answered by the drain's time-out */
+        hr->state = HTTP_REQUEST_ANSWERED;
+        if (r->body)
+            response_budget_give(h->engine.answers, r->body_len);
+    } else if (atomic_load(&r->orphaned)) {
+        http_log_departed(hr);
+        if (r->body)
+            response_budget_give(h->engine.answers, r->body_len);
+        http_request_set_state(hr, HTTP_REQUEST_ABANDONED);
+    } else if (atomic_load(&r->failed)) {
+        http_request_set_state(hr, HTTP_REQUEST_BODY); /* back with the loop */
+        if (r->error_kind == PROTO_ERR_INTERNAL)
+            log_msg(LOG_ERROR, "%s %s: %s", hr->method, hr->path, r->error);
+        http_respond_errorf(hr, r->error_kind, "%s", r->error);
+    } else {
+        http_request_set_state(hr, HTTP_REQUEST_BODY);
+        http_respond(hr, 200, "application/json", r->body, r->body_len, true, NULL);
+        r->body = NULL;
+    }
+    if (hr->state == HTTP_REQUEST_BODY) /* no answer could be made (out of memory): close */
+        http_request_set_state(hr, HTTP_REQUEST_ABANDONED);
+    http_request_maybe_release(hr);
+}
+
+void http_request_on_completions(uv_async_t *async)
+{
+    struct http *h = async->data;
+    struct srv_request *r = completions_take(h->done);
+    while (r != NULL) {
+        struct srv_request *next = r->next_done;
+        finish_request((struct http_request *)((char *)r - offsetof(struct http_request, srv)));
+        r = next;
+    }
+    http_loop_run(h);
+    http_check_drained(h);
+}
+
+void http_request_cut_off_all(struct http *h)
+{
+    while (h->suspended != NULL) {
+        struct http_request *hr = h->suspended;
+        atomic_store(&hr->srv.orphaned, true); /* the workers drop what is left of it */
+        http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the server shut down before answering");
+        if (is_suspended(hr->state)) /* no answer could be made (out of memory): close */
+            http_request_set_state(hr, HTTP_REQUEST_CUT_OFF);
+        hr->state = HTTP_REQUEST_CUT_OFF; /* still held by the thread pool or the workers */
+    }
+}
