@@ -5,13 +5,20 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* An admitted request with sequences still to take, in arrival order. */
+struct queued {
+    struct srv_request *req;
+    size_t next;  /* its next sequence to take */
+    size_t taken; /* tokens of its sequences taken so far */
+};
+
 struct batcher {
     struct batcher_limits limits;
     pthread_mutex_t lock;
     pthread_cond_t work;
-    struct batch_item *ring; /* FIFO of queued sequences */
-    size_t cap, head, count;
-    size_t queued_tokens;
+    struct queued *queue; /* (max_concurrent_requests) oldest first */
+    size_t n_queued;
+    size_t queued_seqs, queued_tokens;
     size_t in_flight, in_flight_tokens; /* admitted and not yet released */
     bool closed;
 };
@@ -21,9 +28,15 @@ struct batcher {
  * below that, per-pass overheads show. */
 #define MIN_PASS_TOKENS 256
 
-static size_t item_tokens(const struct batch_item *it)
+/* A request's first tokens go ahead of older requests' later sequences:
+ * a one-line /embed behind four admitted requests of 16k tokens each waited
+ * for all of them (seconds); now it rides the next pass. Big requests still
+ * finish in arrival order, and the oldest always advances. */
+#define HEAD_START_TOKENS 512
+
+static size_t seq_tokens(const struct queued *q)
 {
-    return it->req->job.seqs[it->seq].enc.n;
+    return q->req->job.seqs[q->next].enc.n;
 }
 
 struct batcher *batcher_new(const struct batcher_limits *limits)
@@ -32,11 +45,10 @@ struct batcher *batcher_new(const struct batcher_limits *limits)
     if (b == NULL)
         return NULL;
     b->limits = *limits;
-    /* Every queued sequence holds at least one token, so the token budget
-     * bounds the ring. */
-    b->cap = limits->max_queue_tokens + 1;
-    b->ring = calloc(b->cap, sizeof *b->ring);
-    if (b->ring == NULL) {
+    /* Only admitted requests queue, so max_concurrent_requests bounds it. */
+    b->queue = calloc(limits->max_concurrent_requests ? limits->max_concurrent_requests : 1,
+                      sizeof *b->queue);
+    if (b->queue == NULL) {
         free(b);
         return NULL;
     }
@@ -55,18 +67,18 @@ void batcher_free(struct batcher *b)
         return;
     pthread_mutex_destroy(&b->lock);
     pthread_cond_destroy(&b->work);
-    free(b->ring);
+    free(b->queue);
     free(b);
 }
 
-/* Whether a request of `tokens` in `seqs` sequences fits now; under the lock. */
-static enum batcher_admit admits(const struct batcher *b, size_t tokens, size_t seqs)
+/* Whether a request of `tokens` tokens fits now; under the lock. */
+static enum batcher_admit admits(const struct batcher *b, size_t tokens)
 {
     if (b->closed)
         return BATCHER_CLOSED;
     if (b->in_flight + 1 > b->limits.max_concurrent_requests)
         return BATCHER_TOO_MANY_REQUESTS;
-    if (b->queued_tokens + tokens > b->limits.max_queue_tokens || b->count + seqs >= b->cap)
+    if (b->queued_tokens + tokens > b->limits.max_queue_tokens)
         return BATCHER_QUEUE_FULL;
     return BATCHER_ADMITTED;
 }
@@ -74,7 +86,7 @@ static enum batcher_admit admits(const struct batcher *b, size_t tokens, size_t 
 enum batcher_admit batcher_check(struct batcher *b)
 {
     pthread_mutex_lock(&b->lock);
-    enum batcher_admit verdict = admits(b, 1, 1);
+    enum batcher_admit verdict = admits(b, 1);
     pthread_mutex_unlock(&b->lock);
     return verdict;
 }
@@ -83,11 +95,11 @@ enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req)
 {
     const struct proto_job *job = &req->job;
     pthread_mutex_lock(&b->lock);
-    enum batcher_admit verdict = admits(b, job->n_tokens, job->n_seqs);
+    enum batcher_admit verdict = admits(b, job->n_tokens);
     if (verdict == BATCHER_ADMITTED) {
         atomic_store(&req->remaining, job->n_seqs);
-        for (size_t i = 0; i < job->n_seqs; i++)
-            b->ring[(b->head + b->count++) % b->cap] = (struct batch_item){req, i};
+        b->queue[b->n_queued++] = (struct queued){req, 0, 0};
+        b->queued_seqs += job->n_seqs;
         b->queued_tokens += job->n_tokens;
         b->in_flight++;
         b->in_flight_tokens += job->n_tokens;
@@ -115,7 +127,91 @@ static size_t pass_budget(const struct batcher *b)
 static bool batch_full(const struct batcher *b)
 {
     return b->queued_tokens >= pass_budget(b) ||
-           b->count >= b->limits.max_batch_sequences;
+           b->queued_seqs >= b->limits.max_batch_sequences;
+}
+
+/* A pass being filled: items and their tokens, against its budgets. */
+struct pass {
+    struct batch_item *items;
+    size_t n, tokens, budget, max_items, max_tokens;
+};
+
+/* Whether the next sequence of `q` fits the pass; a pass's first sequence
+ * always does (proto bounds every sequence by max_batch_tokens). */
+static bool fits(const struct pass *p, const struct queued *q)
+{
+    const size_t n = seq_tokens(q);
+    return p->n < p->max_items &&
+           (p->n == 0 || (p->tokens + n <= p->max_tokens && p->tokens + n <= p->budget));
+}
+
+static void take_seq(struct batcher *b, struct pass *p, struct queued *q)
+{
+    const size_t n = seq_tokens(q);
+    p->items[p->n++] = (struct batch_item){q->req, q->next};
+    p->tokens += n;
+    q->next++;
+    q->taken += n;
+    b->queued_seqs--;
+    b->queued_tokens -= n;
+}
+
+static bool exhausted(const struct queued *q)
+{
+    return q->next == q->req->job.n_seqs;
+}
+
+/* Orphaned requests' sequences go to `dropped`, as many as it holds. */
+static void drop_orphans(struct batcher *b, struct batch_item *dropped, size_t *n_dropped)
+{
+    for (size_t i = 0; i < b->n_queued; i++) {
+        struct queued *q = &b->queue[i];
+        if (!atomic_load(&q->req->orphaned))
+            continue;
+        while (!exhausted(q) && *n_dropped < b->limits.max_batch_sequences) {
+            dropped[(*n_dropped)++] = (struct batch_item){q->req, q->next};
+            b->queued_seqs--;
+            b->queued_tokens -= seq_tokens(q);
+            q->next++;
+        }
+    }
+}
+
+/* The pass: the oldest request's next sequence (it always advances), then
+ * every request's first HEAD_START_TOKENS in arrival order, then the
+ * rest oldest first, stopping at the first sequence that does not fit. */
+static void fill_pass(struct batcher *b, struct pass *p)
+{
+    for (size_t i = 0; i < b->n_queued; i++) {
+        if (!exhausted(&b->queue[i])) {
+            if (fits(p, &b->queue[i]))
+                take_seq(b, p, &b->queue[i]);
+            break;
+        }
+    }
+    for (size_t i = 0; i < b->n_queued; i++) {
+        struct queued *q = &b->queue[i];
+        while (!exhausted(q) && q->taken < HEAD_START_TOKENS && fits(p, q))
+            take_seq(b, p, q);
+    }
+    for (size_t i = 0; i < b->n_queued; i++) {
+        struct queued *q = &b->queue[i];
+        while (!exhausted(q)) {
+            if (!fits(p, q))
+                return;
+            take_seq(b, p, q);
+        }
+    }
+}
+
+/* Forget the requests whose sequences were all taken, keeping the order. */
+static void compact(struct batcher *b)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < b->n_queued; i++)
+        if (!exhausted(&b->queue[i]))
+            b->queue[kept++] = b->queue[i];
+    b->n_queued = kept;
 }
 
 bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
@@ -123,9 +219,9 @@ bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
 {
     *n_items = *n_dropped = *n_left = 0;
     pthread_mutex_lock(&b->lock);
-    while (b->count == 0 && !b->closed)
+    while (b->queued_seqs == 0 && !b->closed)
         pthread_cond_wait(&b->work, &b->lock);
-    if (b->count == 0) {
+    if (b->queued_seqs == 0) {
         pthread_mutex_unlock(&b->lock);
         return false;
     }
@@ -139,30 +235,17 @@ bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
                pthread_cond_timedwait(&b->work, &b->lock, &deadline) != ETIMEDOUT) {
         }
     }
-    const size_t budget = pass_budget(b);
-    size_t tokens = 0;
-    while (b->count > 0 && *n_items < b->limits.max_batch_sequences &&
-           *n_dropped < b->limits.max_batch_sequences) {
-        struct batch_item *it = &b->ring[b->head];
-        size_t n = item_tokens(it);
-        bool orphaned = atomic_load(&it->req->orphaned);
-        if (!orphaned && (tokens + n > b->limits.max_batch_tokens ||
-                          (tokens > 0 && tokens + n > budget)))
-            break;
-        if (orphaned) {
-            dropped[(*n_dropped)++] = *it;
-        } else {
-            items[(*n_items)++] = *it;
-            tokens += n;
-        }
-        b->queued_tokens -= n;
-        b->head = (b->head + 1) % b->cap;
-        b->count--;
-    }
+    drop_orphans(b, dropped, n_dropped);
+    struct pass p = {.items = items, .budget = pass_budget(b),
+                     .max_items = b->limits.max_batch_sequences,
+                     .max_tokens = b->limits.max_batch_tokens};
+    fill_pass(b, &p);
+    compact(b);
+    *n_items = p.n;
     /* More work than this worker took: let another one start on it. */
-    if (b->count > 0)
+    if (b->queued_seqs > 0)
         pthread_cond_signal(&b->work);
-    *n_left = b->count;
+    *n_left = b->queued_seqs;
     pthread_mutex_unlock(&b->lock);
     return true;
 }
@@ -186,7 +269,7 @@ void batcher_close(struct batcher *b)
 struct batcher_stats batcher_stats(struct batcher *b)
 {
     pthread_mutex_lock(&b->lock);
-    struct batcher_stats s = {b->count, b->queued_tokens, b->in_flight};
+    struct batcher_stats s = {b->queued_seqs, b->queued_tokens, b->in_flight};
     pthread_mutex_unlock(&b->lock);
     return s;
 }

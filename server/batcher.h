@@ -1,6 +1,9 @@
-/* The dynamic micro-batcher: a FIFO of sequences from admitted requests.
- * Workers take, oldest first, as many sequences as fit the token and count
- * budgets, optionally waiting up to max_wait_us for more. Under load the
+/* The dynamic micro-batcher: the sequences of admitted requests, in
+ * arrival order. Workers take as many sequences as fit the token and count
+ * budgets, optionally waiting up to max_wait_us for more: the oldest
+ * request's next sequence, then each request's first 512 tokens (so a
+ * small request behind large ones rides the next pass), then the rest
+ * oldest first. Under load the
  * token budget of a pass shrinks to a share of the tokens in flight
  * (1/(2 x workers), never under 256), so that no pass
  * takes the whole queue and leaves the other workers idle. Admission is
@@ -53,7 +56,7 @@ enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req);
 enum batcher_admit batcher_check(struct batcher *b);
 
 /* Block until there is work, then move up to max_batch_sequences sequences
- * that fit max_batch_tokens into `items`, oldest first. Sequences of
+ * that fit max_batch_tokens into `items`, in the order above. Sequences of
  * orphaned requests met on the way go to `dropped` (same capacity) instead:
  * the caller finishes them without computing. *n_left: sequences still
  * queued after the take. Returns false once the batcher is closed and empty. */

@@ -167,6 +167,59 @@ static void test_orphans_are_dropped(void)
     free_requests();
 }
 
+/* Whether the pass `items` (n of them) holds a sequence of `r`. */
+static bool pass_has(const struct batch_item *items, size_t n, const struct srv_request *r)
+{
+    for (size_t i = 0; i < n; i++)
+        if (items[i].req == r)
+            return true;
+    return false;
+}
+
+/* Issue 18: a one-line request behind four admitted requests of 32 x 500
+ * tokens went after all 64,000 of their tokens (seconds); its first 512
+ * tokens now ride the very next pass, beside the big ones' first tokens. */
+static void test_a_small_request_rides_the_next_pass(void)
+{
+    struct batcher *b = batcher_new(&two_workers);
+    for (int i = 0; i < 4; i++)
+        submit(b, make_request(32, 500));
+    struct srv_request *small = make_request(1, 5);
+    submit(b, small);
+    struct batch_item items[64], dropped[64];
+    size_t n, n_dropped, left;
+    CHECK(batcher_next(b, items, &n, dropped, &n_dropped, &left));
+    CHECK(pass_has(items, n, small));
+    CHECK_INT_EQ(n, 9); /* two sequences of each big request (their 512), the small one */
+    CHECK_INT_EQ(left, 4 * 32 - 8);
+    /* Then the big ones go oldest first again: the first takes the pass. */
+    CHECK(batcher_next(b, items, &n, dropped, &n_dropped, &left));
+    CHECK_INT_EQ(n, 8);
+    for (size_t i = 0; i < n; i++)
+        CHECK(items[i].req == &requests[0]);
+    batcher_free(b);
+    free_requests();
+}
+
+/* The oldest request advances every pass, even when new requests' head
+ * starts alone would fill it. */
+static void test_the_oldest_always_advances(void)
+{
+    struct batcher *b = batcher_new(&two_workers);
+    struct srv_request *old = make_request(16, 300);
+    submit(b, old);
+    struct batch_item items[64], dropped[64];
+    size_t n, n_dropped, left;
+    for (int pass = 0; pass < 8; pass++) {
+        for (int i = 0; i < 8; i++) /* a stream of newcomers */
+            submit(b, make_request(1, 500));
+        CHECK(batcher_next(b, items, &n, dropped, &n_dropped, &left));
+        CHECK(pass_has(items, n, old));
+    }
+    batcher_free(b);
+    free_requests();
+}
+
 /* Admission is all or nothing, against both limits. */
 static void test_admission(void)
 {
@@ -200,6 +253,8 @@ int main(void)
     test_bounds_of_the_share();
     test_wait_ends_at_a_full_pass();
     test_orphans_are_dropped();
+    test_a_small_request_rides_the_next_pass();
+    test_the_oldest_always_advances();
     test_admission();
     return check_exit();
 }

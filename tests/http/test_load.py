@@ -277,6 +277,59 @@ class Flood(unittest.TestCase):
         self.assertEqual(self.s.proc.wait(60 * SLOW), 0, self.s.output()[-3000:])
 
 
+class AdmittedFlood(unittest.TestCase):
+    """Issue 18: the flood's max-size /embed requests are admitted this time
+    (default max_queue_tokens: four of them queue, 64k tokens). A one-line
+    /embed used to wait for all their tokens, oldest first (1.6-3.3 s in the
+    queue on a loaded 2-core machine); its first tokens now ride the next
+    pass (17-235 ms)."""
+
+    CLIENTS = 8
+
+    def setUp(self):
+        self.s = Server(BIN, MODEL, [])
+        self.stop = threading.Event()
+        self.counts = {}
+        body = json.dumps({"inputs": [text(480, i) for i in range(32)], "truncate": True})
+        self.req = (b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n" % len(body)) + body.encode()
+        deadline = time.time() + 30 * SLOW
+        self.loaders = [threading.Thread(target=self.flood, args=(deadline,))
+                        for _ in range(self.CLIENTS)]
+        for t in self.loaders:
+            t.start()
+        while self.counts.get(200, 0) == 0 and time.time() < deadline:
+            time.sleep(0.05)  # the big requests are being computed
+
+    def tearDown(self):
+        self.stop.set()
+        for t in self.loaders:
+            t.join(60 * SLOW)
+        self.assertEqual(self.s.stop(60), 0, self.s.output()[-3000:])
+
+    def flood(self, deadline):
+        while not self.stop.is_set() and time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.s.port), timeout=60) as sock:
+                    while not self.stop.is_set() and time.time() < deadline:
+                        sock.sendall(self.req)
+                        status = read_response(sock)
+                        self.counts[status] = self.counts.get(status, 0) + 1
+            except OSError:
+                time.sleep(0.01)
+
+    def test_a_small_request_does_not_wait_for_the_big_ones(self):
+        queued = []
+        for i in range(5):
+            status, hdrs, body = self.s.request("POST", "/embed", {"inputs": "word %d" % i})
+            self.assertEqual(status, 200, body)
+            queued.append(float(hdrs["x-queue-time"]) / 1000)
+            time.sleep(0.2)
+        self.assertGreater(self.counts.get(200, 0), 0, self.counts)  # big ones were served
+        self.assertLess(sorted(queued)[2], 0.5 * SLOW, queued)  # median
+        self.assertLess(max(queued), 1.0 * SLOW, queued)
+
+
 def read_response(sock):
     """Read one response with a Content-Length body; returns its status."""
     data = b""
