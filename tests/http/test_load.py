@@ -281,8 +281,9 @@ class AdmittedFlood(unittest.TestCase):
     """Issue 18: the flood's max-size /embed requests are admitted this time
     (default max_queue_tokens: four of them queue, 64k tokens). A one-line
     /embed used to wait for all their tokens, oldest first (1.6-3.3 s in the
-    queue on a loaded 2-core machine); its first tokens now ride the next
-    pass (17-235 ms)."""
+    queue on a loaded 2-core machine, as long as a big request took); its
+    first tokens now ride the next pass (17-235 ms). Compared with the big
+    requests' own time, so a slow machine slows both sides."""
 
     CLIENTS = 8
 
@@ -290,6 +291,7 @@ class AdmittedFlood(unittest.TestCase):
         self.s = Server(BIN, MODEL, [])
         self.stop = threading.Event()
         self.counts = {}
+        self.big_s = []
         body = json.dumps({"inputs": [text(480, i) for i in range(32)], "truncate": True})
         self.req = (b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                     b"Content-Length: %d\r\n\r\n" % len(body)) + body.encode()
@@ -312,9 +314,12 @@ class AdmittedFlood(unittest.TestCase):
             try:
                 with socket.create_connection(("127.0.0.1", self.s.port), timeout=60) as sock:
                     while not self.stop.is_set() and time.time() < deadline:
+                        t0 = time.time()
                         sock.sendall(self.req)
                         status = read_response(sock)
                         self.counts[status] = self.counts.get(status, 0) + 1
+                        if status == 200:
+                            self.big_s.append(time.time() - t0)
             except OSError:
                 time.sleep(0.01)
 
@@ -325,9 +330,12 @@ class AdmittedFlood(unittest.TestCase):
             self.assertEqual(status, 200, body)
             queued.append(float(hdrs["x-queue-time"]) / 1000)
             time.sleep(0.2)
-        self.assertGreater(self.counts.get(200, 0), 0, self.counts)  # big ones were served
-        self.assertLess(sorted(queued)[2], 0.5 * SLOW, queued)  # median
-        self.assertLess(max(queued), 1.0 * SLOW, queued)
+        big = sorted(self.big_s)
+        self.assertGreater(len(big), 0, self.counts)  # big ones were served
+        print("small requests' queue s:", queued, "big requests' s:", big, file=sys.stderr)
+        # Measured on a loaded machine: ratio 0.01-0.08 now, 0.8 oldest first.
+        self.assertLess(sorted(queued)[2], 0.3 * big[len(big) // 2], (queued, big))
+        self.assertLess(max(queued), 3.0 * SLOW, queued)
 
 
 def read_response(sock):
