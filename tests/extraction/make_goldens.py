@@ -313,6 +313,14 @@ def check_stable(name, fn, logits, answer, rng):
                              f"answer; change the seed or the input")
 
 
+def window_json(enc, idx, extra=()):
+    """A window as the golden stores it: ids and type ids, and the
+    character offsets / word ids the post-processing read (specials have
+    offsets [0, 0] and word id null)."""
+    keys = ("ids", "type_ids") + tuple(extra)
+    return {k: [enc[k][i] for i in idx] for k in keys}
+
+
 def rounded_logits(logits):
     return [[[float(f"{v:.9g}") for v in row] for row in win] for win in logits]
 
@@ -352,8 +360,7 @@ def ner_cases(spec, runner, tok, cfg, mml, rng, stats):
             stats["entities"] += len(answer)
         stats["windows"] += len(windows)
         cases.append({"inputs": text, "parameters": wparams,
-                      "windows": [{"ids": [enc["ids"][i] for i in w],
-                                   "type_ids": [enc["type_ids"][i] for i in w]} for w in windows],
+                      "windows": [window_json(enc, w, ("offsets",)) for w in windows],
                       "logits": rounded_logits(logits), "results": results})
     return cases
 
@@ -382,8 +389,7 @@ def qa_cases(spec, runner, tok, cfg, mml, rng, stats):
         stats["windows"] += len(windows)
         cases.append({"inputs": {"question": question, "context": context},
                       "parameters": wparams,
-                      "windows": [{"ids": [enc["ids"][i] for i in w],
-                                   "type_ids": [enc["type_ids"][i] for i in w]} for w in windows],
+                      "windows": [window_json(enc, w, ("offsets", "word_ids")) for w in windows],
                       "logits": rounded_logits(logits), "results": results})
     return cases
 
@@ -414,9 +420,7 @@ def zs_cases(spec, runner, tok, cfg, mml, rng, stats):
             params["hypothesis_template"] = template
         stats["windows"] += len(windows)
         cases.append({"inputs": sequence, "parameters": params,
-                      "windows": [{"ids": [e["ids"][i] for i in w],
-                                   "type_ids": [e["type_ids"][i] for i in w]}
-                                  for e, w in zip(encs, windows)],
+                      "windows": [window_json(e, w) for e, w in zip(encs, windows)],
                       "logits": rounded_logits(logits), "results": results})
     return cases
 
