@@ -389,7 +389,8 @@ def qa_cases(spec, runner, tok, cfg, mml, rng, stats):
         stats["windows"] += len(windows)
         cases.append({"inputs": {"question": question, "context": context},
                       "parameters": wparams,
-                      "windows": [window_json(enc, w, ("offsets", "word_ids")) for w in windows],
+                      "windows": [window_json(enc, w, ("offsets", "word_ids", "sequence_ids"))
+                                  for w in windows],
                       "logits": rounded_logits(logits), "results": results})
     return cases
 
