@@ -287,6 +287,20 @@ def _group_entities(entities, tok):
     return groups
 
 
+def aggregate(pre, strategy, id2label, tok):
+    """One window's entities from its gathered tokens (dicts with scores,
+    word, start, end, index, is_subword): the pipeline's `aggregate`."""
+    if strategy in ("none", "simple"):
+        ents = []
+        for p in pre:
+            i = argmax(p["scores"])
+            ents.append({"entity": id2label[i], "score": p["scores"][i], "index": p["index"],
+                         "word": p["word"], "start": p["start"], "end": p["end"]})
+    else:
+        ents = _aggregate_words(pre, strategy, id2label, tok)
+    return ents if strategy == "none" else _group_entities(ents, tok)
+
+
 def _merge_overlapping(entities):
     """Entities of overlapping windows: sorted by start (stably), an entity
     that starts inside the previous one replaces it when it is longer, or as
@@ -319,19 +333,9 @@ def token_classification(text, enc, windows, logits, id2label, tok, strategy="si
     found = []
     for idx, rows in zip(windows, logits):
         win = window_view(enc, idx)
-        probs = [softmax(r) for r in rows]
-        pre = _pre_entities(text, win, probs, tok)
-        if strategy in ("none", "simple"):
-            ents = []
-            for p in pre:
-                i = argmax(p["scores"])
-                ents.append({"entity": id2label[i], "score": p["scores"][i], "index": p["index"],
-                             "word": p["word"], "start": p["start"], "end": p["end"]})
-        else:
-            ents = _aggregate_words(pre, strategy, id2label, tok)
-        if strategy != "none":
-            ents = _group_entities(ents, tok)
-        found += [e for e in ents if e.get("entity") not in ignore_labels
+        pre = _pre_entities(text, win, [softmax(r) for r in rows], tok)
+        found += [e for e in aggregate(pre, strategy, id2label, tok)
+                  if e.get("entity") not in ignore_labels
                   and e.get("entity_group") not in ignore_labels]
     if len(windows) > 1:
         found = _merge_overlapping(found)

@@ -99,6 +99,50 @@ class TokenClassification(unittest.TestCase):
         self.assertEqual(len(run("simple", ["TAG"])), 0)
         self.assertEqual(len(run("none", ["B-TAG"])), 0)
 
+    CONLL = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
+
+    def rounded(self, ents):
+        return [{k: round(v, 3) if k == "score" else v for k, v in e.items()} for e in ents]
+
+    def test_transformers_aggregation_cases(self):
+        # The expected answers of transformers' own tests
+        # (tests/pipelines/test_pipelines_token_classification.py,
+        # test_aggregation_strategy and test_aggregation_strategy_example2),
+        # which call the pipeline's aggregate() on these gathered tokens.
+        enzo = [
+            {"scores": [0, 0, 0, 0, 0.9968166351318359, 0, 0, 0], "index": 1,
+             "is_subword": False, "word": "En", "start": 0, "end": 2},
+            {"scores": [0, 0, 0, 0, 0.9957635998725891, 0, 0, 0], "index": 2,
+             "is_subword": True, "word": "##zo", "start": 2, "end": 4},
+            {"scores": [0, 0, 0, 0, 0, 0.9986497163772583, 0, 0], "index": 7, "word": "UN",
+             "is_subword": False, "start": 11, "end": 13}]
+        run = lambda pre, s: self.rounded(pl.aggregate(pre, s, self.CONLL, Tok()))  # noqa: E731
+        self.assertEqual(run(enzo, "none"), [
+            {"entity": "I-PER", "score": 0.997, "index": 1, "word": "En", "start": 0, "end": 2},
+            {"entity": "I-PER", "score": 0.996, "index": 2, "word": "##zo", "start": 2, "end": 4},
+            {"entity": "B-ORG", "score": 0.999, "index": 7, "word": "UN", "start": 11, "end": 13}])
+        for strategy, score in (("simple", 0.996), ("first", 0.997), ("max", 0.997),
+                                ("average", 0.996)):
+            self.assertEqual(run(enzo, strategy), [
+                {"entity_group": "PER", "score": score, "word": "Enzo", "start": 0, "end": 4},
+                {"entity_group": "ORG", "score": 0.999, "word": "UN", "start": 11, "end": 13}])
+        rama = [
+            {"scores": [0, 0.55, 0, 0.45, 0, 0, 0, 0, 0, 0], "is_subword": False, "index": 1,
+             "word": "Ra", "start": 0, "end": 2},
+            {"scores": [0, 0, 0, 0.2, 0, 0, 0, 0.8, 0, 0], "is_subword": True, "word": "##ma",
+             "start": 2, "end": 4, "index": 2},
+            {"scores": [0, 0, 0, 0.4, 0, 0, 0.6, 0, 0, 0], "is_subword": True,
+             "word": "##zotti", "start": 11, "end": 13, "index": 3}]
+        self.assertEqual(run(rama, "none"), [
+            {"entity": "B-MISC", "score": 0.55, "index": 1, "word": "Ra", "start": 0, "end": 2},
+            {"entity": "B-LOC", "score": 0.8, "index": 2, "word": "##ma", "start": 2, "end": 4},
+            {"entity": "I-ORG", "score": 0.6, "index": 3, "word": "##zotti", "start": 11,
+             "end": 13}])
+        for strategy, group, score in (("first", "MISC", 0.55), ("max", "LOC", 0.8),
+                                       ("average", "PER", 0.35)):
+            self.assertEqual(run(rama, strategy), [{"entity_group": group, "score": score,
+                                                    "word": "Ramazotti", "start": 0, "end": 13}])
+
     def test_overlapping_windows(self):
         ents = [{"start": 0, "end": 4, "score": 0.5}, {"start": 2, "end": 9, "score": 0.1},
                 {"start": 2, "end": 9, "score": 0.3}, {"start": 12, "end": 14, "score": 0.9}]
