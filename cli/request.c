@@ -141,12 +141,8 @@ static void runner_free(struct runner *r)
 
 int cli_request_command(const char *name, int argc, char **argv)
 {
-    enum proto_route route = PROTO_ROUTE_COUNT;
-    for (int k = 0; k < PROTO_ROUTE_COUNT; k++)
-        if (k != PROTO_ROUTE_OPENAI_EMBED && k != PROTO_ROUTE_V1_RERANK &&
-            strcmp(name, proto_route_name((enum proto_route)k)) == 0)
-            route = (enum proto_route)k;
-    if (route == PROTO_ROUTE_COUNT)
+    enum proto_route route;
+    if (!proto_route_from_command(name, &route))
         return CLI_NOT_A_COMMAND;
 
     const char *model_dir = "models/default", *pooling = NULL, *dtype = "f32";

@@ -7,6 +7,7 @@
 #include "json_writer.h"
 #include "proto.h"
 #include "proto_internal.h"
+#include "route_table.h"
 
 static const struct {
     int status;
@@ -131,7 +132,9 @@ char *proto_error_body(enum proto_route route, const struct proto_error *err, si
     json_writer_init(&w, 128 + strlen(err->message));
     json_writer_begin_object(&w);
     json_writer_key(&w, "error");
-    if (route == PROTO_ROUTE_OPENAI_EMBED) {
+    enum proto_envelope envelope =
+        route < PROTO_ROUTE_COUNT ? proto_routes[route].envelope : PROTO_ENVELOPE_OURS;
+    if (envelope == PROTO_ENVELOPE_OPENAI) {
         /* OpenAI's envelope: type is the coarse class, code ours. */
         json_writer_begin_object(&w);
         json_writer_key(&w, "message");

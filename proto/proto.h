@@ -23,6 +23,10 @@
 #include "model.h"
 #include "tokenizer.h"
 
+/* The API's routes. Each has one row in route.c's table (path, method,
+ * parser, job setup, renderer, error envelope, metrics label) which proto,
+ * the server's router, its metrics and the CLI all read: a new route is a
+ * value here, its row, and whichever functions it does not share. */
 enum proto_route {
     PROTO_ROUTE_EMBED,           /* POST /embed */
     PROTO_ROUTE_FILL_MASK,       /* POST /fill-mask */
@@ -35,11 +39,22 @@ enum proto_route {
     PROTO_ROUTE_COUNT
 };
 
+/* The HTTP methods a route answers, as bits (HEAD goes with GET). */
+enum proto_method {
+    PROTO_METHOD_GET = 1u << 0,
+    PROTO_METHOD_POST = 1u << 1,
+};
+
 /* "/embed" -> PROTO_ROUTE_EMBED; false for unknown paths. */
 bool proto_route_from_path(const char *path, enum proto_route *out);
+/* "embed" -> PROTO_ROUTE_EMBED for the routes `bert` runs offline; false
+ * for other names. */
+bool proto_route_from_command(const char *name, enum proto_route *out);
 const char *proto_route_path(enum proto_route route);
 /* "embed", "fill-mask", ...: the CLI's subcommand names and metric labels. */
 const char *proto_route_name(enum proto_route route);
+/* PROTO_METHOD_* bits; 0 for a route out of range. */
+unsigned proto_route_methods(enum proto_route route);
 
 /* Error kinds; one table maps each to its HTTP status and error_type. */
 enum proto_error_kind {
@@ -67,9 +82,10 @@ const char *proto_error_type(enum proto_error_kind kind);
 void proto_error_set(struct proto_error *err, enum proto_error_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The error body for `route`: {"error", "error_type"} on our routes,
- * {"error": {"message", "type", "code"}} on /v1/embeddings. Returns a
- * malloc'd NUL-terminated string and its length. */
+/* The error body for `route`: {"error", "error_type"} on our routes and
+ * for PROTO_ROUTE_COUNT (no route: a server path), {"error": {"message",
+ * "type", "code"}} on /v1/embeddings. Returns a malloc'd NUL-terminated
+ * string and its length. */
 char *proto_error_body(enum proto_route route, const struct proto_error *err, size_t *len);
 
 /* Limits enforced while parsing and preparing. */
@@ -172,6 +188,7 @@ struct proto_job {
     size_t n_truncated;        /* inputs that were cut (x-truncated-inputs) */
     int32_t *target_ids;       /* fill-mask targets as ids, without duplicates */
     float *outputs;            /* one allocation all tasks write into */
+    size_t n_outputs;          /* 4-byte values in outputs */
     char *model_name;          /* /v1/embeddings: the "model" to echo */
 };
 

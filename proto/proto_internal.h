@@ -6,14 +6,7 @@
 
 #include "proto.h"
 
-/* The field that holds a route's texts: "inputs"; "input" on
- * /v1/embeddings; "texts" on /rerank; "documents" on /v1/rerank. */
-const char *proto_inputs_name(enum proto_route route);
-
-struct json_writer;
-/* The /rerank or /v1/rerank body of a job whose tasks have run. False when
- * out of memory or a score is not finite. */
-bool proto_render_rerank(struct json_writer *w, const struct proto_job *job);
+/* The route table's types and the functions its rows name: route_table.h. */
 
 /* Length of the valid UTF-8 sequence at s (RFC 3629 and table 3-7 of the
  * Unicode standard: no overlongs, no surrogates, nothing past U+10FFFF), or

@@ -8,84 +8,55 @@
 
 #include "proto.h"
 #include "proto_internal.h"
+#include "route_table.h"
 
-enum param {
-    PARAM_POOLING,
-    PARAM_NORMALIZE,
-    PARAM_TRUNCATE,
-    PARAM_TRUNCATION_DIRECTION,
-    PARAM_TOP_K,
-    PARAM_TARGETS,
-    PARAM_RAW_SCORES,
-    PARAM_FUNCTION_TO_APPLY,
-    PARAM_ADD_SPECIAL_TOKENS,
-    PARAM_MODEL,
-    PARAM_ENCODING_FORMAT,
-    PARAM_DIMENSIONS,
-    PARAM_USER,
-    PARAM_QUERY,
-    PARAM_RETURN_TEXT,
-    PARAM_RETURN_DOCUMENTS,
-    PARAM_TOP_N,
-    PARAM_COUNT
+static const char *const param_names[PROTO_PARAM_COUNT] = {
+    [PROTO_PARAM_POOLING] = "pooling",
+    [PROTO_PARAM_NORMALIZE] = "normalize",
+    [PROTO_PARAM_TRUNCATE] = "truncate",
+    [PROTO_PARAM_TRUNCATION_DIRECTION] = "truncation_direction",
+    [PROTO_PARAM_TOP_K] = "top_k",
+    [PROTO_PARAM_TOP_K_LABELS] = "top_k",
+    [PROTO_PARAM_TARGETS] = "targets",
+    [PROTO_PARAM_RAW_SCORES] = "raw_scores",
+    [PROTO_PARAM_FUNCTION_TO_APPLY] = "function_to_apply",
+    [PROTO_PARAM_ADD_SPECIAL_TOKENS] = "add_special_tokens",
+    [PROTO_PARAM_MODEL] = "model",
+    [PROTO_PARAM_ENCODING_FORMAT] = "encoding_format",
+    [PROTO_PARAM_DIMENSIONS] = "dimensions",
+    [PROTO_PARAM_USER] = "user",
+    [PROTO_PARAM_QUERY] = "query",
+    [PROTO_PARAM_RETURN_TEXT] = "return_text",
+    [PROTO_PARAM_RETURN_DOCUMENTS] = "return_documents",
+    [PROTO_PARAM_TOP_N] = "top_n",
 };
 
-static const char *const param_names[PARAM_COUNT] = {
-    [PARAM_POOLING] = "pooling",
-    [PARAM_NORMALIZE] = "normalize",
-    [PARAM_TRUNCATE] = "truncate",
-    [PARAM_TRUNCATION_DIRECTION] = "truncation_direction",
-    [PARAM_TOP_K] = "top_k",
-    [PARAM_TARGETS] = "targets",
-    [PARAM_RAW_SCORES] = "raw_scores",
-    [PARAM_FUNCTION_TO_APPLY] = "function_to_apply",
-    [PARAM_ADD_SPECIAL_TOKENS] = "add_special_tokens",
-    [PARAM_MODEL] = "model",
-    [PARAM_ENCODING_FORMAT] = "encoding_format",
-    [PARAM_DIMENSIONS] = "dimensions",
-    [PARAM_USER] = "user",
-    [PARAM_QUERY] = "query",
-    [PARAM_RETURN_TEXT] = "return_text",
-    [PARAM_RETURN_DOCUMENTS] = "return_documents",
-    [PARAM_TOP_N] = "top_n",
+/* The shapes of a route's inputs (struct proto_inputs in proto_internal.h). */
+struct proto_inputs {
+    const char *expected;   /* the `must be ...` of a value of any other shape */
+    bool list_only;         /* a lone string is refused, not read as a list of one */
+    bool pairs;             /* an item may be a pair [text, text_pair] */
+    bool objects;           /* an item may be an object {"text": ...} (Jina, Cohere) */
+    bool with_query;        /* every item becomes the pair (query, item) */
 };
 
-#define P(name) (1u << PARAM_##name)
-#define TRUNCATION (P(TRUNCATE) | P(TRUNCATION_DIRECTION))
-
-/* The parameters each route accepts. */
-static const unsigned route_params[PROTO_ROUTE_COUNT] = {
-    [PROTO_ROUTE_EMBED] = P(POOLING) | P(NORMALIZE) | TRUNCATION,
-    [PROTO_ROUTE_FILL_MASK] = P(TOP_K) | P(TARGETS) | TRUNCATION,
-    [PROTO_ROUTE_CLASSIFY] = P(RAW_SCORES) | P(FUNCTION_TO_APPLY) | P(TOP_K) | TRUNCATION,
-    [PROTO_ROUTE_TOKENIZE] = P(ADD_SPECIAL_TOKENS) | TRUNCATION,
-    [PROTO_ROUTE_OPENAI_EMBED] = P(MODEL) | P(ENCODING_FORMAT) | P(DIMENSIONS) | P(USER),
-    [PROTO_ROUTE_RERANK] = P(QUERY) | P(RAW_SCORES) | P(RETURN_TEXT) | P(TOP_N) | TRUNCATION,
-    [PROTO_ROUTE_V1_RERANK] = P(QUERY) | P(MODEL) | P(RETURN_DOCUMENTS) | P(TOP_N) | TRUNCATION,
-    [PROTO_ROUTE_REPLACED_TOKENS] = TRUNCATION,
-};
+const struct proto_inputs proto_inputs_texts = {.expected = "a string or a list of strings"};
+const struct proto_inputs proto_inputs_texts_or_pairs = {
+    .expected = "a string, a list of strings or a list of pairs [text, text_pair]",
+    .pairs = true};
+const struct proto_inputs proto_inputs_documents = {
+    .expected = "a list of strings", .list_only = true, .with_query = true};
+const struct proto_inputs proto_inputs_document_objects = {
+    .expected = "a list of strings", .list_only = true, .objects = true, .with_query = true};
 
 struct parse {
-    enum proto_route route;
+    const struct proto_route_desc *route;
     const struct proto_limits *limits;
     struct proto_request *req;
     struct proto_error *err;
-    const char *inputs_name;        /* proto_inputs_name(route) */
-    json_t *inputs;                 /* borrowed from req->root */
-    json_t *params[PARAM_COUNT];    /* borrowed; NULL when absent */
+    json_t *inputs;                     /* borrowed from req->root */
+    json_t *params[PROTO_PARAM_COUNT];  /* borrowed; NULL when absent */
 };
-
-/* The /v1/ routes copy OpenAI's and Jina's / Cohere's bodies, which have no
- * Hugging Face "parameters" and "options" wrappers. */
-static bool is_v1(enum proto_route route)
-{
-    return route == PROTO_ROUTE_OPENAI_EMBED || route == PROTO_ROUTE_V1_RERANK;
-}
-
-static bool is_rerank(enum proto_route route)
-{
-    return route == PROTO_ROUTE_RERANK || route == PROTO_ROUTE_V1_RERANK;
-}
 
 /* "a string", "an integer", ...: the `got ...` half of type errors. */
 static const char *type_phrase(const json_t *v)
@@ -116,10 +87,11 @@ static bool out_of_memory(struct parse *p)
     return false;
 }
 
-static int param_lookup(const char *key)
+/* The parameter `key` names on this route; -1 when the route takes none. */
+static int param_lookup(const struct parse *p, const char *key)
 {
-    for (int i = 0; i < PARAM_COUNT; i++)
-        if (strcmp(key, param_names[i]) == 0)
+    for (int i = 0; i < PROTO_PARAM_COUNT; i++)
+        if ((p->route->params & (1u << i)) && strcmp(key, param_names[i]) == 0)
             return i;
     return -1;
 }
@@ -127,12 +99,12 @@ static int param_lookup(const char *key)
 static bool unknown_field(struct parse *p, const char *key, bool nested)
 {
     /* List what is accepted where the unknown key stood. */
-    const char *fixed[3] = {p->inputs_name, "parameters", "options"};
-    size_t n_fixed = nested ? 0 : is_v1(p->route) ? 1 : 3;
+    const char *fixed[3] = {p->route->inputs_name, "parameters", "options"};
+    size_t n_fixed = nested ? 0 : p->route->flat_body ? 1 : 3;
     char accepted[320] = "";
     size_t n = 0;
-    for (size_t k = 0; k < n_fixed + PARAM_COUNT; k++) {
-        if (k >= n_fixed && !(route_params[p->route] & (1u << (k - n_fixed))))
+    for (size_t k = 0; k < n_fixed + PROTO_PARAM_COUNT; k++) {
+        if (k >= n_fixed && !(p->route->params & (1u << (k - n_fixed))))
             continue;
         const char *name = k < n_fixed ? fixed[k] : param_names[k - n_fixed];
         int w = snprintf(accepted + n, sizeof accepted - n, "%s\"%s\"", n ? ", " : "", name);
@@ -149,8 +121,8 @@ static bool unknown_field(struct parse *p, const char *key, bool nested)
 /* Record a parameter found at the top level or in "parameters". */
 static bool take_param(struct parse *p, const char *key, json_t *value, bool nested)
 {
-    int i = param_lookup(key);
-    if (i < 0 || !(route_params[p->route] & (1u << i)))
+    int i = param_lookup(p, key);
+    if (i < 0)
         return unknown_field(p, key, nested);
     if (p->params[i] != NULL) {
         proto_error_set(p->err, PROTO_ERR_INVALID,
@@ -167,14 +139,14 @@ static bool collect_fields(struct parse *p, json_t *root)
     json_t *value;
     json_t *parameters = NULL;
     json_object_foreach(root, key, value) {
-        if (strcmp(key, p->inputs_name) == 0) {
+        if (strcmp(key, p->route->inputs_name) == 0) {
             p->inputs = value;
-        } else if (!is_v1(p->route) && strcmp(key, "parameters") == 0) {
+        } else if (!p->route->flat_body && strcmp(key, "parameters") == 0) {
             if (json_is_object(value))
                 parameters = value;
             else if (!json_is_null(value))
                 return wrong_type(p, "parameters", "an object", value);
-        } else if (!is_v1(p->route) && strcmp(key, "options") == 0) {
+        } else if (!p->route->flat_body && strcmp(key, "options") == 0) {
             /* The Inference API's options (use_cache, wait_for_model) mean
              * nothing here; accept and ignore them. */
             if (!json_is_object(value) && !json_is_null(value))
@@ -192,27 +164,20 @@ static bool collect_fields(struct parse *p, json_t *root)
     return true;
 }
 
-static bool pairs_allowed(enum proto_route route)
-{
-    return route == PROTO_ROUTE_CLASSIFY || route == PROTO_ROUTE_TOKENIZE;
-}
-
 static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input *in)
 {
-    /* Jina and Cohere also take documents as {"text": ...}. */
-    json_t *text = p->route == PROTO_ROUTE_V1_RERANK && json_is_object(v)
-                       ? json_object_get(v, "text")
-                       : v;
+    const struct proto_inputs *shape = p->route->inputs;
+    json_t *text = shape->objects && json_is_object(v) ? json_object_get(v, "text") : v;
     if (json_is_string(text)) {
         in->text = json_string_value(text);
         in->text_len = json_string_length(text);
         return true;
     }
     char field[48];
-    snprintf(field, sizeof field, "%s[%zu]", p->inputs_name, i);
-    if (p->route == PROTO_ROUTE_V1_RERANK)
+    snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
+    if (shape->objects)
         return wrong_type(p, field, "a string or an object {\"text\": string}", v);
-    if (!pairs_allowed(p->route))
+    if (!shape->pairs)
         return wrong_type(p, field, "a string", v);
     if (!json_is_array(v))
         return wrong_type(p, field, "a string or a pair [text, text_pair]", v);
@@ -241,27 +206,24 @@ static bool parse_inputs(struct parse *p)
 {
     struct proto_request *req = p->req;
     json_t *v = p->inputs;
-    const char *expected = pairs_allowed(p->route)
-                               ? "a string, a list of strings or a list of pairs [text, text_pair]"
-                           : is_rerank(p->route) ? "a list of strings"
-                                                 : "a string or a list of strings";
+    const char *name = p->route->inputs_name;
     if (v == NULL) {
-        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", p->inputs_name);
+        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", name);
         return false;
     }
     size_t n;
-    if (json_is_string(v) && !is_rerank(p->route)) {
+    if (json_is_string(v) && !p->route->inputs->list_only) {
         n = 1;
     } else if (json_is_array(v)) {
         n = json_array_size(v);
         if (n == 0) {
             proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not be an empty list",
-                            p->inputs_name);
+                            name);
             return false;
         }
         req->batched = true;
     } else {
-        return wrong_type(p, p->inputs_name, expected, v);
+        return wrong_type(p, name, p->route->inputs->expected, v);
     }
     size_t limit = p->limits->max_client_batch;
     if (limit && n > limit) {
@@ -282,7 +244,7 @@ static bool parse_inputs(struct parse *p)
     return true;
 }
 
-static bool get_bool(struct parse *p, enum param i, bool *out)
+static bool get_bool(struct parse *p, enum proto_param i, bool *out)
 {
     json_t *v = p->params[i];
     if (!json_is_boolean(v))
@@ -291,7 +253,7 @@ static bool get_bool(struct parse *p, enum param i, bool *out)
     return true;
 }
 
-static bool get_string(struct parse *p, enum param i, const char **out)
+static bool get_string(struct parse *p, enum proto_param i, const char **out)
 {
     json_t *v = p->params[i];
     if (!json_is_string(v))
@@ -300,7 +262,7 @@ static bool get_string(struct parse *p, enum param i, const char **out)
     return true;
 }
 
-static bool bad_choice(struct parse *p, enum param i, const char *choices, const char *got)
+static bool bad_choice(struct parse *p, enum proto_param i, const char *choices, const char *got)
 {
     char q[PROTO_QUOTE_SIZE];
     proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must be %s, got %s", param_names[i],
@@ -309,7 +271,7 @@ static bool bad_choice(struct parse *p, enum param i, const char *choices, const
 }
 
 /* An integer parameter at least `min` and, when max > 0, at most `max`. */
-static bool get_integer(struct parse *p, enum param i, json_int_t min, json_int_t max,
+static bool get_integer(struct parse *p, enum proto_param i, json_int_t min, json_int_t max,
                         json_int_t *out)
 {
     json_t *v = p->params[i];
@@ -333,7 +295,7 @@ static bool get_integer(struct parse *p, enum param i, json_int_t min, json_int_
 static bool parse_targets(struct parse *p)
 {
     struct proto_request *req = p->req;
-    json_t *v = p->params[PARAM_TARGETS];
+    json_t *v = p->params[PROTO_PARAM_TARGETS];
     size_t n = json_is_string(v) ? 1 : json_is_array(v) ? json_array_size(v) : 0;
     if (!json_is_string(v) && !json_is_array(v))
         return wrong_type(p, "targets", "a string or a list of strings", v);
@@ -372,7 +334,7 @@ static bool parse_pooling(struct parse *p)
     } choices[] = {
         {"cls", BERT_POOLING_CLS}, {"mean", BERT_POOLING_MEAN}, {"max", BERT_POOLING_MAX}};
     const char *s = NULL; /* set by get_string; NULL keeps -O2 TSan builds quiet */
-    if (!get_string(p, PARAM_POOLING, &s))
+    if (!get_string(p, PROTO_PARAM_POOLING, &s))
         return false;
     for (size_t k = 0; k < sizeof choices / sizeof choices[0]; k++) {
         if (strcmp(s, choices[k].name) == 0) {
@@ -381,7 +343,7 @@ static bool parse_pooling(struct parse *p)
             return true;
         }
     }
-    return bad_choice(p, PARAM_POOLING, "one of \"cls\", \"mean\", \"max\"", s);
+    return bad_choice(p, PROTO_PARAM_POOLING, "one of \"cls\", \"mean\", \"max\"", s);
 }
 
 static bool parse_function_to_apply(struct parse *p, bool *given)
@@ -393,7 +355,7 @@ static bool parse_function_to_apply(struct parse *p, bool *given)
                    {"sigmoid", PROTO_ACTIVATION_SIGMOID},
                    {"none", PROTO_ACTIVATION_NONE}};
     const char *s = NULL; /* set by get_string; NULL keeps -O2 TSan builds quiet */
-    if (!get_string(p, PARAM_FUNCTION_TO_APPLY, &s))
+    if (!get_string(p, PROTO_PARAM_FUNCTION_TO_APPLY, &s))
         return false;
     /* transformers upper-cases the name before the enum lookup, so any case
      * is accepted there; do the same. */
@@ -404,14 +366,15 @@ static bool parse_function_to_apply(struct parse *p, bool *given)
             return true;
         }
     }
-    return bad_choice(p, PARAM_FUNCTION_TO_APPLY, "one of \"softmax\", \"sigmoid\", \"none\"", s);
+    return bad_choice(p, PROTO_PARAM_FUNCTION_TO_APPLY,
+                      "one of \"softmax\", \"sigmoid\", \"none\"", s);
 }
 
 static bool parse_params(struct parse *p)
 {
     struct proto_request *req = p->req;
     bool function_given = false;
-    for (int i = 0; i < PARAM_COUNT; i++) {
+    for (int i = 0; i < PROTO_PARAM_COUNT; i++) {
         /* null means "not given", as Option fields do in TEI and None in
          * the transformers pipelines. */
         if (p->params[i] == NULL || json_is_null(p->params[i]))
@@ -419,21 +382,21 @@ static bool parse_params(struct parse *p)
         bool ok = true;
         const char *s = NULL;
         json_int_t x = 0;
-        switch ((enum param)i) {
-        case PARAM_POOLING:
+        switch ((enum proto_param)i) {
+        case PROTO_PARAM_POOLING:
             ok = parse_pooling(p);
             break;
-        case PARAM_NORMALIZE:
-            ok = get_bool(p, PARAM_NORMALIZE, &req->normalize);
+        case PROTO_PARAM_NORMALIZE:
+            ok = get_bool(p, PROTO_PARAM_NORMALIZE, &req->normalize);
             req->has_normalize = true;
             break;
-        case PARAM_TRUNCATE:
-            ok = get_bool(p, PARAM_TRUNCATE, &req->truncate);
+        case PROTO_PARAM_TRUNCATE:
+            ok = get_bool(p, PROTO_PARAM_TRUNCATE, &req->truncate);
             req->has_truncate = true;
             break;
-        case PARAM_TRUNCATION_DIRECTION:
+        case PROTO_PARAM_TRUNCATION_DIRECTION:
             /* text-embeddings-inference spells them "Right" / "Left". */
-            ok = get_string(p, PARAM_TRUNCATION_DIRECTION, &s);
+            ok = get_string(p, PROTO_PARAM_TRUNCATION_DIRECTION, &s);
             if (!ok)
                 break;
             if (strcmp(s, "right") == 0 || strcmp(s, "Right") == 0)
@@ -441,63 +404,62 @@ static bool parse_params(struct parse *p)
             else if (strcmp(s, "left") == 0 || strcmp(s, "Left") == 0)
                 req->truncation_side = BERT_TRUNCATE_LEFT;
             else
-                ok = bad_choice(p, PARAM_TRUNCATION_DIRECTION, "\"right\" or \"left\"", s);
+                ok = bad_choice(p, PROTO_PARAM_TRUNCATION_DIRECTION, "\"right\" or \"left\"", s);
             break;
-        case PARAM_TOP_K:
-            if (p->route == PROTO_ROUTE_FILL_MASK) {
-                ok = get_integer(p, PARAM_TOP_K, 1, (json_int_t)p->limits->max_top_k, &x);
-                req->top_k = (uint32_t)x;
-            } else {
-                ok = get_integer(p, PARAM_TOP_K, 1, 0, &x);
-                req->classify_top_k = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
-            }
+        case PROTO_PARAM_TOP_K:
+            ok = get_integer(p, PROTO_PARAM_TOP_K, 1, (json_int_t)p->limits->max_top_k, &x);
+            req->top_k = (uint32_t)x;
             break;
-        case PARAM_TARGETS:
+        case PROTO_PARAM_TOP_K_LABELS:
+            ok = get_integer(p, PROTO_PARAM_TOP_K_LABELS, 1, 0, &x);
+            req->classify_top_k = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+            break;
+        case PROTO_PARAM_TARGETS:
             ok = parse_targets(p);
             break;
-        case PARAM_RAW_SCORES:
-            ok = get_bool(p, PARAM_RAW_SCORES, &req->raw_scores);
+        case PROTO_PARAM_RAW_SCORES:
+            ok = get_bool(p, PROTO_PARAM_RAW_SCORES, &req->raw_scores);
             break;
-        case PARAM_FUNCTION_TO_APPLY:
+        case PROTO_PARAM_FUNCTION_TO_APPLY:
             ok = parse_function_to_apply(p, &function_given);
             break;
-        case PARAM_ADD_SPECIAL_TOKENS:
-            ok = get_bool(p, PARAM_ADD_SPECIAL_TOKENS, &req->add_special_tokens);
+        case PROTO_PARAM_ADD_SPECIAL_TOKENS:
+            ok = get_bool(p, PROTO_PARAM_ADD_SPECIAL_TOKENS, &req->add_special_tokens);
             break;
-        case PARAM_MODEL:
-            ok = get_string(p, PARAM_MODEL, &req->model);
+        case PROTO_PARAM_MODEL:
+            ok = get_string(p, PROTO_PARAM_MODEL, &req->model);
             break;
-        case PARAM_ENCODING_FORMAT:
-            ok = get_string(p, PARAM_ENCODING_FORMAT, &s);
+        case PROTO_PARAM_ENCODING_FORMAT:
+            ok = get_string(p, PROTO_PARAM_ENCODING_FORMAT, &s);
             if (!ok)
                 break;
             if (strcmp(s, "base64") == 0)
                 req->base64 = true;
             else if (strcmp(s, "float") != 0)
-                ok = bad_choice(p, PARAM_ENCODING_FORMAT, "\"float\" or \"base64\"", s);
+                ok = bad_choice(p, PROTO_PARAM_ENCODING_FORMAT, "\"float\" or \"base64\"", s);
             break;
-        case PARAM_DIMENSIONS:
-            ok = get_integer(p, PARAM_DIMENSIONS, 1, 0, &x);
+        case PROTO_PARAM_DIMENSIONS:
+            ok = get_integer(p, PROTO_PARAM_DIMENSIONS, 1, 0, &x);
             req->dimensions = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
             break;
-        case PARAM_USER:
-            ok = get_string(p, PARAM_USER, &s);
+        case PROTO_PARAM_USER:
+            ok = get_string(p, PROTO_PARAM_USER, &s);
             break;
-        case PARAM_QUERY:
-            ok = get_string(p, PARAM_QUERY, &req->query);
-            req->query_len = ok ? json_string_length(p->params[PARAM_QUERY]) : 0;
+        case PROTO_PARAM_QUERY:
+            ok = get_string(p, PROTO_PARAM_QUERY, &req->query);
+            req->query_len = ok ? json_string_length(p->params[PROTO_PARAM_QUERY]) : 0;
             break;
-        case PARAM_RETURN_TEXT:
-            ok = get_bool(p, PARAM_RETURN_TEXT, &req->return_text);
+        case PROTO_PARAM_RETURN_TEXT:
+            ok = get_bool(p, PROTO_PARAM_RETURN_TEXT, &req->return_text);
             break;
-        case PARAM_RETURN_DOCUMENTS:
-            ok = get_bool(p, PARAM_RETURN_DOCUMENTS, &req->return_text);
+        case PROTO_PARAM_RETURN_DOCUMENTS:
+            ok = get_bool(p, PROTO_PARAM_RETURN_DOCUMENTS, &req->return_text);
             break;
-        case PARAM_TOP_N:
-            ok = get_integer(p, PARAM_TOP_N, 1, 0, &x);
+        case PROTO_PARAM_TOP_N:
+            ok = get_integer(p, PROTO_PARAM_TOP_N, 1, 0, &x);
             req->top_n = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
             break;
-        case PARAM_COUNT:
+        case PROTO_PARAM_COUNT:
             break;
         }
         if (!ok)
@@ -508,7 +470,7 @@ static bool parse_params(struct parse *p)
         if (function_given && req->function_to_apply != PROTO_ACTIVATION_NONE) {
             proto_error_set(p->err, PROTO_ERR_INVALID,
                             "\"raw_scores\": true conflicts with \"function_to_apply\": \"%s\"",
-                            json_string_value(p->params[PARAM_FUNCTION_TO_APPLY]));
+                            json_string_value(p->params[PROTO_PARAM_FUNCTION_TO_APPLY]));
             return false;
         }
         req->function_to_apply = PROTO_ACTIVATION_NONE;
@@ -521,7 +483,7 @@ static bool parse_params(struct parse *p)
 static bool pair_with_query(struct parse *p)
 {
     struct proto_request *req = p->req;
-    if (!is_rerank(p->route))
+    if (!p->route->inputs->with_query)
         return true;
     if (req->query == NULL) {
         proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"query\"");
@@ -568,11 +530,10 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
         return false;
     }
     struct parse p = {
-        .route = route,
+        .route = &proto_routes[route],
         .limits = limits,
         .req = req,
         .err = err,
-        .inputs_name = proto_inputs_name(route),
     };
     bool ok;
     if (!json_is_object(req->root))

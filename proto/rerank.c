@@ -9,7 +9,7 @@
 
 #include "json_writer.h"
 #include "proto.h"
-#include "proto_internal.h"
+#include "route_table.h"
 
 struct ranked {
     size_t index;
@@ -39,10 +39,9 @@ static void write_document(struct json_writer *w, const struct proto_input *in, 
     }
 }
 
-bool proto_render_rerank(struct json_writer *w, const struct proto_job *job)
+static bool render(struct json_writer *w, const struct proto_job *job, bool v1)
 {
     const struct proto_request *r = &job->req;
-    const bool v1 = r->route == PROTO_ROUTE_V1_RERANK;
     struct ranked *ranked = malloc((job->n_seqs ? job->n_seqs : 1) * sizeof *ranked);
     if (ranked == NULL)
         return false;
@@ -86,4 +85,18 @@ bool proto_render_rerank(struct json_writer *w, const struct proto_job *job)
     }
     free(ranked);
     return true;
+}
+
+bool proto_render_rerank(struct json_writer *w, const struct proto_job *job,
+                         const struct bert_model *model)
+{
+    (void)model;
+    return render(w, job, false);
+}
+
+bool proto_render_v1_rerank(struct json_writer *w, const struct proto_job *job,
+                            const struct bert_model *model)
+{
+    (void)model;
+    return render(w, job, true);
 }

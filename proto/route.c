@@ -1,26 +1,117 @@
+/* The route table: one row per route of the API. proto/ parses, prepares,
+ * renders and wraps errors from it; the server routes, checks methods and
+ * labels metrics from it; the CLI finds its request subcommands in it.
+ *
+ * Adding a route is a value in enum proto_route, its row here, and the
+ * functions it does not share with another route: rows name the same
+ * functions where routes do the same thing (/embed and /v1/embeddings: one
+ * setup, each its own body, renderer and envelope). Where the next routes
+ * need more than the table has today, the row grows a field whose zero
+ * leaves the routes above unchanged:
+ *   - a GET route without inference (GET /v1/models): methods
+ *     PROTO_METHOD_GET, no setup (nothing reaches the batcher), a render
+ *     that needs only the served model's name, and inputs that take an
+ *     empty body;
+ *   - a path with a parameter (/v1/models/{id}): a row whose path ends in
+ *     "/{id}" matches one more segment in proto_route_from_path, which
+ *     hands it to the parser;
+ *   - a body of another shape (/similarity's source_sentence and sentences,
+ *     /decode's ids, question-answering's question and context): its own
+ *     struct proto_inputs in request.c;
+ *   - sequences that are not one per input (zero-shot's text x label
+ *     pairs, question-answering's chunks): a tokenize hook beside setup;
+ *   - several paths with one parser (/predict beside /classify, /v2/rerank
+ *     beside /v1/rerank): rows that share inputs, params, check and setup
+ *     and name their own render and envelope;
+ *   - CORS preflight: the server answers OPTIONS for any path of the table
+ *     with the row's methods. */
 #include <string.h>
 
 #include "proto.h"
-#include "proto_internal.h"
+#include "route_table.h"
 
-static const struct {
-    const char *path;
-    const char *name;
-} route_table[PROTO_ROUTE_COUNT] = {
-    [PROTO_ROUTE_EMBED] = {"/embed", "embed"},
-    [PROTO_ROUTE_FILL_MASK] = {"/fill-mask", "fill-mask"},
-    [PROTO_ROUTE_CLASSIFY] = {"/classify", "classify"},
-    [PROTO_ROUTE_TOKENIZE] = {"/tokenize", "tokenize"},
-    [PROTO_ROUTE_OPENAI_EMBED] = {"/v1/embeddings", "openai-embeddings"},
-    [PROTO_ROUTE_RERANK] = {"/rerank", "rerank"},
-    [PROTO_ROUTE_V1_RERANK] = {"/v1/rerank", "v1-rerank"},
-    [PROTO_ROUTE_REPLACED_TOKENS] = {"/replaced-tokens", "replaced-tokens"},
+#define TRUNCATION (PROTO_PARAM(TRUNCATE) | PROTO_PARAM(TRUNCATION_DIRECTION))
+
+const struct proto_route_desc proto_routes[] = {
+    [PROTO_ROUTE_EMBED] = {
+        .path = "/embed", .name = "embed", .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .params = PROTO_PARAM(POOLING) | PROTO_PARAM(NORMALIZE) | TRUNCATION,
+        .setup = proto_setup_embed, .render = proto_render_embed,
+    },
+    [PROTO_ROUTE_FILL_MASK] = {
+        .path = "/fill-mask", .name = "fill-mask", .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .params = PROTO_PARAM(TOP_K) | PROTO_PARAM(TARGETS) | TRUNCATION,
+        .check = proto_check_fill_mask, .setup = proto_setup_fill_mask,
+        .render = proto_render_fill_mask,
+    },
+    [PROTO_ROUTE_CLASSIFY] = {
+        .path = "/classify", .name = "classify", .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts_or_pairs,
+        .params = PROTO_PARAM(RAW_SCORES) | PROTO_PARAM(FUNCTION_TO_APPLY) |
+                  PROTO_PARAM(TOP_K_LABELS) | TRUNCATION,
+        .check = proto_check_classify, .setup = proto_setup_classify,
+        .render = proto_render_classify,
+    },
+    [PROTO_ROUTE_TOKENIZE] = {
+        .path = "/tokenize", .name = "tokenize", .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts_or_pairs,
+        .params = PROTO_PARAM(ADD_SPECIAL_TOKENS) | TRUNCATION,
+        .render = proto_render_tokenize,
+    },
+    [PROTO_ROUTE_OPENAI_EMBED] = {
+        .path = "/v1/embeddings", .name = "openai-embeddings", .methods = PROTO_METHOD_POST,
+        .inputs_name = "input", .inputs = &proto_inputs_texts, .flat_body = true,
+        .params = PROTO_PARAM(MODEL) | PROTO_PARAM(ENCODING_FORMAT) | PROTO_PARAM(DIMENSIONS) |
+                  PROTO_PARAM(USER),
+        .check = proto_check_dimensions, .setup = proto_setup_embed,
+        .render = proto_render_openai, .envelope = PROTO_ENVELOPE_OPENAI,
+    },
+    [PROTO_ROUTE_RERANK] = {
+        .path = "/rerank", .name = "rerank", .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "texts", .inputs = &proto_inputs_documents,
+        .params = PROTO_PARAM(QUERY) | PROTO_PARAM(RAW_SCORES) | PROTO_PARAM(RETURN_TEXT) |
+                  PROTO_PARAM(TOP_N) | TRUNCATION,
+        .check = proto_check_rerank, .setup = proto_setup_classify,
+        .render = proto_render_rerank,
+    },
+    [PROTO_ROUTE_V1_RERANK] = {
+        .path = "/v1/rerank", .name = "v1-rerank", .methods = PROTO_METHOD_POST,
+        .inputs_name = "documents", .inputs = &proto_inputs_document_objects, .flat_body = true,
+        .params = PROTO_PARAM(QUERY) | PROTO_PARAM(MODEL) | PROTO_PARAM(RETURN_DOCUMENTS) |
+                  PROTO_PARAM(TOP_N) | TRUNCATION,
+        .check = proto_check_rerank, .setup = proto_setup_classify,
+        .render = proto_render_v1_rerank,
+    },
+    [PROTO_ROUTE_REPLACED_TOKENS] = {
+        .path = "/replaced-tokens", .name = "replaced-tokens", .methods = PROTO_METHOD_POST,
+        .cli = true, .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .params = TRUNCATION,
+        .check = proto_check_replaced, .setup = proto_setup_replaced,
+        .render = proto_render_replaced,
+    },
 };
+/* Designated rows leave no gap unnoticed at the end; test_proto_route
+ * checks that every row in between is filled. */
+_Static_assert(sizeof proto_routes / sizeof proto_routes[0] == PROTO_ROUTE_COUNT,
+               "one row per enum proto_route");
 
 bool proto_route_from_path(const char *path, enum proto_route *out)
 {
     for (int r = 0; r < PROTO_ROUTE_COUNT; r++) {
-        if (strcmp(path, route_table[r].path) == 0) {
+        if (strcmp(path, proto_routes[r].path) == 0) {
+            *out = (enum proto_route)r;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool proto_route_from_command(const char *name, enum proto_route *out)
+{
+    for (int r = 0; r < PROTO_ROUTE_COUNT; r++) {
+        if (proto_routes[r].cli && strcmp(name, proto_routes[r].name) == 0) {
             *out = (enum proto_route)r;
             return true;
         }
@@ -30,24 +121,15 @@ bool proto_route_from_path(const char *path, enum proto_route *out)
 
 const char *proto_route_path(enum proto_route route)
 {
-    return route < PROTO_ROUTE_COUNT ? route_table[route].path : "?";
+    return route < PROTO_ROUTE_COUNT ? proto_routes[route].path : "?";
 }
 
 const char *proto_route_name(enum proto_route route)
 {
-    return route < PROTO_ROUTE_COUNT ? route_table[route].name : "?";
+    return route < PROTO_ROUTE_COUNT ? proto_routes[route].name : "?";
 }
 
-const char *proto_inputs_name(enum proto_route route)
+unsigned proto_route_methods(enum proto_route route)
 {
-    switch (route) {
-    case PROTO_ROUTE_OPENAI_EMBED:
-        return "input";
-    case PROTO_ROUTE_RERANK:
-        return "texts";
-    case PROTO_ROUTE_V1_RERANK:
-        return "documents";
-    default:
-        return "inputs";
-    }
+    return route < PROTO_ROUTE_COUNT ? proto_routes[route].methods : 0;
 }

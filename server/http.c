@@ -87,6 +87,7 @@ struct http {
 
 static void mhd_run(struct http *h);
 static void check_drained(struct http *h);
+static const char *allow_header(const struct http_request *hr);
 
 static double ms_between(uint64_t a, uint64_t b)
 {
@@ -180,7 +181,7 @@ static void respond(struct http_request *hr, int status, const char *content_typ
     if (status == 401)
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
     if (status == 405)
-        MHD_add_response_header(resp, "Allow", hr->ep == EP_INFERENCE ? "POST" : "GET, HEAD");
+        MHD_add_response_header(resp, "Allow", allow_header(hr));
     if (h->draining || hr->close_after)
         MHD_add_response_header(resp, "Connection", "close");
     MHD_queue_response(hr->conn, (unsigned)status, resp);
@@ -206,7 +207,7 @@ static void respond(struct http_request *hr, int status, const char *content_typ
 static void respond_error(struct http_request *hr, const struct proto_error *err)
 {
     enum proto_route route =
-        hr->ep == EP_INFERENCE ? hr->srv.route : PROTO_ROUTE_EMBED; /* our envelope */
+        hr->ep == EP_INFERENCE ? hr->srv.route : PROTO_ROUTE_COUNT; /* our envelope */
     size_t len;
     char *body = proto_error_body(route, err, &len);
     if (body == NULL)
@@ -248,6 +249,39 @@ static const struct {
     {"/metrics", EP_METRICS, METRICS_ROUTE_METRICS},
 };
 
+/* PROTO_METHOD_* bits the request's route answers: the proto route's
+ * own, GET for the server's. */
+static unsigned route_methods(const struct http_request *hr)
+{
+    return hr->ep == EP_INFERENCE ? proto_route_methods(hr->srv.route) : PROTO_METHOD_GET;
+}
+
+#define ALL_METHODS (PROTO_METHOD_GET | PROTO_METHOD_POST)
+
+/* What a 405 says to use: "POST". */
+static const char *allowed_methods(const struct http_request *hr)
+{
+    static const char *const names[ALL_METHODS + 1] = {"", "GET", "POST", "GET or POST"};
+    return names[route_methods(hr) & ALL_METHODS];
+}
+
+/* A 405's Allow header: "POST". */
+static const char *allow_header(const struct http_request *hr)
+{
+    static const char *const names[ALL_METHODS + 1] = {"", "GET, HEAD", "POST",
+                                                       "GET, HEAD, POST"};
+    return names[route_methods(hr) & ALL_METHODS];
+}
+
+static bool method_allowed(const struct http_request *hr)
+{
+    unsigned method = strcmp(hr->method, "GET") == 0 || strcmp(hr->method, "HEAD") == 0
+                          ? PROTO_METHOD_GET
+                      : strcmp(hr->method, "POST") == 0 ? PROTO_METHOD_POST
+                                                        : 0;
+    return (route_methods(hr) & method) != 0;
+}
+
 static void resolve(struct http_request *hr, const char *url)
 {
     enum proto_route route;
@@ -256,7 +290,7 @@ static void resolve(struct http_request *hr, const char *url)
     if (proto_route_from_path(url, &route)) {
         hr->ep = EP_INFERENCE;
         hr->srv.route = route;
-        hr->mroute = (enum metrics_route)route; /* same order by construction */
+        hr->mroute = metrics_route_of(route);
         return;
     }
     for (size_t i = 0; i < sizeof get_routes / sizeof get_routes[0]; i++) {
@@ -451,13 +485,11 @@ static void append_body(struct http_request *hr, const char *data, size_t len)
 
 static void on_complete_body(struct http_request *hr)
 {
-    bool is_get = strcmp(hr->method, "GET") == 0 || strcmp(hr->method, "HEAD") == 0;
-    bool is_post = strcmp(hr->method, "POST") == 0;
     if (hr->ep == EP_NOT_FOUND)
         respond_errorf(hr, PROTO_ERR_NOT_FOUND, "no route %s %.64s", hr->method, hr->path);
-    else if (hr->ep == EP_INFERENCE ? !is_post : !is_get)
+    else if (!method_allowed(hr))
         respond_errorf(hr, PROTO_ERR_METHOD, "%s %.64s is not allowed; use %s", hr->method,
-                       hr->path, hr->ep == EP_INFERENCE ? "POST" : "GET");
+                       hr->path, allowed_methods(hr));
     else if (hr->body_too_large)
         respond_errorf(hr, PROTO_ERR_TOO_LARGE,
                        "the request body is more than max_body_bytes (%zu)",

@@ -8,10 +8,23 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const route_labels[METRICS_ROUTE_COUNT] = {
-    "embed", "fill-mask", "classify", "tokenize", "openai-embeddings", "rerank", "v1-rerank",
-    "replaced-tokens", "health", "ready", "info", "metrics", "other",
+/* The labels of the server's own routes, which follow the proto routes'. */
+static const char *const server_labels[] = {
+    [METRICS_ROUTE_HEALTH - PROTO_ROUTE_COUNT] = "health",
+    [METRICS_ROUTE_READY - PROTO_ROUTE_COUNT] = "ready",
+    [METRICS_ROUTE_INFO - PROTO_ROUTE_COUNT] = "info",
+    [METRICS_ROUTE_METRICS - PROTO_ROUTE_COUNT] = "metrics",
+    [METRICS_ROUTE_OTHER - PROTO_ROUTE_COUNT] = "other",
 };
+_Static_assert(sizeof server_labels / sizeof server_labels[0] ==
+                   METRICS_ROUTE_COUNT - PROTO_ROUTE_COUNT,
+               "a label for every server route of enum metrics_route");
+
+static const char *route_label(int route)
+{
+    return route < PROTO_ROUTE_COUNT ? proto_route_name((enum proto_route)route)
+                                     : server_labels[route - PROTO_ROUTE_COUNT];
+}
 
 /* Every status the server answers with. */
 static const int statuses[] = {200, 400, 401, 404, 405, 413, 422, 429, 500, 503};
@@ -159,21 +172,21 @@ char *metrics_render(const struct metrics_gauges *g, size_t *len)
     for (int r = 0; r < METRICS_ROUTE_COUNT; r++)
         for (size_t s = 0; s < N_STATUSES; s++)
             emit(&t, "bertserve_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
-                 route_labels[r], statuses[s],
+                 route_label(r), statuses[s],
                  (unsigned long long)atomic_load_explicit(&m.requests[r][s],
                                                           memory_order_relaxed));
 
     emit(&t, "# HELP bertserve_input_tokens_total Tokens of accepted inputs by route.\n"
              "# TYPE bertserve_input_tokens_total counter\n");
-    for (int r = 0; r <= METRICS_ROUTE_REPLACED_TOKENS; r++)
-        emit(&t, "bertserve_input_tokens_total{route=\"%s\"} %llu\n", route_labels[r],
+    for (int r = 0; r < PROTO_ROUTE_COUNT; r++)
+        emit(&t, "bertserve_input_tokens_total{route=\"%s\"} %llu\n", route_label(r),
              (unsigned long long)atomic_load_explicit(&m.tokens[r], memory_order_relaxed));
 
     emit(&t, "# HELP bertserve_request_duration_seconds Time from request to response.\n"
              "# TYPE bertserve_request_duration_seconds histogram\n");
     for (int r = 0; r < METRICS_ROUTE_COUNT; r++) {
         char labels[64];
-        snprintf(labels, sizeof labels, "route=\"%s\"", route_labels[r]);
+        snprintf(labels, sizeof labels, "route=\"%s\"", route_label(r));
         emit_histogram(&t, "bertserve_request_duration_seconds", labels, &m.total[r],
                        time_buckets, N_TIME_BUCKETS);
     }

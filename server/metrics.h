@@ -6,24 +6,26 @@
 
 #include <stddef.h>
 
-/* Route labels: the inference routes in proto_route order (http.c casts one
- * to the other), then the rest. */
+#include "proto.h"
+
+/* Route labels, one index space: every proto route at its enum proto_route
+ * value, labelled with its proto_route_name (so a route added to proto's
+ * table is counted with no change here), then the server's own routes,
+ * then everything else. */
 enum metrics_route {
-    METRICS_ROUTE_EMBED,
-    METRICS_ROUTE_FILL_MASK,
-    METRICS_ROUTE_CLASSIFY,
-    METRICS_ROUTE_TOKENIZE,
-    METRICS_ROUTE_OPENAI_EMBED,
-    METRICS_ROUTE_RERANK,
-    METRICS_ROUTE_V1_RERANK,
-    METRICS_ROUTE_REPLACED_TOKENS,
-    METRICS_ROUTE_HEALTH,
+    METRICS_ROUTE_HEALTH = PROTO_ROUTE_COUNT,
     METRICS_ROUTE_READY,
     METRICS_ROUTE_INFO,
     METRICS_ROUTE_METRICS,
     METRICS_ROUTE_OTHER,
     METRICS_ROUTE_COUNT
 };
+
+/* The label index of a proto route. */
+static inline enum metrics_route metrics_route_of(enum proto_route route)
+{
+    return (enum metrics_route)route;
+}
 
 enum metrics_stage {
     METRICS_STAGE_QUEUE,      /* admitted -> first sequence starts computing */

@@ -1,0 +1,332 @@
+/* A prepared job's results -> the response body of each route. The shapes
+ * follow the Hugging Face pipelines (fill-mask, text-classification),
+ * text-embeddings-inference (/embed, /tokenize) and OpenAI's embeddings API,
+ * so their clients work unchanged. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_writer.h"
+#include "proto.h"
+#include "route_table.h"
+
+static bool all_finite(const float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return false;
+    return true;
+}
+
+bool proto_render_embed(struct json_writer *w, const struct proto_job *job,
+                        const struct bert_model *model)
+{
+    size_t hidden = model->config.hidden_size;
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++)
+        json_writer_float_array(w, job->seqs[i].task.embedding, hidden);
+    json_writer_end_array(w);
+    return true;
+}
+
+/* OpenAI's base64 is of the little-endian float32 bytes. */
+static void write_base64_f32le(struct json_writer *w, const float *v, size_t n)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    json_writer_base64(w, v, n * sizeof *v);
+#else
+    unsigned char *le = malloc(n * 4 + 1);
+    if (le == NULL) {
+        w->nomem = true;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &v[i], 4);
+        for (int k = 0; k < 4; k++)
+            le[4 * i + k] = (unsigned char)(b >> (8 * k));
+    }
+    json_writer_base64(w, le, n * 4);
+    free(le);
+#endif
+}
+
+bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
+                         const struct bert_model *model)
+{
+    size_t hidden = model->config.hidden_size;
+    json_writer_begin_object(w);
+    json_writer_key(w, "object");
+    json_writer_cstring(w, "list");
+    json_writer_key(w, "data");
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        const float *e = job->seqs[i].task.embedding;
+        json_writer_begin_object(w);
+        json_writer_key(w, "object");
+        json_writer_cstring(w, "embedding");
+        json_writer_key(w, "index");
+        json_writer_int(w, (int64_t)i);
+        json_writer_key(w, "embedding");
+        if (job->req.base64) {
+            if (!all_finite(e, hidden))
+                return false;
+            write_base64_f32le(w, e, hidden);
+        } else {
+            json_writer_float_array(w, e, hidden);
+        }
+        json_writer_end_object(w);
+    }
+    json_writer_end_array(w);
+    json_writer_key(w, "model");
+    json_writer_cstring(w, job->model_name ? job->model_name : "");
+    json_writer_key(w, "usage");
+    json_writer_begin_object(w);
+    json_writer_key(w, "prompt_tokens");
+    json_writer_int(w, (int64_t)job->n_tokens);
+    json_writer_key(w, "total_tokens");
+    json_writer_int(w, (int64_t)job->n_tokens);
+    json_writer_end_object(w);
+    json_writer_end_object(w);
+    return true;
+}
+
+/* One fill-mask prediction: {"score","token","token_str","sequence"} where
+ * sequence is the input with this mask replaced and padding removed,
+ * decoded without specials only when the input has a single mask (as
+ * transformers does, so other masks stay visible). */
+static bool render_prediction(struct json_writer *w, const struct bert_tokenizer *tok,
+                              const struct proto_seq *seq, size_t mask_pos, int32_t id,
+                              float score, int32_t *scratch)
+{
+    int32_t pad_id = bert_tokenizer_pad_id(tok);
+    size_t m = 0;
+    for (size_t j = 0; j < seq->enc.n; j++) {
+        int32_t v = j == mask_pos ? id : seq->enc.ids[j];
+        if (v != pad_id)
+            scratch[m++] = v;
+    }
+    char *sequence = bert_tokenizer_decode(tok, scratch, m, seq->n_masks == 1);
+    char *token_str = bert_tokenizer_decode(tok, &id, 1, false);
+    bool ok = sequence != NULL && token_str != NULL;
+    if (ok) {
+        json_writer_begin_object(w);
+        json_writer_key(w, "score");
+        json_writer_float(w, score);
+        json_writer_key(w, "token");
+        json_writer_int(w, id);
+        json_writer_key(w, "token_str");
+        json_writer_cstring(w, token_str);
+        json_writer_key(w, "sequence");
+        json_writer_cstring(w, sequence);
+        json_writer_end_object(w);
+    }
+    free(sequence);
+    free(token_str);
+    return ok;
+}
+
+bool proto_render_fill_mask(struct json_writer *w, const struct proto_job *job,
+                            const struct bert_model *model)
+{
+    const struct bert_tokenizer *tok = model->tokenizer;
+    int32_t mask_id = bert_tokenizer_mask_id(tok);
+    size_t longest = 1;
+    for (size_t i = 0; i < job->n_seqs; i++)
+        if (job->seqs[i].enc.n > longest)
+            longest = job->seqs[i].enc.n;
+    int32_t *scratch = malloc(longest * sizeof *scratch);
+    if (scratch == NULL)
+        return false;
+    bool ok = true;
+    if (job->req.batched)
+        json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs && ok; i++) {
+        const struct proto_seq *seq = &job->seqs[i];
+        const struct bert_seq_task *t = &seq->task;
+        /* One mask: its list; several: a list per mask. */
+        if (seq->n_masks != 1)
+            json_writer_begin_array(w);
+        size_t k = 0;
+        for (size_t pos = 0; pos < seq->enc.n && ok; pos++) {
+            if (seq->enc.ids[pos] != mask_id)
+                continue;
+            json_writer_begin_array(w);
+            for (uint32_t r = 0; r < t->top_k && ok; r++)
+                ok = render_prediction(w, tok, seq, pos, t->top_ids[k * t->top_k + r],
+                                       t->top_probs[k * t->top_k + r], scratch);
+            json_writer_end_array(w);
+            k++;
+        }
+        if (seq->n_masks != 1)
+            json_writer_end_array(w);
+    }
+    if (job->req.batched)
+        json_writer_end_array(w);
+    free(scratch);
+    return ok;
+}
+
+static enum proto_activation default_activation(const struct bert_config *cfg)
+{
+    /* transformers' TextClassificationPipeline.postprocess, in its order. */
+    if (cfg->problem_type == BERT_PROBLEM_MULTI_LABEL || cfg->num_labels == 1)
+        return PROTO_ACTIVATION_SIGMOID;
+    if (cfg->problem_type == BERT_PROBLEM_SINGLE_LABEL || cfg->num_labels > 1)
+        return PROTO_ACTIVATION_SOFTMAX;
+    return PROTO_ACTIVATION_NONE;
+}
+
+static void activate(enum proto_activation act, const float *logits, size_t n, float *out)
+{
+    if (act == PROTO_ACTIVATION_SOFTMAX) {
+        double max = logits[0], sum = 0;
+        for (size_t i = 1; i < n; i++)
+            if (logits[i] > max)
+                max = logits[i];
+        for (size_t i = 0; i < n; i++)
+            sum += exp((double)logits[i] - max);
+        for (size_t i = 0; i < n; i++)
+            out[i] = (float)(exp((double)logits[i] - max) / sum);
+    } else if (act == PROTO_ACTIVATION_SIGMOID) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = (float)(1.0 / (1.0 + exp(-(double)logits[i])));
+    } else {
+        memcpy(out, logits, n * sizeof *out);
+    }
+}
+
+bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
+                           const struct bert_model *model)
+{
+    const struct bert_config *cfg = &model->config;
+    size_t n = cfg->num_labels;
+    enum proto_activation act = job->req.function_to_apply;
+    if (act == PROTO_ACTIVATION_DEFAULT)
+        act = default_activation(cfg);
+    float *scores = malloc((n ? n : 1) * sizeof *scores);
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    bool ok = scores != NULL && order != NULL;
+    size_t keep = job->req.classify_top_k && job->req.classify_top_k < n ? job->req.classify_top_k
+                                                                         : n;
+    if (job->req.batched)
+        json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs && ok; i++) {
+        activate(act, job->seqs[i].task.logits, n, scores);
+        /* Insertion sort: stable, so equal scores keep label order. */
+        for (size_t a = 0; a < n; a++) {
+            size_t b = a;
+            while (b > 0 && scores[order[b - 1]] < scores[a]) {
+                order[b] = order[b - 1];
+                b--;
+            }
+            order[b] = a;
+        }
+        json_writer_begin_array(w);
+        for (size_t r = 0; r < keep; r++) {
+            size_t label = order[r];
+            json_writer_begin_object(w);
+            json_writer_key(w, "label");
+            if (cfg->id2label && cfg->id2label[label])
+                json_writer_cstring(w, cfg->id2label[label]);
+            else {
+                char name[32];
+                snprintf(name, sizeof name, "LABEL_%zu", label);
+                json_writer_cstring(w, name);
+            }
+            json_writer_key(w, "score");
+            json_writer_float(w, scores[label]);
+            json_writer_end_object(w);
+        }
+        json_writer_end_array(w);
+    }
+    if (job->req.batched)
+        json_writer_end_array(w);
+    free(scores);
+    free(order);
+    return ok;
+}
+
+/* text-embeddings-inference's /tokenize: template specials carry their
+ * token text and null offsets; other tokens the input bytes they cover.
+ * /replaced-tokens adds each token's "probability" of having been replaced
+ * (false when one is not finite). */
+static bool render_tokens(struct json_writer *w, const struct proto_job *job,
+                          const struct bert_model *model, bool replaced)
+{
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        const struct bert_encoding *enc = &job->seqs[i].enc;
+        const struct proto_input *in = &job->req.inputs[i];
+        json_writer_begin_array(w);
+        for (size_t j = 0; j < enc->n; j++) {
+            json_writer_begin_object(w);
+            json_writer_key(w, "id");
+            json_writer_int(w, enc->ids[j]);
+            json_writer_key(w, "text");
+            bool special = enc->special[j] != 0;
+            if (special) {
+                const char *t = bert_tokenizer_id_to_token(model->tokenizer, enc->ids[j]);
+                json_writer_cstring(w, t ? t : "");
+            } else {
+                const char *src = enc->sequence[j] == 1 ? in->pair : in->text;
+                size_t src_len = enc->sequence[j] == 1 ? in->pair_len : in->text_len;
+                size_t start = enc->start[j], stop = enc->stop[j];
+                if (src == NULL || stop > src_len || start > stop)
+                    start = stop = 0;
+                json_writer_string(w, src ? src + start : "", stop - start);
+            }
+            json_writer_key(w, "special");
+            json_writer_bool(w, special);
+            json_writer_key(w, "start");
+            if (special)
+                json_writer_null(w);
+            else
+                json_writer_int(w, enc->start[j]);
+            json_writer_key(w, "stop");
+            if (special)
+                json_writer_null(w);
+            else
+                json_writer_int(w, enc->stop[j]);
+            if (replaced) {
+                const float p = job->seqs[i].task.replaced[j];
+                if (!isfinite(p))
+                    return false;
+                json_writer_key(w, "probability");
+                json_writer_float(w, p);
+            }
+            json_writer_end_object(w);
+        }
+        json_writer_end_array(w);
+    }
+    json_writer_end_array(w);
+    return true;
+}
+
+bool proto_render_tokenize(struct json_writer *w, const struct proto_job *job,
+                           const struct bert_model *model)
+{
+    return render_tokens(w, job, model, false);
+}
+
+bool proto_render_replaced(struct json_writer *w, const struct proto_job *job,
+                           const struct bert_model *model)
+{
+    return render_tokens(w, job, model, true);
+}
+
+char *proto_job_respond(const struct proto_job *job, const struct bert_model *model,
+                        size_t *len)
+{
+    if (job->req.route >= PROTO_ROUTE_COUNT)
+        return NULL;
+    struct json_writer w;
+    /* Sized once for the common case: about 12 bytes a number. */
+    json_writer_init(&w, job->n_seqs * 256 + job->n_outputs * 12 + 256);
+    if (!proto_routes[job->req.route].render(&w, job, model)) {
+        json_writer_free(&w);
+        return NULL;
+    }
+    return json_writer_finish(&w, len);
+}

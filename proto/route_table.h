@@ -1,0 +1,100 @@
+/* The route table's rows and the functions they name: internal to proto/
+ * (route.c holds the table, proto.h the public view of it). */
+#ifndef PROTO_ROUTE_TABLE_H
+#define PROTO_ROUTE_TABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct json_writer;
+
+/* The parameters a body may carry, at the top level or in "parameters"
+ * (request.c names and reads them). Two ids may share a name when routes
+ * give it different meanings ("top_k"): a route accepts at most one. */
+enum proto_param {
+    PROTO_PARAM_POOLING,
+    PROTO_PARAM_NORMALIZE,
+    PROTO_PARAM_TRUNCATE,
+    PROTO_PARAM_TRUNCATION_DIRECTION,
+    PROTO_PARAM_TOP_K,          /* fill-mask: predictions per mask, at most max_top_k */
+    PROTO_PARAM_TOP_K_LABELS,   /* classify: best labels to return */
+    PROTO_PARAM_TARGETS,
+    PROTO_PARAM_RAW_SCORES,
+    PROTO_PARAM_FUNCTION_TO_APPLY,
+    PROTO_PARAM_ADD_SPECIAL_TOKENS,
+    PROTO_PARAM_MODEL,          /* echoed: a route that takes it answers with a "model" */
+    PROTO_PARAM_ENCODING_FORMAT,
+    PROTO_PARAM_DIMENSIONS,
+    PROTO_PARAM_USER,
+    PROTO_PARAM_QUERY,
+    PROTO_PARAM_RETURN_TEXT,
+    PROTO_PARAM_RETURN_DOCUMENTS,
+    PROTO_PARAM_TOP_N,
+    PROTO_PARAM_COUNT
+};
+_Static_assert(PROTO_PARAM_COUNT <= 32, "a route's parameters are a 32-bit mask");
+#define PROTO_PARAM(name) (1u << PROTO_PARAM_##name)
+
+/* How a body's inputs are read (request.c): the shapes accepted, the
+ * message for anything else, and what each input becomes. */
+struct proto_inputs;
+extern const struct proto_inputs proto_inputs_texts;   /* a string or a list of them */
+extern const struct proto_inputs proto_inputs_texts_or_pairs; /* or of [text, text_pair] */
+extern const struct proto_inputs proto_inputs_documents; /* a list, each paired with "query" */
+extern const struct proto_inputs proto_inputs_document_objects; /* or of {"text": ...} */
+
+/* Error bodies (errors.c). */
+enum proto_envelope {
+    PROTO_ENVELOPE_OURS,        /* {"error": message, "error_type": type} */
+    PROTO_ENVELOPE_OPENAI,      /* {"error": {"message", "type", "code"}} */
+};
+
+/* Checks the request against the checkpoint before anything is tokenized
+ * (the head the route needs, a size it must match): false with err set. */
+typedef bool proto_check_fn(const struct proto_request *r, const struct bert_model *model,
+                            struct proto_error *err);
+/* Sizes job->outputs for the tokenized sequences and points every
+ * sequence's task into it: false with err set. */
+typedef bool proto_setup_fn(struct proto_job *job, const struct bert_model *model,
+                            const struct proto_limits *limits,
+                            const struct proto_defaults *defaults, struct proto_error *err);
+/* Writes the response body of a job whose tasks have run: false when out of
+ * memory or a result JSON cannot carry (NaN, infinity). */
+typedef bool proto_render_fn(struct json_writer *w, const struct proto_job *job,
+                             const struct bert_model *model);
+
+/* One route of the API: everything proto/, the server's router, its
+ * metrics and the CLI need to know about it. route.c holds the rows, one
+ * per enum proto_route. */
+struct proto_route_desc {
+    const char *path;           /* "/embed" */
+    const char *name;           /* metrics label and CLI subcommand: "embed" */
+    unsigned methods;           /* PROTO_METHOD_* bits it answers */
+    bool cli;                   /* `bert <name>` runs it offline */
+    /* The body (request.c). */
+    const char *inputs_name;    /* the field holding the inputs: "inputs", "input", ... */
+    const struct proto_inputs *inputs;
+    bool flat_body;             /* OpenAI / Cohere bodies: no Hugging Face "parameters"
+                                   and "options" wrappers */
+    uint32_t params;            /* PROTO_PARAM() bits accepted */
+    /* The job (job.c) and the answer. */
+    proto_check_fn *check;      /* NULL: every checkpoint can */
+    proto_setup_fn *setup;      /* NULL: no forward pass (the answer needs only tokens) */
+    proto_render_fn *render;
+    enum proto_envelope envelope;
+};
+
+extern const struct proto_route_desc proto_routes[PROTO_ROUTE_COUNT];
+
+/* The route functions the rows name, by the file that holds them. */
+proto_check_fn proto_check_fill_mask, proto_check_classify, proto_check_rerank,
+    proto_check_replaced, proto_check_dimensions;               /* job.c */
+proto_setup_fn proto_setup_embed, proto_setup_classify, proto_setup_fill_mask,
+    proto_setup_replaced;                                        /* job.c */
+proto_render_fn proto_render_embed, proto_render_openai, proto_render_fill_mask,
+    proto_render_classify, proto_render_tokenize, proto_render_replaced; /* render.c */
+proto_render_fn proto_render_rerank, proto_render_v1_rerank;     /* rerank.c */
+
+#endif
