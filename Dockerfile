@@ -38,7 +38,10 @@ RUN apt-get update \
 WORKDIR /src
 # Sources only: a new checkpoint in models/ does not rebuild the binaries.
 COPY CMakeLists.txt config.example.toml ./
+COPY base base
+COPY tokenizer tokenizer
 COPY model model
+COPY train train
 COPY proto proto
 COPY cli cli
 COPY server server

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
+#include "train_mask.h"
+
 static bool parse_value(const char *cmd, const struct cli_opt *o, const char *v)
 {
     char *end;
@@ -88,4 +91,56 @@ void cli_print_options(const struct cli_opt *opts, size_t n)
 {
     for (size_t k = 0; k < n; k++)
         fprintf(stderr, "  --%-22s %s\n", opts[k].name, opts[k].help);
+}
+
+int cli_usage_error(const char *cmd, const char *message, const char *usage,
+                    const struct cli_opt *opts, size_t n)
+{
+    fprintf(stderr, "bert %s: %s\n%s", cmd, message, usage);
+    cli_print_options(opts, n);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_take_corpus_files(int argc, char **argv, const char **files, size_t *n_files)
+{
+    int kept = 0;
+    *n_files = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--corpus") == 0 && i + 1 < argc &&
+            *n_files < CLI_MAX_CORPUS_FILES) {
+            files[(*n_files)++] = argv[++i];
+            continue;
+        }
+        argv[kept++] = argv[i];
+    }
+    return kept;
+}
+
+const char *cli_mask_options(const char *mix, struct train_mask_options *o)
+{
+    if (!(o->mask_prob >= 0.0 && o->mask_prob <= 1.0))
+        return "--mask-prob must be in [0, 1]";
+    if (mix == NULL)
+        return NULL;
+    double m, r, k;
+    int used = 0;
+    if (sscanf(mix, "%lf,%lf,%lf%n", &m, &r, &k, &used) != 3 || mix[used] != '\0' ||
+        !(m >= 0 && r >= 0 && k >= 0) || !(m + r + k > 1.0 - 1e-6 && m + r + k < 1.0 + 1e-6))
+        return "--mask-mix must be three shares M,R,K (made [MASK], random, kept) summing to 1";
+    o->replace_mask = m;
+    o->replace_random = r;
+    return NULL;
+}
+
+bool cli_parse_dtype(const char *name, enum bert_dtype *out)
+{
+    if (strcmp(name, "f32") == 0)
+        *out = BERT_DTYPE_F32;
+    else if (strcmp(name, "f16") == 0)
+        *out = BERT_DTYPE_F16;
+    else if (strcmp(name, "bf16") == 0)
+        *out = BERT_DTYPE_BF16;
+    else
+        return false;
+    return true;
 }

@@ -11,9 +11,8 @@
 #include <jansson.h>
 
 #include "args.h"
+#include "bert.h"
 #include "cli.h"
-#include "encoder.h"
-#include "heads.h"
 
 /* Packed batches: batch b holds sequences [first[b], first[b + 1]). */
 struct workload {
@@ -177,6 +176,146 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+#define BENCH_TOP_K 5
+
+/* The buffers a timed pass assembles its batches in, and the outputs. */
+struct bench_run {
+    const struct bert_model *m;
+    struct bert_scratch *s;
+    enum bert_task task;
+    bool encode_only;
+    int32_t *ids, *types, *top_ids;
+    uint32_t *mask_positions;
+    size_t *starts;
+    float *out, *top_probs;
+    struct bert_seq_task *tasks;
+};
+
+/* Scratch and buffers sized for the workload's largest batch. */
+static bool bench_alloc(struct bench_run *r, const struct workload *w, size_t threads,
+                        struct bert_error *err)
+{
+    size_t max_batch_tok = 0, max_batch_seq = 0, max_len = 0;
+    for (size_t b = 0; b < w->n_batches; b++) {
+        size_t t = 0;
+        for (size_t i = w->first[b]; i < w->first[b + 1]; i++) {
+            t += w->len[i];
+            max_len = w->len[i] > max_len ? w->len[i] : max_len;
+        }
+        max_batch_tok = t > max_batch_tok ? t : max_batch_tok;
+        size_t nseq = w->first[b + 1] - w->first[b];
+        max_batch_seq = nseq > max_batch_seq ? nseq : max_batch_seq;
+    }
+    const size_t H = r->m->config.hidden_size;
+    r->s = bert_scratch_new(r->m, max_batch_tok, max_len, threads, err);
+    r->ids = malloc(max_batch_tok * sizeof *r->ids);
+    r->types = calloc(max_batch_tok, sizeof *r->types);
+    r->starts = malloc((max_batch_seq + 1) * sizeof *r->starts);
+    r->tasks = calloc(max_batch_seq, sizeof *r->tasks);
+    r->out = malloc(max_batch_seq * (H + r->m->config.num_labels) * sizeof *r->out);
+    r->mask_positions = malloc(max_batch_tok * sizeof *r->mask_positions);
+    r->top_ids = malloc(max_batch_tok * BENCH_TOP_K * sizeof *r->top_ids);
+    r->top_probs = malloc(max_batch_tok * BENCH_TOP_K * sizeof *r->top_probs);
+    if (r->s != NULL && !(r->ids && r->types && r->starts && r->tasks && r->out &&
+                          r->mask_positions && r->top_ids && r->top_probs))
+        bert_error_set(err, BERT_E_NOMEM, "out of memory");
+    return r->s && r->ids && r->types && r->starts && r->tasks && r->out && r->mask_positions &&
+           r->top_ids && r->top_probs;
+}
+
+static void bench_free(struct bench_run *r)
+{
+    free(r->ids);
+    free(r->types);
+    free(r->starts);
+    free(r->tasks);
+    free(r->out);
+    free(r->mask_positions);
+    free(r->top_ids);
+    free(r->top_probs);
+    bert_scratch_free(r->s);
+}
+
+/* Batch `b` of the workload packed into the buffers, each sequence with its
+ * task (fill-mask: at its mask tokens), then run. */
+static enum bert_status run_batch(struct bench_run *r, const struct workload *w, size_t b,
+                                  struct bert_error *err)
+{
+    const struct bert_model *m = r->m;
+    const size_t H = m->config.hidden_size, C = m->config.num_labels;
+    const int32_t mask_id = bert_tokenizer_mask_id(m->tokenizer);
+    size_t n = 0, k = 0, masks = 0;
+    r->starts[0] = 0;
+    for (size_t i = w->first[b]; i < w->first[b + 1]; i++, k++) {
+        memcpy(r->ids + n, w->ids[i], w->len[i] * sizeof *r->ids);
+        uint32_t n_masks = 0;
+        for (size_t t = 0; r->task == BERT_TASK_FILL_MASK && t < w->len[i]; t++)
+            if (w->ids[i][t] == mask_id)
+                r->mask_positions[masks + n_masks++] = (uint32_t)t;
+        r->tasks[k] = (struct bert_seq_task){
+            .task = r->task, .pooling = BERT_POOLING_MEAN, .embedding = r->out + k * H,
+            .mask_positions = r->mask_positions + masks, .n_masks = n_masks,
+            .top_k = BENCH_TOP_K, .top_ids = r->top_ids + masks * BENCH_TOP_K,
+            .top_probs = r->top_probs + masks * BENCH_TOP_K, .logits = r->out + k * C};
+        masks += n_masks;
+        n += w->len[i];
+        r->starts[k + 1] = n;
+    }
+    struct bert_batch batch = {.n_seqs = k, .n_tokens = n, .ids = r->ids, .type_ids = r->types,
+                               .seq_start = r->starts};
+    const float *hidden;
+    return r->encode_only ? bert_encode(m, r->s, &batch, &hidden, err)
+                          : bert_run(m, r->s, &batch, r->tasks, err);
+}
+
+/* The JSON line: medians of the whole workload's and of each batch's
+ * times (sorted in place). */
+static void report(const char *name, const char *task_name, const struct bench_run *r,
+                   const struct workload *w, double *times, size_t repeat, double *batch_times)
+{
+    qsort(times, repeat, sizeof *times, cmp_double);
+    double median = times[repeat / 2];
+    /* Each batch's median over the repeats (in place: slot b precedes every
+     * later batch's times), then the median over batches: with one text per
+     * batch, the p50 a one-at-a-time client would see. */
+    for (size_t b = 0; b < w->n_batches; b++) {
+        qsort(batch_times + b * repeat, repeat, sizeof *batch_times, cmp_double);
+        batch_times[b] = batch_times[b * repeat + repeat / 2];
+    }
+    qsort(batch_times, w->n_batches, sizeof *batch_times, cmp_double);
+    const double batch_p50 = batch_times[w->n_batches / 2];
+    printf("{\"name\":\"%s\",\"engine\":\"bertserve\",\"task\":\"%s\",\"batches\":%zu,"
+           "\"sequences\":%zu,\"tokens\":%zu,\"repeat\":%zu,\"median_ms\":%.4f,\"min_ms\":%.4f,"
+           "\"max_ms\":%.4f,\"batch_p50_ms\":%.4f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"threads\":%d,\"dtype\":\"%s\","
+           "\"scratch_bytes\":%zu}\n",
+           name, task_name, w->n_batches, w->n_seqs, w->n_tokens, repeat, median * 1e3,
+           times[0] * 1e3, times[repeat - 1] * 1e3, batch_p50 * 1e3,
+           (double)w->n_tokens / median,
+           encoder_flops(&r->m->config, w) / median / 1e9, (int)bert_scratch_threads(r->s),
+           r->m->bf16 ? "bf16" : "f32", bert_scratch_bytes(r->s));
+}
+
+/* `warmup` untimed passes over the workload, then `repeat` timed ones. */
+static enum bert_status time_passes(struct bench_run *r, const struct workload *w,
+                                    size_t warmup, size_t repeat, double *times,
+                                    double *batch_times, struct bert_error *err)
+{
+    for (size_t pass = 0; pass < warmup + repeat; pass++) {
+        double t0 = now_s();
+        for (size_t b = 0; b < w->n_batches; b++) {
+            const double batch_t0 = now_s();
+            enum bert_status st = run_batch(r, w, b, err);
+            if (st != BERT_OK)
+                return st;
+            if (pass >= warmup)
+                batch_times[b * repeat + pass - warmup] = now_s() - batch_t0;
+        }
+        if (pass >= warmup)
+            times[pass - warmup] = now_s() - t0;
+    }
+    return BERT_OK;
+}
+
 int cli_bench_command(int argc, char **argv)
 {
     const char *model_dir = "models/default", *workload_path = NULL, *texts_path = NULL;
@@ -202,13 +341,12 @@ int cli_bench_command(int argc, char **argv)
         cli_print_options(opts, n_opts);
         return CLI_EXIT_USAGE;
     }
-    enum bert_task task = BERT_TASK_EMBED;
-    bool encode_only = strcmp(task_name, "encode") == 0;
+    struct bench_run r = {.task = BERT_TASK_EMBED, .encode_only = strcmp(task_name, "encode") == 0};
     if (strcmp(task_name, "fill-mask") == 0)
-        task = BERT_TASK_FILL_MASK;
+        r.task = BERT_TASK_FILL_MASK;
     else if (strcmp(task_name, "classify") == 0)
-        task = BERT_TASK_CLASSIFY;
-    else if (strcmp(task_name, "embed") != 0 && !encode_only) {
+        r.task = BERT_TASK_CLASSIFY;
+    else if (strcmp(task_name, "embed") != 0 && !r.encode_only) {
         fprintf(stderr, "bert bench: unknown --task '%s'\n", task_name);
         return CLI_EXIT_USAGE;
     }
@@ -221,116 +359,30 @@ int cli_bench_command(int argc, char **argv)
         fprintf(stderr, "bert bench: %s\n", err.message);
         return CLI_EXIT_FAILURE;
     }
+    r.m = m;
     struct workload w = {0};
     int rc = CLI_EXIT_FAILURE;
     if (!cli_apply_dtype("bench", m, dtype)) {
         bert_model_free(m);
         return CLI_EXIT_USAGE;
     }
-    struct bert_scratch *s = NULL;
-    int32_t *ids = NULL, *types = NULL, *top_ids = NULL;
-    size_t *starts = NULL;
-    float *out = NULL, *top_probs = NULL;
-    struct bert_seq_task *tasks = NULL;
-    double *times = NULL, *batch_times = NULL;
-    if (!(workload_path ? load_workload(workload_path, &w) : load_texts(texts_path, m, batch_tokens, &w)))
+    double *times = malloc(repeat * sizeof *times), *batch_times = NULL;
+    if (!(workload_path ? load_workload(workload_path, &w)
+                        : load_texts(texts_path, m, batch_tokens, &w)))
         goto done;
-    size_t max_batch_tok = 0, max_batch_seq = 0, max_len = 0;
-    for (size_t b = 0; b < w.n_batches; b++) {
-        size_t t = 0;
-        for (size_t i = w.first[b]; i < w.first[b + 1]; i++) {
-            t += w.len[i];
-            max_len = w.len[i] > max_len ? w.len[i] : max_len;
-        }
-        max_batch_tok = t > max_batch_tok ? t : max_batch_tok;
-        size_t nseq = w.first[b + 1] - w.first[b];
-        max_batch_seq = nseq > max_batch_seq ? nseq : max_batch_seq;
-    }
-    const size_t H = m->config.hidden_size, TOPK = 5;
-    s = bert_scratch_new(m, max_batch_tok, max_len, threads ? threads : cli_cpus(), &err);
-    ids = malloc(max_batch_tok * sizeof *ids);
-    types = calloc(max_batch_tok, sizeof *types);
-    starts = malloc((max_batch_seq + 1) * sizeof *starts);
-    tasks = calloc(max_batch_seq, sizeof *tasks);
-    out = malloc(max_batch_seq * (H + m->config.num_labels) * sizeof *out);
-    top_ids = malloc(max_batch_tok * TOPK * sizeof *top_ids);
-    top_probs = malloc(max_batch_tok * TOPK * sizeof *top_probs);
-    times = malloc(repeat * sizeof *times);
     /* (batch, repeat): each batch's own times, for the median batch's time */
     batch_times = malloc(w.n_batches * repeat * sizeof *batch_times);
-    if (!s || !ids || !types || !starts || !tasks || !out || !top_ids || !top_probs || !times ||
-        !batch_times) {
-        fprintf(stderr, "bert bench: %s\n", s ? "out of memory" : err.message);
+    if (!bench_alloc(&r, &w, threads ? threads : cli_cpus(), &err) || !times || !batch_times ||
+        time_passes(&r, &w, warmup, repeat, times, batch_times, &err) != BERT_OK) {
+        fprintf(stderr, "bert bench: %s\n", times && batch_times ? err.message : "out of memory");
         goto done;
     }
-    for (size_t r = 0; r < warmup + repeat; r++) {
-        double t0 = now_s();
-        for (size_t b = 0; b < w.n_batches; b++) {
-            const double batch_t0 = now_s();
-            size_t n = 0, k = 0, masks = 0;
-            starts[0] = 0;
-            for (size_t i = w.first[b]; i < w.first[b + 1]; i++, k++) {
-                memcpy(ids + n, w.ids[i], w.len[i] * sizeof *ids);
-                n += w.len[i];
-                starts[k + 1] = n;
-                tasks[k] = (struct bert_seq_task){.task = task, .pooling = BERT_POOLING_MEAN,
-                                                  .embedding = out + k * H, .top_k = TOPK,
-                                                  .top_ids = top_ids + masks * TOPK,
-                                                  .top_probs = top_probs + masks * TOPK,
-                                                  .logits = out + k * m->config.num_labels};
-            }
-            struct bert_batch batch = {.n_seqs = k, .n_tokens = n, .ids = ids, .type_ids = types,
-                                       .seq_start = starts};
-            for (size_t i = 0; task == BERT_TASK_FILL_MASK && i < k; i++) {
-                tasks[i].top_ids = top_ids + masks * TOPK;
-                tasks[i].top_probs = top_probs + masks * TOPK;
-                masks += bert_count_masks(m, &batch, i);
-            }
-            const float *hidden;
-            enum bert_status st = encode_only ? bert_encode(m, s, &batch, &hidden, &err)
-                                              : bert_run(m, s, &batch, tasks, &err);
-            if (st != BERT_OK) {
-                fprintf(stderr, "bert bench: %s\n", err.message);
-                goto done;
-            }
-            if (r >= warmup)
-                batch_times[b * repeat + r - warmup] = now_s() - batch_t0;
-        }
-        if (r >= warmup)
-            times[r - warmup] = now_s() - t0;
-    }
-    qsort(times, repeat, sizeof *times, cmp_double);
-    double median = times[repeat / 2];
-    /* Each batch's median over the repeats (in place: slot b precedes every
-     * later batch's times), then the median over batches: with one text per
-     * batch, the p50 a one-at-a-time client would see. */
-    for (size_t b = 0; b < w.n_batches; b++) {
-        qsort(batch_times + b * repeat, repeat, sizeof *batch_times, cmp_double);
-        batch_times[b] = batch_times[b * repeat + repeat / 2];
-    }
-    qsort(batch_times, w.n_batches, sizeof *batch_times, cmp_double);
-    const double batch_p50 = batch_times[w.n_batches / 2];
-    printf("{\"name\":\"%s\",\"engine\":\"bertserve\",\"task\":\"%s\",\"batches\":%zu,"
-           "\"sequences\":%zu,\"tokens\":%zu,\"repeat\":%zu,\"median_ms\":%.4f,\"min_ms\":%.4f,"
-           "\"max_ms\":%.4f,\"batch_p50_ms\":%.4f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"threads\":%d,\"dtype\":\"%s\","
-           "\"scratch_bytes\":%zu}\n",
-           name, task_name, w.n_batches, w.n_seqs, w.n_tokens, repeat, median * 1e3,
-           times[0] * 1e3, times[repeat - 1] * 1e3, batch_p50 * 1e3,
-           (double)w.n_tokens / median,
-           encoder_flops(&m->config, &w) / median / 1e9, (int)bert_scratch_threads(s),
-           m->bf16 ? "bf16" : "f32", bert_scratch_bytes(s));
+    report(name, task_name, &r, &w, times, repeat, batch_times);
     rc = CLI_EXIT_OK;
 done:
-    free(ids);
-    free(types);
-    free(starts);
-    free(tasks);
-    free(out);
-    free(top_ids);
-    free(top_probs);
     free(times);
     free(batch_times);
-    bert_scratch_free(s);
+    bench_free(&r);
     workload_free(&w);
     bert_model_free(m);
     return rc;

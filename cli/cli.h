@@ -16,6 +16,8 @@ enum {
 
 struct bert_model;
 
+/* What every subcommand that runs the engine shares (cli/setup.c). */
+
 /* --dtype: "f32" keeps the model as loaded, "bf16" runs its dense layers in
  * bf16 (falling back to f32, with a note on stderr, where unavailable).
  * False on any other value. */
@@ -35,20 +37,6 @@ int cli_init_command(int argc, char **argv);
 
 /* bert mask-stats (cli/mask_stats.c). */
 int cli_mask_stats_command(int argc, char **argv);
-
-struct train_mask_options;
-
-#define CLI_MAX_CORPUS_FILES 64
-
-/* Move every `--corpus FILE` (the option may repeat, up to
- * CLI_MAX_CORPUS_FILES) out of argv into files; returns the new argc.
- * (cli/train.c) */
-int cli_take_corpus_files(int argc, char **argv, const char **files, size_t *n_files);
-
-/* Check o->mask_prob and apply `mix` ("M,R,K": shares of picked tokens made
- * [MASK], a random token, kept; summing to 1), NULL keeping o's. False on a
- * malformed mix or a share or probability outside [0, 1]. (cli/mlm_eval.c) */
-bool cli_mask_options(const char *mix, struct train_mask_options *o);
 
 /* bert mlm-eval (cli/mlm_eval.c). */
 int cli_mlm_eval_command(int argc, char **argv);

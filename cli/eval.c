@@ -7,8 +7,8 @@
 #include <stdlib.h>
 
 #include "args.h"
+#include "bert.h"
 #include "cli.h"
-#include "heads.h"
 #include "train_data.h"
 
 #define EVAL_BATCH 32

@@ -6,6 +6,7 @@
 #include "args.h"
 #include "cli.h"
 #include "synth.h"
+#include "train_model.h"
 
 /* "a,b,c" -> id2label; returns the count or 0 on allocation failure. */
 static size_t split_labels(const char *list, char ***out)
@@ -33,94 +34,42 @@ static size_t split_labels(const char *list, char ***out)
     return n;
 }
 
-int cli_init_command(int argc, char **argv)
+/* `bert init`'s geometry before any flag: a 2-layer, 128-wide BERT; the
+ * ModernBERT values are ModernBERT-base's (the other families ignore them). */
+static struct bert_synth_options init_defaults(void)
 {
     struct bert_synth_options o = bert_synth_options_default();
     struct bert_config *c = &o.config;
-    c->num_layers = 2;
-    c->hidden_size = 128;
-    c->num_heads = 2;
-    c->intermediate_size = 512;
-    c->max_position_embeddings = 512;
-    c->type_vocab_size = 2;
-    c->layer_norm_eps = 1e-12f;
+    train_small_geometry(c);
     c->pooling = BERT_POOLING_MEAN;
-    const char *out = NULL, *dtype = "f32", *labels = NULL, *act = "gelu", *pooling = "mean";
-    const char *problem = NULL, *model_type = "bert", *classifier_pooling = "cls";
-    double eps = 1e-12;
-    /* ModernBERT-base's values; the other families ignore them. */
     struct bert_modernbert *mb = &c->modern;
     mb->global_rope_theta = 160000.0;
     mb->local_rope_theta = 10000.0;
     mb->global_attn_every = 3;
     mb->local_window = 128;
     mb->classifier_activation = BERT_ACTIVATION_GELU;
-    bool biases = false;
-    struct cli_opt opts[] = {
-        {"out", CLI_OPT_STRING, &out, "checkpoint folder to write (required)"},
-        {"tokenizer", CLI_OPT_STRING, &o.tokenizer_dir, "folder to copy tokenizer files from (required)"},
-        {"model-type", CLI_OPT_STRING, &model_type,
-         "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert (bert)"},
-        {"embedding-size", CLI_OPT_SIZE, &c->embedding_size,
-         "ELECTRA embedding width, projected to --hidden (hidden)"},
-        {"layers", CLI_OPT_SIZE, &c->num_layers, "encoder layers (2)"},
-        {"hidden", CLI_OPT_SIZE, &c->hidden_size, "hidden size (128)"},
-        {"heads", CLI_OPT_SIZE, &c->num_heads, "attention heads (2)"},
-        {"intermediate", CLI_OPT_SIZE, &c->intermediate_size, "feed-forward size (512)"},
-        {"max-position", CLI_OPT_SIZE, &c->max_position_embeddings, "position embeddings (512)"},
-        {"type-vocab", CLI_OPT_SIZE, &c->type_vocab_size, "token types (2)"},
-        {"eps", CLI_OPT_DOUBLE, &eps, "LayerNorm epsilon (1e-12)"},
-        {"act", CLI_OPT_STRING, &act, "hidden_act: gelu, gelu_new, relu, silu (gelu)"},
-        {"seed", CLI_OPT_U64, &o.seed, "generator seed (0)"},
-        {"weight-std", CLI_OPT_DOUBLE, &o.weight_std, "std of weights and embeddings (0.02)"},
-        {"bias-range", CLI_OPT_DOUBLE, &o.bias_range, "biases uniform in [-r, r] (0)"},
-        {"ln-range", CLI_OPT_DOUBLE, &o.ln_range, "LayerNorm gamma 1 +- r, beta +- r (0)"},
-        {"dtype", CLI_OPT_STRING, &dtype, "f32, f16 or bf16 (f32)"},
-        {"prefix", CLI_OPT_FLAG, &o.prefix,
-         "name encoder tensors with the family prefix ('bert.', 'roberta.', ...)"},
-        {"mlm", CLI_OPT_FLAG, &o.mlm, "add a masked-LM head"},
-        {"untied-decoder", CLI_OPT_FLAG, &o.untied_decoder, "MLM decoder not tied to embeddings"},
-        {"pooler", CLI_OPT_FLAG, &o.pooler, "add the pooler"},
-        {"labels", CLI_OPT_STRING, &labels, "add a classifier with these labels (a,b,c)"},
-        {"problem-type", CLI_OPT_STRING, &problem, "single_label | multi_label | regression"},
-        {"sentence-transformers", CLI_OPT_FLAG, &o.sentence_transformers, "write modules.json and 1_Pooling"},
-        {"pooling", CLI_OPT_STRING, &pooling, "sentence-transformers pooling: cls, mean, max (mean)"},
-        {"normalize", CLI_OPT_FLAG, &o.st_normalize, "sentence-transformers Normalize module"},
-        {"max-seq-length", CLI_OPT_SIZE, &o.st_max_seq_length, "sentence_bert_config max_seq_length"},
-        {"global-every", CLI_OPT_SIZE, &mb->global_attn_every,
-         "ModernBERT: layer i attends globally when i % N == 0 (3)"},
-        {"local-window", CLI_OPT_SIZE, &mb->local_window,
-         "ModernBERT: local attention window, both sides together (128)"},
-        {"global-theta", CLI_OPT_DOUBLE, &mb->global_rope_theta, "ModernBERT: global RoPE theta (160000)"},
-        {"local-theta", CLI_OPT_DOUBLE, &mb->local_rope_theta, "ModernBERT: local RoPE theta (10000)"},
-        {"classifier-pooling", CLI_OPT_STRING, &classifier_pooling,
-         "ModernBERT: classifier pooling, cls or mean (cls)"},
-        {"discriminator", CLI_OPT_FLAG, &o.discriminator,
-         "ELECTRA: add the discriminator head (ElectraForPreTraining)"},
-        {"biases", CLI_OPT_FLAG, &biases,
-         "ModernBERT: attention, MLP, norm and head biases on (the real checkpoints have none)"},
-    };
-    const size_t n_opts = sizeof opts / sizeof opts[0];
-    if (!cli_parse("init", argc, argv, opts, n_opts))
-        return CLI_EXIT_USAGE;
-    if (out == NULL || o.tokenizer_dir == NULL) {
-        fprintf(stderr, "usage: bert init --out DIR --tokenizer DIR [options]\n");
-        cli_print_options(opts, n_opts);
+    return o;
+}
+
+/* The flags that are names or lists, resolved into the options. */
+struct init_choices {
+    const char *dtype, *labels, *act, *pooling, *problem, *model_type, *classifier_pooling;
+    double eps;
+    bool biases;
+};
+
+/* Returns CLI_EXIT_OK, or the exit status after saying what is wrong. */
+static int apply_choices(const struct init_choices *ch, struct bert_synth_options *o)
+{
+    struct bert_config *c = &o->config;
+    struct bert_modernbert *mb = &c->modern;
+    c->layer_norm_eps = (float)ch->eps;
+    if (strlen(ch->model_type) >= sizeof c->model_type) {
+        fprintf(stderr, "bert init: --model-type '%s' is too long\n", ch->model_type);
         return CLI_EXIT_USAGE;
     }
-    c->layer_norm_eps = (float)eps;
-    if (strlen(model_type) >= sizeof c->model_type) {
-        fprintf(stderr, "bert init: --model-type '%s' is too long\n", model_type);
-        return CLI_EXIT_USAGE;
-    }
-    snprintf(c->model_type, sizeof c->model_type, "%s", model_type);
-    if (strcmp(dtype, "f32") == 0)
-        o.dtype = BERT_DTYPE_F32;
-    else if (strcmp(dtype, "f16") == 0)
-        o.dtype = BERT_DTYPE_F16;
-    else if (strcmp(dtype, "bf16") == 0)
-        o.dtype = BERT_DTYPE_BF16;
-    else {
+    snprintf(c->model_type, sizeof c->model_type, "%s", ch->model_type);
+    if (!cli_parse_dtype(ch->dtype, &o->dtype)) {
         fprintf(stderr, "bert init: --dtype must be f32, f16 or bf16\n");
         return CLI_EXIT_USAGE;
     }
@@ -133,38 +82,104 @@ int cli_init_command(int argc, char **argv)
                 {"silu", BERT_ACTIVATION_SILU}};
     bool act_ok = false;
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
-        if (strcmp(act, acts[i].name) == 0) {
+        if (strcmp(ch->act, acts[i].name) == 0) {
             c->activation = acts[i].act;
             act_ok = true;
         }
-    if (!act_ok || !bert_pooling_parse(pooling, &c->pooling) ||
-        !bert_pooling_parse(classifier_pooling, &mb->classifier_pooling) ||
+    if (!act_ok || !bert_pooling_parse(ch->pooling, &c->pooling) ||
+        !bert_pooling_parse(ch->classifier_pooling, &mb->classifier_pooling) ||
         mb->classifier_pooling == BERT_POOLING_MAX) {
         fprintf(stderr, "bert init: unknown --act '%s', --pooling '%s' or --classifier-pooling '%s'\n",
-                act, pooling, classifier_pooling);
+                ch->act, ch->pooling, ch->classifier_pooling);
         return CLI_EXIT_USAGE;
     }
-    mb->attention_bias = mb->mlp_bias = mb->norm_bias = mb->classifier_bias = biases;
-    if (problem != NULL) {
-        if (strcmp(problem, "single_label") == 0)
+    mb->attention_bias = mb->mlp_bias = mb->norm_bias = mb->classifier_bias = ch->biases;
+    if (ch->problem != NULL) {
+        if (strcmp(ch->problem, "single_label") == 0)
             c->problem_type = BERT_PROBLEM_SINGLE_LABEL;
-        else if (strcmp(problem, "multi_label") == 0)
+        else if (strcmp(ch->problem, "multi_label") == 0)
             c->problem_type = BERT_PROBLEM_MULTI_LABEL;
-        else if (strcmp(problem, "regression") == 0)
+        else if (strcmp(ch->problem, "regression") == 0)
             c->problem_type = BERT_PROBLEM_REGRESSION;
         else {
-            fprintf(stderr, "bert init: unknown --problem-type '%s'\n", problem);
+            fprintf(stderr, "bert init: unknown --problem-type '%s'\n", ch->problem);
             return CLI_EXIT_USAGE;
         }
     }
-    if (labels != NULL) {
-        o.classifier = true;
-        c->num_labels = split_labels(labels, &c->id2label);
+    if (ch->labels != NULL) {
+        o->classifier = true;
+        c->num_labels = split_labels(ch->labels, &c->id2label);
         if (c->num_labels == 0) {
             fprintf(stderr, "bert init: out of memory\n");
             return CLI_EXIT_FAILURE;
         }
     }
+    return CLI_EXIT_OK;
+}
+
+int cli_init_command(int argc, char **argv)
+{
+    struct bert_synth_options o = init_defaults();
+    struct bert_config *c = &o.config;
+    struct bert_modernbert *mb = &c->modern;
+    const char *out = NULL;
+    struct init_choices ch = {.dtype = "f32", .act = "gelu", .pooling = "mean",
+                              .model_type = "bert", .classifier_pooling = "cls", .eps = 1e-12};
+    struct cli_opt opts[] = {
+        {"out", CLI_OPT_STRING, &out, "checkpoint folder to write (required)"},
+        {"tokenizer", CLI_OPT_STRING, &o.tokenizer_dir, "folder to copy tokenizer files from (required)"},
+        {"model-type", CLI_OPT_STRING, &ch.model_type,
+         "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert (bert)"},
+        {"embedding-size", CLI_OPT_SIZE, &c->embedding_size,
+         "ELECTRA embedding width, projected to --hidden (hidden)"},
+        {"layers", CLI_OPT_SIZE, &c->num_layers, "encoder layers (2)"},
+        {"hidden", CLI_OPT_SIZE, &c->hidden_size, "hidden size (128)"},
+        {"heads", CLI_OPT_SIZE, &c->num_heads, "attention heads (2)"},
+        {"intermediate", CLI_OPT_SIZE, &c->intermediate_size, "feed-forward size (512)"},
+        {"max-position", CLI_OPT_SIZE, &c->max_position_embeddings, "position embeddings (512)"},
+        {"type-vocab", CLI_OPT_SIZE, &c->type_vocab_size, "token types (2)"},
+        {"eps", CLI_OPT_DOUBLE, &ch.eps, "LayerNorm epsilon (1e-12)"},
+        {"act", CLI_OPT_STRING, &ch.act, "hidden_act: gelu, gelu_new, relu, silu (gelu)"},
+        {"seed", CLI_OPT_U64, &o.seed, "generator seed (0)"},
+        {"weight-std", CLI_OPT_DOUBLE, &o.weight_std, "std of weights and embeddings (0.02)"},
+        {"bias-range", CLI_OPT_DOUBLE, &o.bias_range, "biases uniform in [-r, r] (0)"},
+        {"ln-range", CLI_OPT_DOUBLE, &o.ln_range, "LayerNorm gamma 1 +- r, beta +- r (0)"},
+        {"dtype", CLI_OPT_STRING, &ch.dtype, "f32, f16 or bf16 (f32)"},
+        {"prefix", CLI_OPT_FLAG, &o.prefix,
+         "name encoder tensors with the family prefix ('bert.', 'roberta.', ...)"},
+        {"mlm", CLI_OPT_FLAG, &o.mlm, "add a masked-LM head"},
+        {"untied-decoder", CLI_OPT_FLAG, &o.untied_decoder, "MLM decoder not tied to embeddings"},
+        {"pooler", CLI_OPT_FLAG, &o.pooler, "add the pooler"},
+        {"labels", CLI_OPT_STRING, &ch.labels, "add a classifier with these labels (a,b,c)"},
+        {"problem-type", CLI_OPT_STRING, &ch.problem, "single_label | multi_label | regression"},
+        {"sentence-transformers", CLI_OPT_FLAG, &o.sentence_transformers, "write modules.json and 1_Pooling"},
+        {"pooling", CLI_OPT_STRING, &ch.pooling, "sentence-transformers pooling: cls, mean, max (mean)"},
+        {"normalize", CLI_OPT_FLAG, &o.st_normalize, "sentence-transformers Normalize module"},
+        {"max-seq-length", CLI_OPT_SIZE, &o.st_max_seq_length, "sentence_bert_config max_seq_length"},
+        {"global-every", CLI_OPT_SIZE, &mb->global_attn_every,
+         "ModernBERT: layer i attends globally when i % N == 0 (3)"},
+        {"local-window", CLI_OPT_SIZE, &mb->local_window,
+         "ModernBERT: local attention window, both sides together (128)"},
+        {"global-theta", CLI_OPT_DOUBLE, &mb->global_rope_theta, "ModernBERT: global RoPE theta (160000)"},
+        {"local-theta", CLI_OPT_DOUBLE, &mb->local_rope_theta, "ModernBERT: local RoPE theta (10000)"},
+        {"classifier-pooling", CLI_OPT_STRING, &ch.classifier_pooling,
+         "ModernBERT: classifier pooling, cls or mean (cls)"},
+        {"discriminator", CLI_OPT_FLAG, &o.discriminator,
+         "ELECTRA: add the discriminator head (ElectraForPreTraining)"},
+        {"biases", CLI_OPT_FLAG, &ch.biases,
+         "ModernBERT: attention, MLP, norm and head biases on (the real checkpoints have none)"},
+    };
+    const size_t n_opts = sizeof opts / sizeof opts[0];
+    if (!cli_parse("init", argc, argv, opts, n_opts))
+        return CLI_EXIT_USAGE;
+    if (out == NULL || o.tokenizer_dir == NULL) {
+        fprintf(stderr, "usage: bert init --out DIR --tokenizer DIR [options]\n");
+        cli_print_options(opts, n_opts);
+        return CLI_EXIT_USAGE;
+    }
+    int rc = apply_choices(&ch, &o);
+    if (rc != CLI_EXIT_OK)
+        return rc;
     struct bert_error err = {0};
     enum bert_status st = bert_synth_write(&o, out, &err);
     bert_config_free(c);

@@ -10,25 +10,11 @@
 
 #include "args.h"
 #include "cli.h"
+#include "train_loop.h"
 #include "train_data.h"
 #include "train_mask.h"
+#include "train_model.h"
 #include "train_step.h"
-
-bool cli_mask_options(const char *mix, struct train_mask_options *o)
-{
-    if (!(o->mask_prob >= 0.0 && o->mask_prob <= 1.0))
-        return false;
-    if (mix == NULL)
-        return true;
-    double m, r, k;
-    int used = 0;
-    if (sscanf(mix, "%lf,%lf,%lf%n", &m, &r, &k, &used) != 3 || mix[used] != '\0' ||
-        !(m >= 0 && r >= 0 && k >= 0) || !(m + r + k > 1.0 - 1e-6 && m + r + k < 1.0 + 1e-6))
-        return false;
-    o->replace_mask = m;
-    o->replace_random = r;
-    return true;
-}
 
 /* Counts for one kind of predicted position. */
 struct kind_score {
@@ -93,116 +79,106 @@ static void print_score(const char *name, const struct kind_score *s)
            s->count ? s->loss / (double)s->count : 0.0);
 }
 
-int cli_mlm_eval_command(int argc, char **argv)
-{
+/* The settings of a run (the flags) and its scores. */
+struct mlm_eval_run {
+    const char *model_dir;
     const char *files[CLI_MAX_CORPUS_FILES];
-    size_t n_files;
-    argc = cli_take_corpus_files(argc, argv, files, &n_files);
-    const char *model_dir = NULL, *mask_mix = NULL;
-    size_t max_len = 128, batch = 32, heldout_max = 500, threads = cli_cpus();
-    double heldout_frac = 0.05;
-    uint64_t seed = 0;
-    struct train_mask_options mask = train_mask_options_default();
-    struct cli_opt opts[] = {
-        {"model", CLI_OPT_STRING, &model_dir, "checkpoint with an MLM head (required)"},
-        {"max-len", CLI_OPT_SIZE, &max_len, "sequence length, as in pretraining (128)"},
-        {"heldout", CLI_OPT_DOUBLE, &heldout_frac, "share of sequences held out (0.05)"},
-        {"heldout-max", CLI_OPT_SIZE, &heldout_max, "held-out sequences at most (500)"},
-        {"mask-prob", CLI_OPT_DOUBLE, &mask.mask_prob, "masking probability (0.15)"},
-        {"mask-mix", CLI_OPT_STRING, &mask_mix, "picked tokens made [MASK],random,kept (0.8,0.1,0.1)"},
-        {"whole-word", CLI_OPT_FLAG, &mask.whole_word, "whole-word masking"},
-        {"seed", CLI_OPT_U64, &seed, "seed of the held-out masks, as pretrain's --seed (0)"},
-        {"batch", CLI_OPT_SIZE, &batch, "sequences per forward pass (32)"},
-        {"threads", CLI_OPT_SIZE, &threads, "compute threads (CPUs available)"},
-    };
-    const size_t n_opts = sizeof opts / sizeof opts[0];
-    if (!cli_parse("mlm-eval", argc, argv, opts, n_opts))
-        return CLI_EXIT_USAGE;
-    if (model_dir == NULL || n_files == 0 || max_len < 3 || batch == 0 ||
-        !(heldout_frac > 0 && heldout_frac < 1) || !cli_mask_options(mask_mix, &mask)) {
-        fprintf(stderr, "usage: bert mlm-eval --model DIR --corpus FILE [--corpus FILE...] "
-                        "[options]\n(the corpus files, max-len and held-out options as given "
-                        "to bert pretrain; mask-mix three shares summing to 1)\n");
-        cli_print_options(opts, n_opts);
-        return CLI_EXIT_USAGE;
-    }
-    openblas_set_num_threads(1);
-    struct bert_error err = {0};
-    struct mlm_eval e = {0};
-    int rc = CLI_EXIT_FAILURE;
-    if (bert_tokenizer_load(model_dir, &e.tok, &err) != BERT_OK ||
-        train_vocab_init(&e.vocab, e.tok, &err) != BERT_OK ||
-        train_corpus_load(&e.corpus, e.tok, files, n_files, max_len, &err) != BERT_OK ||
-        train_model_load(&e.model, model_dir, true, false, &err) != BERT_OK)
-        goto fail;
-    if (e.model.config.vocab_size != e.vocab.size || max_len > e.model.config.max_position_embeddings) {
-        bert_error_set(&err, BERT_E_INVALID,
-                       "the model (vocabulary %zu, %zu positions) does not fit its tokenizer "
-                       "(%zu) or --max-len %zu",
-                       e.model.config.vocab_size, e.model.config.max_position_embeddings,
-                       e.vocab.size, max_len);
-        goto fail;
-    }
-    if (e.model.config.is_decoder) {
-        bert_error_set(&err, BERT_E_UNSUPPORTED,
-                       "%s is a causal LM (is_decoder): masked-LM accuracy does not apply; "
-                       "`bert pretrain --objective clm` reports its held-out next-token accuracy",
-                       model_dir);
-        goto fail;
-    }
-    /* The held-out split of `bert pretrain`: the corpus's last sequences. */
-    size_t n_heldout = e.corpus.n_seqs >= 2 ? (size_t)((double)e.corpus.n_seqs * heldout_frac) : 0;
-    n_heldout = n_heldout < heldout_max ? n_heldout : heldout_max;
-    if (n_heldout == 0) {
-        bert_error_set(&err, BERT_E_INVALID, "the corpus is too small to hold any sequence out");
-        goto fail;
-    }
-    const size_t n_train = e.corpus.n_seqs - n_heldout, cap = batch * max_len;
-    e.work = train_work_new(&e.model, cap, max_len, threads, &err);
-    e.ids = malloc(cap * sizeof *e.ids);
-    e.labels = malloc(cap * sizeof *e.labels);
-    e.kind_labels = malloc(cap * sizeof *e.kind_labels);
-    e.types = calloc(cap, sizeof *e.types);
-    e.kinds = malloc(cap);
-    e.start = malloc((batch + 1) * sizeof *e.start);
-    if (e.work == NULL)
-        goto fail;
-    if (!e.ids || !e.labels || !e.kind_labels || !e.types || !e.kinds || !e.start) {
-        bert_error_set(&err, BERT_E_NOMEM, "out of memory");
-        goto fail;
-    }
-    struct kind_score all = {0}, by_kind[4] = {{0}}, whole = {0};
-    for (size_t first = 0; first < n_heldout; first += batch) {
-        const size_t count = n_heldout - first < batch ? n_heldout - first : batch;
-        size_t n_tokens = fill_batch(&e, &mask, seed, n_train, first, count, true);
-        if (!score_batch(&e, count, n_tokens, e.labels, &all, &err))
-            goto fail;
+    size_t n_files, max_len, batch, heldout_max, threads;
+    double heldout;
+    uint64_t seed;
+    struct train_mask_options mask;
+    size_t n_heldout, n_train;
+    struct kind_score all, by_kind[4], whole;
+};
+
+/* Tokenizer, corpus, model and buffers; the held-out split of `bert
+ * pretrain`: the corpus's last sequences. */
+static enum bert_status mlm_eval_load(struct mlm_eval *e, struct mlm_eval_run *r,
+                                      struct bert_error *err)
+{
+    enum bert_status st;
+    if ((st = bert_tokenizer_load(r->model_dir, &e->tok, err)) != BERT_OK ||
+        (st = train_vocab_init(&e->vocab, e->tok, err)) != BERT_OK ||
+        (st = train_corpus_load(&e->corpus, e->tok, r->files, r->n_files, r->max_len, err)) !=
+            BERT_OK ||
+        (st = train_model_load(&e->model, r->model_dir, true, false, err)) != BERT_OK)
+        return st;
+    const struct bert_config *c = &e->model.config;
+    if (c->vocab_size != e->vocab.size || r->max_len > c->max_position_embeddings)
+        return bert_error_set(err, BERT_E_INVALID,
+                              "the model (vocabulary %zu, %zu positions) does not fit its "
+                              "tokenizer (%zu) or --max-len %zu",
+                              c->vocab_size, c->max_position_embeddings, e->vocab.size,
+                              r->max_len);
+    if (c->is_decoder)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s is a causal LM (is_decoder): masked-LM accuracy does not "
+                              "apply; `bert pretrain --objective clm` reports its held-out "
+                              "next-token accuracy",
+                              r->model_dir);
+    r->n_heldout = train_heldout_sequences(e->corpus.n_seqs, r->heldout, r->heldout_max);
+    if (r->n_heldout == 0)
+        return bert_error_set(err, BERT_E_INVALID,
+                              "the corpus is too small to hold any sequence out");
+    r->n_train = e->corpus.n_seqs - r->n_heldout;
+    const size_t cap = r->batch * r->max_len;
+    e->work = train_work_new(&e->model, cap, r->max_len, r->threads, err);
+    if (e->work == NULL)
+        return err ? err->status : BERT_E_NOMEM;
+    e->ids = malloc(cap * sizeof *e->ids);
+    e->labels = malloc(cap * sizeof *e->labels);
+    e->kind_labels = malloc(cap * sizeof *e->kind_labels);
+    e->types = calloc(cap, sizeof *e->types);
+    e->kinds = malloc(cap);
+    e->start = malloc((r->batch + 1) * sizeof *e->start);
+    if (!e->ids || !e->labels || !e->kind_labels || !e->types || !e->kinds || !e->start)
+        return bert_error_set(err, BERT_E_NOMEM, "out of memory");
+    return BERT_OK;
+}
+
+/* Every held-out batch three ways: corrupted as pretraining did, each kind
+ * of corruption alone, and whole. */
+static enum bert_status mlm_eval_score(struct mlm_eval *e, struct mlm_eval_run *r,
+                                       struct bert_error *err)
+{
+    for (size_t first = 0; first < r->n_heldout; first += r->batch) {
+        const size_t count = r->n_heldout - first < r->batch ? r->n_heldout - first : r->batch;
+        size_t n_tokens = fill_batch(e, &r->mask, r->seed, r->n_train, first, count, true);
+        if (!score_batch(e, count, n_tokens, e->labels, &r->all, err))
+            return err->status;
         for (int kind = TRAIN_MASK_MASKED; kind <= TRAIN_MASK_KEPT; kind++) {
             for (size_t t = 0; t < n_tokens; t++)
-                e.kind_labels[t] = e.kinds[t] == kind ? e.labels[t] : TRAIN_LABEL_IGNORE;
-            if (!score_batch(&e, count, n_tokens, e.kind_labels, &by_kind[kind], &err))
-                goto fail;
+                e->kind_labels[t] = e->kinds[t] == kind ? e->labels[t] : TRAIN_LABEL_IGNORE;
+            if (!score_batch(e, count, n_tokens, e->kind_labels, &r->by_kind[kind], err))
+                return err->status;
         }
-        n_tokens = fill_batch(&e, &mask, seed, n_train, first, count, false);
-        if (!score_batch(&e, count, n_tokens, e.labels, &whole, &err))
-            goto fail;
+        n_tokens = fill_batch(e, &r->mask, r->seed, r->n_train, first, count, false);
+        if (!score_batch(e, count, n_tokens, e->labels, &r->whole, err))
+            return err->status;
     }
-    printf("mlm-eval: %zu held-out sequences of %zu, mask-prob %.2f, mix %.2f/%.2f/%.2f, %s "
-           "masking, seed %llu\n",
-           n_heldout, e.corpus.n_seqs, mask.mask_prob, mask.replace_mask, mask.replace_random,
-           1.0 - mask.replace_mask - mask.replace_random, mask.whole_word ? "whole-word" : "token",
-           (unsigned long long)seed);
-    printf("positions   count  accuracy  loss\n");
-    print_score("picked", &all);
-    print_score("[MASK]", &by_kind[TRAIN_MASK_MASKED]);
-    print_score("random", &by_kind[TRAIN_MASK_RANDOM]);
-    print_score("kept", &by_kind[TRAIN_MASK_KEPT]);
-    print_score("unmasked", &whole);
-    rc = CLI_EXIT_OK;
-    goto done;
-fail:
-    fprintf(stderr, "bert mlm-eval: %s\n", err.message);
-done:
+    return BERT_OK;
+}
+
+static enum bert_status mlm_eval_run(struct mlm_eval_run *r, struct bert_error *err)
+{
+    struct mlm_eval e = {0};
+    enum bert_status st = mlm_eval_load(&e, r, err);
+    if (st == BERT_OK)
+        st = mlm_eval_score(&e, r, err);
+    if (st == BERT_OK) {
+        const struct train_mask_options *m = &r->mask;
+        printf("mlm-eval: %zu held-out sequences of %zu, mask-prob %.2f, mix %.2f/%.2f/%.2f, "
+               "%s masking, seed %llu\n",
+               r->n_heldout, e.corpus.n_seqs, m->mask_prob, m->replace_mask, m->replace_random,
+               1.0 - m->replace_mask - m->replace_random,
+               m->whole_word ? "whole-word" : "token", (unsigned long long)r->seed);
+        printf("positions   count  accuracy  loss\n");
+        print_score("picked", &r->all);
+        print_score("[MASK]", &r->by_kind[TRAIN_MASK_MASKED]);
+        print_score("random", &r->by_kind[TRAIN_MASK_RANDOM]);
+        print_score("kept", &r->by_kind[TRAIN_MASK_KEPT]);
+        print_score("unmasked", &r->whole);
+    }
     free(e.ids);
     free(e.labels);
     free(e.kind_labels);
@@ -214,5 +190,49 @@ done:
     train_corpus_free(&e.corpus);
     train_vocab_free(&e.vocab);
     bert_tokenizer_free(e.tok);
-    return rc;
+    return st;
+}
+
+static const char MLM_EVAL_USAGE[] =
+    "usage: bert mlm-eval --model DIR --corpus FILE [--corpus FILE...] [options]\n"
+    "(the corpus files, max-len and held-out options as given to bert pretrain; mask-mix "
+    "three shares summing to 1)\n";
+
+int cli_mlm_eval_command(int argc, char **argv)
+{
+    struct mlm_eval_run r = {.max_len = 128, .batch = 32, .heldout_max = 500,
+                             .threads = cli_cpus(), .heldout = 0.05,
+                             .mask = train_mask_options_default()};
+    argc = cli_take_corpus_files(argc, argv, r.files, &r.n_files);
+    const char *mask_mix = NULL;
+    struct cli_opt opts[] = {
+        {"model", CLI_OPT_STRING, &r.model_dir, "checkpoint with an MLM head (required)"},
+        {"max-len", CLI_OPT_SIZE, &r.max_len, "sequence length, as in pretraining (128)"},
+        {"heldout", CLI_OPT_DOUBLE, &r.heldout, "share of sequences held out (0.05)"},
+        {"heldout-max", CLI_OPT_SIZE, &r.heldout_max, "held-out sequences at most (500)"},
+        {"mask-prob", CLI_OPT_DOUBLE, &r.mask.mask_prob, "masking probability (0.15)"},
+        {"mask-mix", CLI_OPT_STRING, &mask_mix, "picked tokens made [MASK],random,kept (0.8,0.1,0.1)"},
+        {"whole-word", CLI_OPT_FLAG, &r.mask.whole_word, "whole-word masking"},
+        {"seed", CLI_OPT_U64, &r.seed, "seed of the held-out masks, as pretrain's --seed (0)"},
+        {"batch", CLI_OPT_SIZE, &r.batch, "sequences per forward pass (32)"},
+        {"threads", CLI_OPT_SIZE, &r.threads, "compute threads (CPUs available)"},
+    };
+    const size_t n_opts = sizeof opts / sizeof opts[0];
+    if (!cli_parse("mlm-eval", argc, argv, opts, n_opts))
+        return CLI_EXIT_USAGE;
+    const char *bad = r.model_dir == NULL      ? "--model is required"
+                      : r.n_files == 0          ? "--corpus is required"
+                      : r.max_len < 3           ? "--max-len must be at least 3"
+                      : r.batch == 0            ? "--batch must be at least 1"
+                      : !(r.heldout > 0 && r.heldout < 1) ? "--heldout must be in (0, 1)"
+                                                : cli_mask_options(mask_mix, &r.mask);
+    if (bad != NULL)
+        return cli_usage_error("mlm-eval", bad, MLM_EVAL_USAGE, opts, n_opts);
+    openblas_set_num_threads(1);
+    struct bert_error err = {0};
+    if (mlm_eval_run(&r, &err) != BERT_OK) {
+        fprintf(stderr, "bert mlm-eval: %s\n", err.message);
+        return CLI_EXIT_FAILURE;
+    }
+    return CLI_EXIT_OK;
 }

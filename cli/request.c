@@ -7,8 +7,8 @@
 #include <cblas.h>
 
 #include "args.h"
+#include "bert.h"
 #include "cli.h"
-#include "encoder.h"
 #include "proto.h"
 
 /* Inputs longer than this cannot be read from stdin (the server's default

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "scratch.h"
 #include "simd.h"
 #include "vmath.h"
 
@@ -149,4 +150,23 @@ void attention_head(const float *q, const float *k, const float *v, size_t ld, s
                     size_t d, float scale, float *out, size_t ldo, float *work)
 {
     attention_head_window(q, k, v, ld, n, d, scale, out, ldo, work, SIZE_MAX);
+}
+
+/* Sequences never see each other's tokens: that is what packing without
+ * padding needs. */
+void attention_member(const struct bert_model *model, struct bert_scratch *s,
+                      const struct bert_batch *b, size_t member, size_t half_window)
+{
+    const size_t H = model->config.hidden_size, A = model->config.num_heads, D = H / A;
+    const size_t ld = 3 * H, items = b->n_seqs * A;
+    const float scale = 1.0f / sqrtf((float)D);
+    float *work = s->attn + member * s->attn_floats;
+    size_t item;
+    while ((item = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed)) < items) {
+        size_t i = item / A, h = item % A;
+        size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
+        const float *q = s->qkv + r0 * ld + h * D;
+        attention_head_window(q, q + H, q + 2 * H, ld, n, D, scale, s->ctx + r0 * H + h * D, H,
+                              work, half_window);
+    }
 }

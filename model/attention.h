@@ -24,4 +24,16 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
                            size_t d, float scale, float *out, size_t ldo, float *work,
                            size_t half_window);
 
+struct bert_model;
+struct bert_scratch;
+struct bert_batch;
+
+/* This member's share of the attention of every (sequence, head) of the
+ * batch, from s->qkv into s->ctx, handed out one (sequence, head) at a time
+ * so members stay busy whatever the sequence lengths; s->next_item must
+ * have been reset to 0 before a barrier. half_window: as
+ * attention_head_window's (SIZE_MAX: none). */
+void attention_member(const struct bert_model *model, struct bert_scratch *s,
+                      const struct bert_batch *b, size_t member, size_t half_window);
+
 #endif

@@ -1,4 +1,4 @@
-#include "blas_core.h"
+#include "bert.h"
 
 #include <cblas.h>
 #include <stdbool.h>

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "fileutil.h"
+#include "names.h"
 
 static const struct {
     const char *name;

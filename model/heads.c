@@ -1,23 +1,17 @@
-#include "heads.h"
-
+/* Task heads on top of the encoder (bert_run): pooled embeddings, masked-LM
+ * top-k, sequence classification and ELECTRA's replaced-token detection,
+ * each run only on the rows it needs. */
 #include <math.h>
 #include <string.h>
 
 #include <cblas.h>
 
+#include "bert.h"
+#include "engine.h"
 #include "kernels.h"
 #include "scratch.h"
 #include "simd.h"
 #include "vmath.h"
-
-size_t bert_count_masks(const struct bert_model *model, const struct bert_batch *batch, size_t i)
-{
-    int32_t mask = bert_tokenizer_mask_id(model->tokenizer);
-    size_t n = 0;
-    for (size_t t = batch->seq_start[i]; t < batch->seq_start[i + 1]; t++)
-        n += batch->ids[t] == mask;
-    return n;
-}
 
 void bert_pool(const float *hidden, size_t H, size_t row0, size_t n, enum bert_pooling pooling,
                bool normalize, float *out)
@@ -63,7 +57,7 @@ static void run_classify(const struct bert_model *model, struct bert_scratch *s,
                          const struct bert_batch *b, const float *hidden,
                          const struct bert_seq_task *tasks)
 {
-    const struct bert_weights *w = &model->weights;
+    const struct bert_weights *w = &model->engine->weights;
     const size_t H = model->config.hidden_size, C = model->config.num_labels;
     float *gathered = s->ctx; /* (m, H) [CLS] rows; the encoder is done with ctx */
     float *pooled = s->tmp;   /* (m, H) */
@@ -102,7 +96,7 @@ static void run_replaced(const struct bert_model *model, struct bert_scratch *s,
                          const struct bert_batch *b, const float *hidden,
                          const struct bert_seq_task *tasks)
 {
-    const struct bert_weights *w = &model->weights;
+    const struct bert_weights *w = &model->engine->weights;
     const size_t H = model->config.hidden_size;
     for (size_t i = 0; i < b->n_seqs; i++) {
         if (tasks[i].task != BERT_TASK_REPLACED)
@@ -194,7 +188,7 @@ struct heads_job {
 static void fill_mask_member(const struct heads_job *job, size_t member, size_t n_members)
 {
     const struct bert_model *model = job->model;
-    const struct bert_weights *w = &model->weights;
+    const struct bert_weights *w = &model->engine->weights;
     const struct bert_config *c = &model->config;
     struct bert_scratch *s = job->s;
     const size_t H = c->hidden_size, E = c->embedding_size, V = c->vocab_size;
@@ -252,21 +246,31 @@ static void heads_member(void *arg, size_t member, size_t n_members)
     }
 }
 
-/* Index the [MASK] rows of the fill-mask sequences, in order. */
-static size_t find_masks(const struct bert_model *model, struct bert_scratch *s,
-                         const struct bert_batch *b, const struct bert_seq_task *tasks)
+/* The rows the MLM head runs at: each fill-mask task's mask positions,
+ * moved to the packed batch's rows, in order. */
+static size_t find_masks(struct bert_scratch *s, const struct bert_batch *b,
+                         const struct bert_seq_task *tasks)
 {
-    const int32_t mask = bert_tokenizer_mask_id(model->tokenizer);
     size_t n = 0;
     for (size_t i = 0; i < b->n_seqs; i++) {
         if (tasks[i].task != BERT_TASK_FILL_MASK)
             continue;
-        size_t ord = 0;
-        for (size_t t = b->seq_start[i]; t < b->seq_start[i + 1]; t++)
-            if (b->ids[t] == mask)
-                s->masks[n++] = (struct bert_mask_row){t, i, ord++};
+        for (size_t ord = 0; ord < tasks[i].n_masks; ord++)
+            s->masks[n++] =
+                (struct bert_mask_row){b->seq_start[i] + tasks[i].mask_positions[ord], i, ord};
     }
     return n;
+}
+
+/* Strictly ascending and inside the sequence, so a batch has at most as
+ * many mask rows as tokens (the scratch's room). */
+static bool masks_valid(const struct bert_seq_task *t, size_t seq_len)
+{
+    const uint32_t *pos = t->mask_positions;
+    for (uint32_t k = 0; k < t->n_masks; k++)
+        if (pos[k] >= seq_len || (k > 0 && pos[k] <= pos[k - 1]))
+            return false;
+    return true;
 }
 
 /* Whether rows [r0, r1) of `hidden` (H columns) are all finite. */
@@ -298,7 +302,8 @@ static void poison_non_finite(const struct bert_model *model, const struct bert_
                        : t->task == BERT_TASK_REPLACED  ? t->replaced
                        : t->task == BERT_TASK_FILL_MASK ? t->top_probs
                                                         : NULL;
-        if (first != NULL && (t->task != BERT_TASK_FILL_MASK || t->top_k > 0))
+        if (first != NULL &&
+            (t->task != BERT_TASK_FILL_MASK || (t->top_k > 0 && t->n_masks > 0)))
             first[0] = NAN;
     }
 }
@@ -327,12 +332,15 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
             if (t->top_k == 0 || (t->targets != NULL && t->top_k > t->n_targets))
                 return bert_error_set(err, BERT_E_INVALID,
                                       "sequence %zu: top_k %u is invalid", i, t->top_k);
+            if (!masks_valid(t, batch->seq_start[i + 1] - batch->seq_start[i]))
+                return bert_error_set(err, BERT_E_INVALID,
+                                      "sequence %zu: mask positions out of order or range", i);
         }
     }
     enum bert_status st = bert_encode(model, s, batch, &job.hidden, err);
     if (st != BERT_OK)
         return st;
-    job.n_masks = find_masks(model, s, batch, tasks);
+    job.n_masks = find_masks(s, batch, tasks);
     bert_team_run(s->team, heads_member, &job);
     poison_non_finite(model, batch, job.hidden, tasks);
     return BERT_OK;

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "bert.h"
 
 /* x[r] = LayerNorm(x[r] + bias + residual[r]) * gamma + beta for each of the
  * `rows` rows of width n; bias and residual may be NULL. The LayerNorm of

@@ -40,16 +40,19 @@ static void linear(const float *x, size_t rows, size_t in, const float *w, size_
                 (int)in, w, (int)in, 0.0f, y, (int)ldy);
 }
 
-void bert_linear_share(const struct bert_share *p, const float *x, size_t in, const float *w,
-                       size_t out, float *y, size_t ldy)
+void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
+                       const struct bert_dense *d, size_t out, float *y, size_t ldy)
 {
     if (p->by_rows) {
         const size_t rows = p->r1 - p->r0;
-        if (!linear_bf16_try(x + p->r0 * in, rows, in, w, out, y + p->r0 * ldy, ldy))
-            linear(x + p->r0 * in, rows, in, w, out, y + p->r0 * ldy, ldy);
+        const float *xr = x + p->r0 * in;
+        float *yr = y + p->r0 * ldy;
+        if (d->bf16 == NULL || p->bf16 == NULL ||
+            !linear_bf16_run(p->bf16, d->bf16, xr, rows, in, out, yr, ldy))
+            linear(xr, rows, in, d->w, out, yr, ldy);
     } else {
         size_t c0, c1;
         bert_share_cols(p, out, &c0, &c1);
-        linear(x, p->rows, in, w + c0 * in, c1 - c0, y + c0, ldy);
+        linear(x, p->rows, in, d->w + c0 * in, c1 - c0, y + c0, ldy);
     }
 }

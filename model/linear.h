@@ -7,6 +7,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct linear_bf16_weight;
+struct linear_bf16_ctx;
+
+/* A dense layer's weight as products read it: W (out, in) in f32, as
+ * torch.nn.Linear stores it, and, when the model runs its dense layers in
+ * bf16, the same weight packed once at load (NULL: f32 products). */
+struct bert_dense {
+    const float *w;                          /* (out, in) */
+    struct linear_bf16_weight *bf16;
+};
+
 /* One member's share of a pass: its rows, and whether matrix products are
  * split by rows (enough rows for every member) or by output columns (few
  * rows: splitting them would make each member pack the whole weight matrix
@@ -16,14 +27,16 @@ struct bert_share {
     size_t rows;       /* T */
     size_t r0, r1;     /* this member's rows */
     bool by_rows;
+    struct linear_bf16_ctx *bf16; /* the member's bf16 context, NULL: f32 (the scratch's) */
 };
 
 struct bert_share bert_share_of(size_t rows, size_t member, size_t n_members);
 
-/* y (rows, out) = x (rows, in) W^T for this member's share; W (out, in) as
- * torch.nn.Linear stores it. */
-void bert_linear_share(const struct bert_share *p, const float *x, size_t in, const float *w,
-                       size_t out, float *y, size_t ldy);
+/* y (rows, out) = x (rows, in) W^T for this member's share: in bf16 when
+ * both the weight and the member have a bf16 side and the member's share
+ * is rows, else in f32. */
+void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
+                       const struct bert_dense *d, size_t out, float *y, size_t ldy);
 
 /* Columns [c0, c1) of `out` that are this member's when splitting columns,
  * or all of them when splitting rows. */

@@ -1,36 +1,50 @@
-/* BF16 dense layers on oneDNN (AMX / AVX512_BF16): weights converted once
- * to bf16 in oneDNN's blocked layout, activations converted per call,
- * accumulation and outputs in f32. Everything else stays f32.
+/* BF16 dense layers on oneDNN (AMX / AVX512_BF16): weights converted once,
+ * at load (bert_model_use_bf16), to bf16 in oneDNN's blocked layout and
+ * kept with the weight they come from (struct bert_dense); activations
+ * converted per call into the calling team member's buffer; accumulation
+ * and outputs in f32. Everything else stays f32.
  *
- * A process-wide registry holds the address ranges whose weights run in
- * bf16 (a model's mapping and arena), so the encoder needs no second code
- * path: bert_linear_share asks linear_bf16_try first. Built only when CMake
- * finds oneDNN (BERT_HAVE_DNNL); otherwise every function reports
- * "not available". Thread-safe. */
+ * Nothing is looked up per call and nothing on the request path grows a
+ * buffer: a weight carries its packed copy, a team member its context
+ * (stream, primitives, activation buffer sized when the scratch is made).
+ * Built only when CMake finds oneDNN (BERT_HAVE_DNNL); otherwise nothing
+ * packs and bert_bf16_available (bert.h) says why. */
 #ifndef BERT_LINEAR_BF16_H
 #define BERT_LINEAR_BF16_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "status.h"
+#include "bert.h"
 
-/* Whether bf16 products can run here; when not, `why` says why. */
-bool linear_bf16_available(char *why, size_t why_len);
+/* A weight W (out, in) packed for bf16 products. Read-only once made; any
+ * number of threads may use it at once. */
+struct linear_bf16_weight;
 
-/* The instructions the products run on: "AMX", "AVX512_BF16" or "none". */
-const char *linear_bf16_isa(void);
+/* Pack W (out, in), f32 as torch.nn.Linear stores it. NULL when bf16 is
+ * unavailable, oneDNN has only a reference kernel for this shape (far
+ * slower than OpenBLAS in f32) or memory runs out: the weight then stays
+ * f32. */
+struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t in);
 
-/* Weights inside [begin, begin + len) run in bf16 from now on. */
-enum bert_status linear_bf16_register(const void *begin, size_t len, struct bert_error *err);
+/* NULL is a no-op. */
+void linear_bf16_weight_free(struct linear_bf16_weight *p);
 
-/* Forget a range registered with this `begin` and free its packed weights. */
-void linear_bf16_unregister(const void *begin);
+/* One team member's state: a oneDNN stream, its cache of primitives by
+ * shape, and room to convert up to `max_rows` x `max_in` activations.
+ * Used by one thread at a time. NULL when out of memory or bf16 is
+ * unavailable. */
+struct linear_bf16_ctx;
+struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in);
+/* NULL is a no-op. */
+void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx);
 
-/* y (rows, out) = x (rows, in) W^T in bf16 when W lies in a registered
- * range; returns false (computing nothing) otherwise, or when oneDNN cannot
- * run this shape, so the caller falls back to f32. */
-bool linear_bf16_try(const float *x, size_t rows, size_t in, const float *w, size_t out,
-                     float *y, size_t ldy);
+/* y (rows, out) = x (rows, in) W^T in bf16 with f32 accumulation, y rows
+ * `ldy` apart. Returns false, computing nothing, when the shapes disagree
+ * with the packed weight, the rows exceed the context's room or oneDNN
+ * fails: the caller then runs the product in f32. The first call for a
+ * (rows, ldy, weight shape) makes its primitive. */
+bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
+                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy);
 
 #endif

@@ -1,12 +1,14 @@
-#include "model.h"
-
+/* bert_model_load and bert_model_free: config, tokenizer, the mapped
+ * weights and the tables the families need, each checked as it loads. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bert.h"
+#include "config.h"
+#include "engine.h"
 #include "fileutil.h"
-#include "linear_bf16.h"
 #include "rope.h"
 
 /* The checkpoint's own limit: position embeddings (those from
@@ -42,18 +44,21 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
 {
     *out = NULL;
     struct bert_model *m = calloc(1, sizeof *m);
-    if (m == NULL || (m->dir = strdup(dir)) == NULL) {
+    struct bert_engine *e = calloc(1, sizeof *e);
+    if (m == NULL || e == NULL || (m->dir = strdup(dir)) == NULL) {
         free(m);
+        free(e);
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");
     }
-    m->file.fd = -1;
+    m->engine = e;
+    e->file.fd = -1;
     enum bert_status st = bert_config_load(dir, &m->config, err);
     if (st == BERT_OK)
         st = bert_tokenizer_load(dir, &m->tokenizer, err);
     if (st == BERT_OK)
-        st = open_weights(dir, &m->file, err);
+        st = open_weights(dir, &e->file, err);
     if (st == BERT_OK)
-        st = bert_weights_bind(&m->config, &m->file, &m->weights, err);
+        st = bert_weights_bind(&m->config, &e->file, &e->weights, err);
     if (st == BERT_OK && bert_tokenizer_vocab_size(m->tokenizer) > m->config.vocab_size)
         st = bert_error_set(err, BERT_E_FORMAT,
                             "%s: the tokenizer has %zu tokens but config.json's vocab_size is %zu",
@@ -66,16 +71,16 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
     if (m->config.family == BERT_FAMILY_MODERNBERT) {
         const struct bert_config *c = &m->config;
         const size_t D = c->hidden_size / c->num_heads;
-        m->rope_global = rope_table_new(m->max_input_tokens, D, c->modern.global_rope_theta);
-        m->rope_local = rope_table_new(m->max_input_tokens, D, c->modern.local_rope_theta);
-        if (m->rope_global == NULL || m->rope_local == NULL) {
+        e->rope_global = rope_table_new(m->max_input_tokens, D, c->modern.global_rope_theta);
+        e->rope_local = rope_table_new(m->max_input_tokens, D, c->modern.local_rope_theta);
+        if (e->rope_global == NULL || e->rope_local == NULL) {
             bert_model_free(m);
             return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE tables");
         }
     }
-    m->can_fill_mask = m->weights.mlm_dense_w != NULL && bert_tokenizer_mask_id(m->tokenizer) >= 0;
-    m->can_classify = m->weights.classifier_w != NULL;
-    m->can_detect_replaced = m->weights.disc_dense_w != NULL;
+    m->can_fill_mask = e->weights.mlm_dense_w != NULL && bert_tokenizer_mask_id(m->tokenizer) >= 0;
+    m->can_classify = e->weights.classifier_w != NULL;
+    m->can_detect_replaced = e->weights.disc_dense_w != NULL;
     *out = m;
     return BERT_OK;
 }
@@ -84,29 +89,26 @@ enum bert_status bert_model_use_bf16(struct bert_model *m, struct bert_error *er
 {
     if (m->bf16)
         return BERT_OK;
-    enum bert_status st = linear_bf16_register(m->file.map, m->file.map_len, err);
-    if (st == BERT_OK && m->weights.arena != NULL) {
-        st = linear_bf16_register(m->weights.arena, m->weights.arena_floats * sizeof(float), err);
-        if (st != BERT_OK)
-            linear_bf16_unregister(m->file.map);
-    }
-    m->bf16 = st == BERT_OK;
-    return st;
+    char why[160];
+    if (!bert_bf16_available(why, sizeof why))
+        return bert_error_set(err, BERT_E_UNSUPPORTED, "bf16 is not available: %s", why);
+    bert_weights_pack_bf16(&m->engine->weights, &m->config);
+    m->bf16 = true;
+    return BERT_OK;
 }
 
 void bert_model_free(struct bert_model *m)
 {
     if (m == NULL)
         return;
-    if (m->bf16) {
-        linear_bf16_unregister(m->file.map);
-        if (m->weights.arena != NULL)
-            linear_bf16_unregister(m->weights.arena);
+    struct bert_engine *e = m->engine;
+    if (e != NULL) {
+        bert_weights_free(&e->weights);
+        free(e->rope_global);
+        free(e->rope_local);
+        safetensors_close(&e->file);
+        free(e);
     }
-    bert_weights_free(&m->weights);
-    free(m->rope_global);
-    free(m->rope_local);
-    safetensors_close(&m->file);
     bert_tokenizer_free(m->tokenizer);
     bert_config_free(&m->config);
     free(m->dir);

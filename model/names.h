@@ -10,14 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum bert_family {
-    BERT_FAMILY_BERT,       /* BertModel and BertFor* */
-    BERT_FAMILY_DISTILBERT, /* DistilBertModel: no token types, its own names */
-    BERT_FAMILY_ROBERTA,    /* RoBERTa, XLM-RoBERTa, CamemBERT: BERT layers, offset positions */
-    BERT_FAMILY_ELECTRA,    /* ELECTRA: embedding_size, projected to hidden_size */
-    BERT_FAMILY_MODERNBERT, /* ModernBERT: pre-norm, RoPE, GeGLU, local/global attention */
-    BERT_FAMILY_COUNT
-};
+#include "bert.h"
 
 /* Every parameter a family may have. Names of the BERT_TENSOR_LAYER_*
  * entries contain the layer number. */
@@ -73,8 +66,6 @@ enum bert_tensor {
 bool bert_family_from_model_type(const char *model_type, enum bert_family *out);
 /* The model_type values bertserve supports, for error messages. */
 const char *bert_family_supported_types(void);
-/* "bert", "distilbert", "roberta", "electra". */
-const char *bert_family_name(enum bert_family family);
 /* The architecture a task model of the family is called, e.g.
  * ("roberta", "ForMaskedLM") -> "RobertaForMaskedLM"; `model_type` picks
  * XLMRoberta / Camembert within the RoBERTa family. */

@@ -11,27 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
-
-/* Every dtype the format defines: files may carry tensors we never read
- * (e.g. an I64 position_ids buffer), and their sizes are validated too. */
-enum bert_dtype {
-    BERT_DTYPE_F32,
-    BERT_DTYPE_F16,
-    BERT_DTYPE_BF16,
-    BERT_DTYPE_F64,
-    BERT_DTYPE_I64,
-    BERT_DTYPE_I32,
-    BERT_DTYPE_I16,
-    BERT_DTYPE_I8,
-    BERT_DTYPE_U64,
-    BERT_DTYPE_U32,
-    BERT_DTYPE_U16,
-    BERT_DTYPE_U8,
-    BERT_DTYPE_BOOL,
-    BERT_DTYPE_F8_E4M3,
-    BERT_DTYPE_F8_E5M2,
-};
+#include "bert.h"
 
 #define SAFETENSORS_MAX_DIMS 8
 
@@ -69,7 +49,6 @@ const struct safetensors_tensor *safetensors_find(const struct safetensors_file 
 /* Unmap and close. Safe on a zeroed or already closed file. */
 void safetensors_close(struct safetensors_file *f);
 
-const char *bert_dtype_name(enum bert_dtype dtype);
 size_t bert_dtype_size(enum bert_dtype dtype);
 
 /* One tensor to write: `data` is f32 and is converted to `dtype` (F32, F16 or

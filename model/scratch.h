@@ -1,6 +1,6 @@
 /* Layout of a worker's scratch memory and its thread team; internal to
- * the encoders (encoder.c, modernbert.c) and heads.c. One allocation, sized once, views into it (llm.c's
- * habit). */
+ * the encoders (encoder.c, the family files), attention.c and heads.c. One
+ * allocation, sized once, views into it (llm.c's habit). */
 #ifndef BERT_SCRATCH_H
 #define BERT_SCRATCH_H
 
@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "encoder.h"
+#include "bert.h"
 #include "linear.h"
 #include "team.h"
 
@@ -32,17 +32,12 @@ struct bert_scratch {
     struct bert_team *team;
     atomic_size_t next_item;       /* dynamic scheduling of attention heads */
     struct bert_mask_row *masks;   /* (max_tokens) the [MASK] rows of a fill-mask batch */
+    struct linear_bf16_ctx **bf16; /* (members) their bf16 contexts; NULL: the model runs f32 */
 };
 
 /* A [MASK] row: where it is, whose it is, and which of that sequence's masks. */
 struct bert_mask_row {
     size_t row, seq, ord;
 };
-
-/* This member's share of the attention of every (sequence, head) of the
- * batch, from s->qkv into s->ctx; s->next_item must have been reset to 0
- * before a barrier. half_window: attention_head_window's (SIZE_MAX: none). */
-void bert_attention_member(const struct bert_model *model, struct bert_scratch *s,
-                           const struct bert_batch *b, size_t member, size_t half_window);
 
 #endif

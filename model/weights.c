@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "linear_bf16.h"
+
 /* One parameter to bind: where the pointer goes and the shape it must have. */
 struct binding {
     const struct safetensors_tensor *tensor;
@@ -105,19 +107,19 @@ static enum bert_status bind_layer(struct binder *b, const struct bert_config *c
         const float **dst;
         size_t ndim, d0, d1;
     } params[] = {
-        {BERT_TENSOR_LAYER_QUERY_W, &l->query_w, 2, H, H},
+        {BERT_TENSOR_LAYER_QUERY_W, &l->query.w, 2, H, H},
         {BERT_TENSOR_LAYER_QUERY_B, &l->query_b, 1, H, 0},
-        {BERT_TENSOR_LAYER_KEY_W, &l->key_w, 2, H, H},
+        {BERT_TENSOR_LAYER_KEY_W, &l->key.w, 2, H, H},
         {BERT_TENSOR_LAYER_KEY_B, &l->key_b, 1, H, 0},
-        {BERT_TENSOR_LAYER_VALUE_W, &l->value_w, 2, H, H},
+        {BERT_TENSOR_LAYER_VALUE_W, &l->value.w, 2, H, H},
         {BERT_TENSOR_LAYER_VALUE_B, &l->value_b, 1, H, 0},
-        {BERT_TENSOR_LAYER_ATTN_OUT_W, &l->attn_out_w, 2, H, H},
+        {BERT_TENSOR_LAYER_ATTN_OUT_W, &l->attn_out.w, 2, H, H},
         {BERT_TENSOR_LAYER_ATTN_OUT_B, &l->attn_out_b, 1, H, 0},
         {BERT_TENSOR_LAYER_ATTN_LN_G, &l->attn_ln_g, 1, H, 0},
         {BERT_TENSOR_LAYER_ATTN_LN_B, &l->attn_ln_b, 1, H, 0},
-        {BERT_TENSOR_LAYER_FFN_IN_W, &l->ffn_in_w, 2, I, H},
+        {BERT_TENSOR_LAYER_FFN_IN_W, &l->ffn_in.w, 2, I, H},
         {BERT_TENSOR_LAYER_FFN_IN_B, &l->ffn_in_b, 1, I, 0},
-        {BERT_TENSOR_LAYER_FFN_OUT_W, &l->ffn_out_w, 2, H, I},
+        {BERT_TENSOR_LAYER_FFN_OUT_W, &l->ffn_out.w, 2, H, I},
         {BERT_TENSOR_LAYER_FFN_OUT_B, &l->ffn_out_b, 1, H, 0},
         {BERT_TENSOR_LAYER_FFN_LN_G, &l->ffn_ln_g, 1, H, 0},
         {BERT_TENSOR_LAYER_FFN_LN_B, &l->ffn_ln_b, 1, H, 0},
@@ -144,7 +146,7 @@ static enum bert_status bind_embeddings(struct binder *b, const struct bert_conf
         (st = need(b, c, BERT_TENSOR_TYPE_EMB, 0, &w->type_emb, 2, c->type_vocab_size, E)))
         return st;
     /* ElectraEmbeddings project only when the widths differ. */
-    if (E != H && ((st = need(b, c, BERT_TENSOR_EMB_PROJ_W, 0, &w->emb_proj_w, 2, H, E)) ||
+    if (E != H && ((st = need(b, c, BERT_TENSOR_EMB_PROJ_W, 0, &w->emb_proj.w, 2, H, E)) ||
                    (st = need(b, c, BERT_TENSOR_EMB_PROJ_B, 0, &w->emb_proj_b, 1, H, 0))))
         return st;
     return BERT_OK;
@@ -195,19 +197,19 @@ static enum bert_status bind_modernbert_layer(struct binder *b, const struct ber
     const size_t H = c->hidden_size, I = c->intermediate_size;
     const struct bert_modernbert *m = &c->modern;
     enum bert_status st;
-    if ((st = need(b, c, BERT_TENSOR_LAYER_QUERY_W, i, &l->query_w, 2, 3 * H, H)) ||
+    if ((st = need(b, c, BERT_TENSOR_LAYER_QUERY_W, i, &l->query.w, 2, 3 * H, H)) ||
         (st = maybe(b, c, m->attention_bias, BERT_TENSOR_LAYER_QUERY_B, i, &l->query_b, 3 * H,
                     zeros)) ||
-        (st = need(b, c, BERT_TENSOR_LAYER_ATTN_OUT_W, i, &l->attn_out_w, 2, H, H)) ||
+        (st = need(b, c, BERT_TENSOR_LAYER_ATTN_OUT_W, i, &l->attn_out.w, 2, H, H)) ||
         (st = maybe(b, c, m->attention_bias, BERT_TENSOR_LAYER_ATTN_OUT_B, i, &l->attn_out_b, H,
                     zeros)) ||
         (st = need(b, c, BERT_TENSOR_LAYER_FFN_LN_G, i, &l->ffn_ln_g, 1, H, 0)) ||
         (st = maybe(b, c, m->norm_bias, BERT_TENSOR_LAYER_FFN_LN_B, i, &l->ffn_ln_b, H,
                     zeros)) ||
-        (st = need(b, c, BERT_TENSOR_LAYER_FFN_IN_W, i, &l->ffn_in_w, 2, 2 * I, H)) ||
+        (st = need(b, c, BERT_TENSOR_LAYER_FFN_IN_W, i, &l->ffn_in.w, 2, 2 * I, H)) ||
         (st = maybe(b, c, m->mlp_bias, BERT_TENSOR_LAYER_FFN_IN_B, i, &l->ffn_in_b, 2 * I,
                     zeros)) ||
-        (st = need(b, c, BERT_TENSOR_LAYER_FFN_OUT_W, i, &l->ffn_out_w, 2, H, I)) ||
+        (st = need(b, c, BERT_TENSOR_LAYER_FFN_OUT_W, i, &l->ffn_out.w, 2, H, I)) ||
         (st = maybe(b, c, m->mlp_bias, BERT_TENSOR_LAYER_FFN_OUT_B, i, &l->ffn_out_b, H,
                     zeros)))
         return st;
@@ -413,6 +415,7 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
     bert_tensor_name(cfg->family, BERT_TENSOR_WORD_EMB, 0, true, word, sizeof word);
     w->prefixed = b.prefixed = safetensors_find(file, word) != NULL;
     w->layers = calloc(cfg->num_layers, sizeof *w->layers);
+    w->n_layers = w->layers ? cfg->num_layers : 0;
     /* Long enough for any bias: 3H (Wqkv), 2I (Wi), V (decoder). */
     size_t longest = 3 * cfg->hidden_size;
     longest = 2 * cfg->intermediate_size > longest ? 2 * cfg->intermediate_size : longest;
@@ -451,8 +454,43 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
     return st;
 }
 
+/* Pack one dense weight; counts it in *n when it will run in bf16. */
+static void pack_dense(struct bert_dense *d, size_t out, size_t in, size_t *n)
+{
+    if (d->w != NULL && d->bf16 == NULL && (d->bf16 = linear_bf16_pack(d->w, out, in)) != NULL)
+        (*n)++;
+}
+
+size_t bert_weights_pack_bf16(struct bert_weights *w, const struct bert_config *c)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size, E = c->embedding_size;
+    /* ModernBERT fuses Q, K and V into one (3H, H) and its GeGLU input is
+     * (2I, H); it has no key and value weights of its own. */
+    const bool modern = c->family == BERT_FAMILY_MODERNBERT;
+    size_t n = 0;
+    pack_dense(&w->emb_proj, H, E, &n);
+    for (size_t i = 0; i < w->n_layers; i++) {
+        struct bert_layer_weights *l = &w->layers[i];
+        pack_dense(&l->query, modern ? 3 * H : H, H, &n);
+        pack_dense(&l->key, H, H, &n);
+        pack_dense(&l->value, H, H, &n);
+        pack_dense(&l->attn_out, H, H, &n);
+        pack_dense(&l->ffn_in, modern ? 2 * I : I, H, &n);
+        pack_dense(&l->ffn_out, H, I, &n);
+    }
+    return n;
+}
+
 void bert_weights_free(struct bert_weights *w)
 {
+    linear_bf16_weight_free(w->emb_proj.bf16);
+    for (size_t i = 0; i < w->n_layers; i++) {
+        struct bert_dense *d[] = {&w->layers[i].query,    &w->layers[i].key,
+                                  &w->layers[i].value,    &w->layers[i].attn_out,
+                                  &w->layers[i].ffn_in,   &w->layers[i].ffn_out};
+        for (size_t k = 0; k < sizeof d / sizeof d[0]; k++)
+            linear_bf16_weight_free(d[k]->bf16);
+    }
     free(w->layers);
     free(w->arena);
     free(w->zeros);

@@ -9,20 +9,27 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "linear.h"
+#include "names.h"
 #include "safetensors.h"
 
-/* ModernBERT keeps its fused Wqkv (3H, H) in query_w / query_b and has
- * no key_* / value_*; its norms are pre-norm (attn_ln before attention,
- * NULL in layer 0; ffn_ln before the MLP) and ffn_in is the GeGLU Wi
- * (2I, H). Biases a config turns off point at zeros. */
+/* The dense layers the encoder runs (bert_linear_share) are struct
+ * bert_dense: the f32 weight and, in bf16 mode, its packed copy. ModernBERT
+ * keeps its fused Wqkv (3H, H) in query / query_b and has no key / value;
+ * its norms are pre-norm (attn_ln before attention, NULL in layer 0; ffn_ln
+ * before the MLP) and ffn_in is the GeGLU Wi (2I, H). Biases a config
+ * turns off point at zeros. */
 struct bert_layer_weights {
-    const float *query_w, *query_b;       /* (H, H), (H) */
-    const float *key_w, *key_b;           /* (H, H), (H) */
-    const float *value_w, *value_b;       /* (H, H), (H) */
-    const float *attn_out_w, *attn_out_b; /* (H, H), (H) */
+    struct bert_dense query;              /* (H, H) */
+    struct bert_dense key;                /* (H, H) */
+    struct bert_dense value;              /* (H, H) */
+    struct bert_dense attn_out;           /* (H, H) */
+    struct bert_dense ffn_in;             /* (I, H) */
+    struct bert_dense ffn_out;            /* (H, I) */
+    const float *query_b, *key_b, *value_b, *attn_out_b; /* (H) each */
     const float *attn_ln_g, *attn_ln_b;   /* (H), (H) */
-    const float *ffn_in_w, *ffn_in_b;     /* (I, H), (I) */
-    const float *ffn_out_w, *ffn_out_b;   /* (H, I), (H) */
+    const float *ffn_in_b;                /* (I) */
+    const float *ffn_out_b;               /* (H) */
     const float *ffn_ln_g, *ffn_ln_b;     /* (H), (H) */
 };
 
@@ -31,8 +38,10 @@ struct bert_weights {
     const float *pos_emb;                 /* (P, E) */
     const float *type_emb;                /* (type_vocab, E); NULL without token types */
     const float *emb_ln_g, *emb_ln_b;     /* (E), (E) */
-    const float *emb_proj_w, *emb_proj_b; /* (H, E), (H); NULL when E == H */
-    struct bert_layer_weights *layers;    /* (L) */
+    struct bert_dense emb_proj;           /* (H, E); w NULL when E == H */
+    const float *emb_proj_b;              /* (H) */
+    struct bert_layer_weights *layers;    /* (n_layers) */
+    size_t n_layers;
 
     /* Optional heads: NULL when the checkpoint has none. The pooler is the
      * dense layer the classifier reads (BERT pooler, DistilBERT
@@ -62,7 +71,13 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
                                    const struct safetensors_file *file,
                                    struct bert_weights *w, struct bert_error *err);
 
-/* Safe on a zeroed or already freed struct. */
+/* Give every dense layer the encoder runs its bf16 copy (linear_bf16.h),
+ * made now, once: products then run in bf16 wherever oneDNN has a fast
+ * kernel for the weight's shape, and in f32 for the others. Returns how
+ * many it packed. Not while the weights are in use. */
+size_t bert_weights_pack_bf16(struct bert_weights *w, const struct bert_config *c);
+
+/* Frees the bf16 copies too. Safe on a zeroed or already freed struct. */
 void bert_weights_free(struct bert_weights *w);
 
 #endif

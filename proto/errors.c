@@ -60,7 +60,7 @@ static bool copy_escaped(char **o, const char *end, const char *src, size_t len,
         if (chars == max_chars)
             return false;
         unsigned char c = s[i];
-        size_t n = proto_utf8_sequence_length(s + i, len - i);
+        size_t n = utf8_sequence_length(s + i, len - i);
         if (n == 0 || c < 0x20 || c == 0x7F) {
             if (!put_hex_escape(o, end, c))
                 return false;

@@ -214,11 +214,17 @@ static bool resolve_targets(struct proto_job *job, const struct bert_model *mode
     return true;
 }
 
-static size_t count_ids(const struct bert_encoding *enc, int32_t id)
+/* How many tokens of `enc` are `id`; their positions, ascending, into
+ * `positions` unless it is NULL. */
+static size_t find_ids(const struct bert_encoding *enc, int32_t id, uint32_t *positions)
 {
     size_t n = 0;
     for (size_t j = 0; j < enc->n; j++)
-        n += enc->ids[j] == id;
+        if (enc->ids[j] == id) {
+            if (positions != NULL)
+                positions[n] = (uint32_t)j;
+            n++;
+        }
     return n;
 }
 
@@ -310,8 +316,9 @@ bool proto_setup_replaced(struct proto_job *job, const struct bert_model *model,
     return true;
 }
 
-/* top_k probabilities then top_k ids per mask (both 4 bytes wide), every
- * mask's probabilities first. */
+/* top_k probabilities then top_k ids per mask, every mask's probabilities
+ * first, then each sequence's mask positions, which the engine runs the MLM
+ * head at (all 4 bytes wide). */
 bool proto_setup_fill_mask(struct proto_job *job, const struct bert_model *model,
                            const struct proto_limits *limits,
                            const struct proto_defaults *defaults, struct proto_error *err)
@@ -323,7 +330,7 @@ bool proto_setup_fill_mask(struct proto_job *job, const struct bert_model *model
     int32_t mask_id = bert_tokenizer_mask_id(model->tokenizer);
     for (size_t i = 0; i < job->n_seqs; i++) {
         struct proto_seq *seq = &job->seqs[i];
-        seq->n_masks = count_ids(&seq->enc, mask_id);
+        seq->n_masks = find_ids(&seq->enc, mask_id, NULL);
         if (seq->n_masks == 0) {
             proto_error_set(err, PROTO_ERR_INVALID, "inputs[%zu] has no mask token \"%s\"%s", i,
                             bert_tokenizer_mask_token(model->tokenizer),
@@ -342,10 +349,11 @@ bool proto_setup_fill_mask(struct proto_job *job, const struct bert_model *model
     if (model->config.vocab_size && top_k > model->config.vocab_size)
         top_k = (uint32_t)model->config.vocab_size;
     if (!check_decode_budget(job, top_k, limits, err) ||
-        !alloc_outputs(job, 2 * total_masks * top_k, err))
+        !alloc_outputs(job, (2 * (size_t)top_k + 1) * total_masks, err))
         return false;
     float *probs = job->outputs;
     int32_t *ids = (int32_t *)(job->outputs + total_masks * top_k);
+    uint32_t *positions = (uint32_t *)(job->outputs + 2 * total_masks * top_k);
     for (size_t i = 0; i < job->n_seqs; i++) {
         struct bert_seq_task *t = &job->seqs[i].task;
         t->task = BERT_TASK_FILL_MASK;
@@ -354,6 +362,9 @@ bool proto_setup_fill_mask(struct proto_job *job, const struct bert_model *model
         t->n_targets = n_targets;
         t->top_probs = probs;
         t->top_ids = ids;
+        t->mask_positions = positions;
+        t->n_masks = (uint32_t)find_ids(&job->seqs[i].enc, mask_id, positions);
+        positions += t->n_masks;
         probs += job->seqs[i].n_masks * top_k;
         ids += job->seqs[i].n_masks * top_k;
     }

@@ -156,7 +156,7 @@ static void put_quoted(struct json_writer *w, const char *str, size_t len)
             i++;
             continue;
         }
-        size_t n = proto_utf8_sequence_length(s + i, len - i);
+        size_t n = utf8_sequence_length(s + i, len - i);
         if (n == 0) {
             memcpy(o, "\xEF\xBF\xBD", 3); /* U+FFFD REPLACEMENT CHARACTER */
             o += 3;

@@ -19,8 +19,7 @@
 
 #include <jansson.h>
 
-#include "heads.h"
-#include "model.h"
+#include "bert.h"
 #include "tokenizer.h"
 
 /* The API's routes. Each has one row in route.c's table (path, method,

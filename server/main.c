@@ -11,12 +11,11 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "blas_core.h"
+#include "bert.h"
 #include "batcher.h"
 #include "server_config.h"
 #include "cpu.h"
 #include "http.h"
-#include "linear_bf16.h"
 #include "log.h"
 #include "pool.h"
 
@@ -220,7 +219,7 @@ static int run(struct server *s)
             s->model->can_classify ? " classify" : "", s->model->can_fill_mask ? " fill-mask" : "");
     if (cfg->model.dtype == SERVER_CONFIG_DTYPE_BF16) {
         struct bert_error bf16_err = {0};
-        const char *isa = linear_bf16_isa();
+        const char *isa = bert_bf16_isa();
         if (bert_model_use_bf16(s->model, &bf16_err) == BERT_OK)
             log_msg(LOG_INFO, "dense layers run in bf16 (oneDNN, %s)%s; the rest in f32", isa,
                     strcmp(isa, "AMX") == 0 ? ""

@@ -7,8 +7,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "encoder.h"
-#include "heads.h"
+#include "bert.h"
 #include "log.h"
 #include "metrics.h"
 

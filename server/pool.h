@@ -12,7 +12,7 @@
 #include <uv.h>
 
 #include "batcher.h"
-#include "model.h"
+#include "bert.h"
 
 /* Completed requests, pushed by workers, taken by the loop. */
 struct completions {

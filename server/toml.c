@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 #define TOML_MAX_FILE_BYTES (1u << 20)
 /* User text quoted in a message is cut to this many bytes. */
 #define TOML_QUOTE_MAX 40
@@ -115,49 +117,9 @@ bool toml_parse_integer(const char *text, size_t len, int64_t *out)
 
 /* ---- lexical checks ---- */
 
-/* Length of the valid UTF-8 character at s (n bytes available), 0 if invalid
- * (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
-static size_t toml_utf8_len(const unsigned char *s, size_t n)
-{
-    if (s[0] < 0x80)
-        return 1;
-    size_t len;
-    uint32_t cp;
-    if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-        len = 2;
-        cp = s[0] & 0x1F;
-    } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-        len = 3;
-        cp = s[0] & 0x0F;
-    } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-        len = 4;
-        cp = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 bool toml_utf8_valid(const char *text, size_t len)
 {
-    const unsigned char *s = (const unsigned char *)text;
-    for (size_t i = 0; i < len;) {
-        size_t n = toml_utf8_len(s + i, len - i);
-        if (n == 0)
-            return false;
-        i += n;
-    }
-    return true;
+    return utf8_valid_prefix((const uint8_t *)text, len) == len;
 }
 
 /* TOML forbids control characters other than tab everywhere (strings,
@@ -173,7 +135,7 @@ static bool toml_check_line(struct toml_parser *ps)
             i++;
             continue;
         }
-        size_t len = toml_utf8_len(s + i, n - i);
+        size_t len = utf8_sequence_length(s + i, n - i);
         if (len == 0)
             return toml_fail(ps, "invalid UTF-8 at column %zu", i + 1);
         i += len;
@@ -217,30 +179,6 @@ static int toml_hex_value(char c)
     return -1;
 }
 
-static size_t toml_utf8_encode(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* \uXXXX or \UXXXXXXXX at ps->p (just after the backslash): append the
  * character to out. */
 static bool toml_parse_unicode_escape(struct toml_parser *ps, char *out, size_t *o)
@@ -263,7 +201,7 @@ static bool toml_parse_unicode_escape(struct toml_parser *ps, char *out, size_t 
     if (cp == 0)
         return toml_fail(ps, "\\%c%.*s (NUL) is not allowed in a string", kind, (int)digits,
                          ps->p + 1);
-    *o += toml_utf8_encode(cp, out + *o);
+    *o += utf8_encode(cp, (uint8_t *)out + *o);
     ps->p += 1 + digits;
     return true;
 }
@@ -307,7 +245,7 @@ static bool toml_parse_basic_string(struct toml_parser *ps, char **out)
                 return false;
             }
         } else {
-            size_t n = toml_utf8_len((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
+            size_t n = utf8_sequence_length((const uint8_t *)ps->p, (size_t)(ps->end - ps->p));
             free(buf);
             return toml_fail(ps, "invalid escape \\%.*s (use \\\\ for a backslash)", (int)n,
                              ps->p);
@@ -496,7 +434,7 @@ static bool toml_parse_key_value(struct toml_parser *ps)
             return toml_fail(ps, "quoted keys are not supported");
         if (c == '=')
             return toml_fail(ps, "missing key before '='");
-        size_t len = toml_utf8_len((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
+        size_t len = utf8_sequence_length((const uint8_t *)ps->p, (size_t)(ps->end - ps->p));
         return toml_fail(ps, "unexpected \"%.*s\": expected a key, a [section] or a comment",
                          (int)len, ps->p);
     }

@@ -10,7 +10,7 @@ if(BERT_FUZZ)
   if(CMAKE_C_COMPILER_ID MATCHES "Clang")
     set(FUZZ_LIBFUZZER ON)
     # Coverage feedback from the code under test, not only the target.
-    foreach(lib bert bertproto bertsrv)
+    foreach(lib bertbase berttok bert bertproto bertsrv)
       if(TARGET ${lib})
         target_compile_options(${lib} PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
       endif()
@@ -21,7 +21,7 @@ if(BERT_FUZZ)
 endif()
 
 # name:library pairs; toml.c lives in the server library.
-foreach(pair request:bertproto tokenizer:bert toml:bertsrv config_json:bert safetensors:bert)
+foreach(pair request:bertproto tokenizer:berttok toml:bertsrv config_json:bert_internal safetensors:bert_internal)
   string(REPLACE ":" ";" parts ${pair})
   list(GET parts 0 name)
   list(GET parts 1 lib)

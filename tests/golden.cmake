@@ -3,7 +3,7 @@
 
 # Timeouts: under ASan (-O0) the two take about 60 s of CPU each; on a
 # shared 2-core machine at load 15-20 that became 175-300 s of wall time.
-bert_add_test(NAME test_golden SOURCES test_golden.c LIBS bert
+bert_add_test(NAME test_golden SOURCES test_golden.c LIBS berttrain bert_internal
               ARGS ${BERT_TEST_DATA}/golden ${BERT_TEST_WORK}/golden LABELS golden TIMEOUT 900)
 # DistilBERT, RoBERTa / XLM-R and ELECTRA checkpoints: the same test binary
 # on their own folder of goldens, so each run stays well inside its timeout.
@@ -11,7 +11,7 @@ add_test(NAME test_golden_families
          COMMAND test_golden ${BERT_TEST_DATA}/golden-families ${BERT_TEST_WORK}/golden-families)
 set_tests_properties(test_golden_families PROPERTIES TIMEOUT 900 LABELS golden)
 
-bert_add_test(NAME test_checkpoint_errors SOURCES test_checkpoint_errors.c LIBS bert
+bert_add_test(NAME test_checkpoint_errors SOURCES test_checkpoint_errors.c LIBS berttrain bert_internal
               ARGS ${BERT_TEST_WORK}/checkpoint-errors TIMEOUT 60)
 # Its corrupted folders feed the CLI test below.
 set_tests_properties(test_checkpoint_errors PROPERTIES FIXTURES_SETUP bad_checkpoints)

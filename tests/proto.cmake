@@ -8,7 +8,7 @@ bert_add_test(NAME test_proto_request SOURCES test_proto_request.c LIBS bertprot
 bert_add_test(NAME test_proto_job SOURCES test_proto_job.c proto_fake_tokenizer.c
               LIBS bertproto TIMEOUT 60 LABELS unit)
 # The same rendering with the real WordPiece tokenizer, once it is merged.
-if(EXISTS ${PROJECT_SOURCE_DIR}/model/tokenizer.c)
+if(EXISTS ${PROJECT_SOURCE_DIR}/tokenizer/tokenizer.c)
   bert_add_test(NAME test_proto_hf SOURCES test_proto_hf.c LIBS bertproto
                 TIMEOUT 60 LABELS unit)
 endif()

@@ -13,10 +13,8 @@
 
 #include <jansson.h>
 
+#include "bert.h"
 #include "check.h"
-#include "encoder.h"
-#include "heads.h"
-#include "model.h"
 #include "safetensors.h"
 #include "synth.h"
 
@@ -599,6 +597,7 @@ static void check_run_time_overflow(const char *valid)
     const struct bert_batch batch = {6, 24, ids, types, starts};
     float emb[2][H], logits[2][2], probs[2][3];
     int32_t top[2][3];
+    const uint32_t mask_position = 2; /* [MASK], after [CLS] and the word */
     struct bert_seq_task tasks[6];
     memset(tasks, 0, sizeof tasks);
     for (int k = 0; k < 2; k++) {
@@ -606,6 +605,7 @@ static void check_run_time_overflow(const char *valid)
                                           .embedding = emb[k]};
         tasks[2 + k] = (struct bert_seq_task){.task = BERT_TASK_CLASSIFY, .logits = logits[k]};
         tasks[4 + k] = (struct bert_seq_task){.task = BERT_TASK_FILL_MASK, .top_k = 3,
+                                              .mask_positions = &mask_position, .n_masks = 1,
                                               .top_ids = top[k], .top_probs = probs[k]};
     }
     if (s != NULL) {

@@ -19,9 +19,9 @@
 
 #include <jansson.h>
 
+#include "bert.h"
 #include "check.h"
-#include "heads.h"
-#include "linear_bf16.h"
+#include "engine.h"
 #include "synth.h"
 
 #define TOP_K 5
@@ -77,6 +77,7 @@ struct result {
     float *logits;                 /* (num_labels) or NULL */
     float *probs;                  /* (num_labels) or NULL, computed in double */
     size_t n_masks;
+    uint32_t *mask_positions;      /* (n_masks) */
     int32_t *top_ids;              /* (n_masks, TOP_K) */
     float *top_probs;              /* (n_masks, TOP_K) */
     float *replaced;               /* (n) ELECTRA discriminator probabilities, or NULL */
@@ -91,6 +92,7 @@ static void result_free(struct result *r)
     free(r->pooler);
     free(r->logits);
     free(r->probs);
+    free(r->mask_positions);
     free(r->top_ids);
     free(r->top_probs);
     free(r->replaced);
@@ -425,7 +427,7 @@ static void class_probabilities(const struct bert_config *c, const float *logits
  * uses inside the engine. */
 static float *pooler_output(const struct bert_model *m, const float *cls)
 {
-    const struct bert_weights *w = &m->weights;
+    const struct bert_weights *w = &m->engine->weights;
     /* ModernBERT's head is checked through the classifier and the MLM. */
     if (w->pooler_w == NULL || m->config.family == BERT_FAMILY_MODERNBERT)
         return NULL;
@@ -508,7 +510,11 @@ static void alloc_outputs(const struct run *r, const struct packed *p, struct re
             x->logits = xcalloc(m->config.num_labels, sizeof(float));
             x->probs = xcalloc(m->config.num_labels, sizeof(float));
         }
-        x->n_masks = m->can_fill_mask ? bert_count_masks(m, &p->batch, i) : 0;
+        x->mask_positions = xcalloc(x->n, sizeof(uint32_t));
+        const int32_t *ids = p->batch.ids + p->seq_start[i];
+        for (size_t t = 0; m->can_fill_mask && t < x->n; t++)
+            if (ids[t] == bert_tokenizer_mask_id(m->tokenizer))
+                x->mask_positions[x->n_masks++] = (uint32_t)t;
         x->top_ids = xcalloc(x->n_masks * TOP_K, sizeof(int32_t));
         x->top_probs = xcalloc(x->n_masks * TOP_K, sizeof(float));
         if (m->can_detect_replaced)
@@ -570,6 +576,8 @@ static bool run_batch(const struct run *r, size_t first, size_t count, struct re
                                           .normalize = m->config.normalize};
         if (res[i].n_masks > 0) {
             tasks[i] = (struct bert_seq_task){.task = BERT_TASK_FILL_MASK, .top_k = TOP_K,
+                                              .mask_positions = res[i].mask_positions,
+                                              .n_masks = (uint32_t)res[i].n_masks,
                                               .top_ids = res[i].top_ids,
                                               .top_probs = res[i].top_probs};
             any = true;
@@ -902,7 +910,7 @@ static bool run_variant(struct run *r, json_t *golden, json_t *variant, json_t *
     for (size_t threads = 1; ok && threads <= 2; threads++)
         ok = run_threads(r, threads, outputs, f32_outputs, same_tol, loose_tol, label);
     char why[160];
-    if (ok && strcmp(dtype, "f32") == 0 && linear_bf16_available(why, sizeof why)) {
+    if (ok && strcmp(dtype, "f32") == 0 && bert_bf16_available(why, sizeof why)) {
         char bf16_label[160];
         snprintf(bf16_label, sizeof bf16_label, "%s bf16-compute", label);
         CHECK_INT_EQ(bert_model_use_bf16(model, &err), BERT_OK);

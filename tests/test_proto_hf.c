@@ -2,7 +2,7 @@
  * vocab.txt in tests/data/proto): the fill-mask "sequence" / "token_str"
  * text, target resolution and /tokenize offsets, against what the Hugging
  * Face pipelines and text-embeddings-inference answer for the same input.
- * Registered only once model/tokenizer.c exists (see tests/proto.cmake). */
+ * Registered only once tokenizer/tokenizer.c exists (see tests/proto.cmake). */
 #include <stdint.h>
 
 #include "check.h"

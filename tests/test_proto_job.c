@@ -290,6 +290,14 @@ static void test_fill_mask_shapes(void)
                 &job, &err));
     CHECK_INT_EQ(job.seqs[0].n_masks, 2);
     CHECK_INT_EQ(job.seqs[1].n_masks, 1);
+    /* The engine runs the MLM head at the mask positions proto found. */
+    for (size_t i = 0; i < 2; i++) {
+        const struct bert_seq_task *t = &job.seqs[i].task;
+        CHECK_INT_EQ(t->n_masks, job.seqs[i].n_masks);
+        for (uint32_t k = 0; k < t->n_masks; k++)
+            CHECK_INT_EQ(job.seqs[i].enc.ids[t->mask_positions[k]], FAKE_MASK);
+    }
+    CHECK_INT_EQ(job.seqs[0].task.mask_positions[0], 1); /* after [CLS] */
     /* The three mask slots are consecutive in the one buffer. */
     CHECK(job.seqs[1].task.top_probs == job.seqs[0].task.top_probs + 2);
     CHECK((void *)job.seqs[0].task.top_ids >= (void *)(job.outputs + 3));

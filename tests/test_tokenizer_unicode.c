@@ -1,14 +1,14 @@
 /* Every code point, every property, against the reference: the hashes in
  * tests/data/tokenizer/unicode_ref.txt were computed from Hugging Face
  * `tokenizers` (tests/tokenizer/gen/unicode_probe.js) per block of 1024 code
- * points; here they are recomputed from tok_unicode.c. A mismatch names the
+ * points; here they are recomputed from tokenizer/unicode.c. A mismatch names the
  * block and the property (rerun the probe to see the code points). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
-#include "tok_unicode.h"
+#include "unicode.h"
 
 #define BLOCK 1024
 #define N_PROPS 5

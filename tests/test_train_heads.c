@@ -1,4 +1,4 @@
-/* The fine-tuning heads' data and metrics (model/train_data.c):
+/* The fine-tuning heads' data and metrics (train/data.c):
  *  - multi-label and regression rows load into the right targets (label
  *    sets with spaces around names, the empty set, CRLF line ends, pairs and
  *    single texts), and malformed label fields fail naming file and line;

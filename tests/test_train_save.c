@@ -9,8 +9,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "heads.h"
-#include "model.h"
+#include "bert.h"
 #include "train_data.h"
 #include "train_step.h"
 
@@ -144,6 +143,10 @@ int main(int argc, char **argv)
             continue;
         size_t i = t < start[1] ? 0 : t < start[2] ? 1 : 2;
         size_t ord = 0;
+        uint32_t masks[4], n_masks = 0;
+        for (size_t u = start[i]; u < start[i + 1] && n_masks < 4; u++)
+            if (ids[u] == M)
+                masks[n_masks++] = (uint32_t)(u - start[i]);
         for (size_t u = start[i]; u < t; u++)
             ord += ids[u] == M;
         /* The other sequences just embed; sequence i scores the target at
@@ -156,6 +159,7 @@ int main(int argc, char **argv)
             fm[k] = (struct bert_seq_task){.task = BERT_TASK_EMBED, .pooling = BERT_POOLING_CLS,
                                            .embedding = emb[k]};
         fm[i] = (struct bert_seq_task){.task = BERT_TASK_FILL_MASK, .top_k = 1,
+                                       .mask_positions = masks, .n_masks = n_masks,
                                        .targets = &targets[t], .n_targets = 1,
                                        .top_ids = top_ids, .top_probs = top_probs};
         CHECK(bert_run(model, s, &b, fm, &err) == BERT_OK);

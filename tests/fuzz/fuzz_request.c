@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz_target.h"
-#include "model.h"
+#include "bert.h"
 #include "proto.h"
 
 static char *labels[] = {"NEGATIVE", "POSITIVE"};

@@ -2,7 +2,7 @@
 """Regenerate tests/data/golden/*.json: reference outputs for synthetic checkpoints.
 
 For every checkpoint spec below: build its weights with synth.py (the numpy
-twin of model/synth.c), write the folder, get token ids from the official
+twin of train/synth.c), write the folder, get token ids from the official
 Rust tokenizer (npm `tokenizers`, tests/golden/node), run the float64 PyTorch
 reference (reference.py) and write the expected outputs with per-tensor
 checksums. With --bert, first check that `bert init` writes bit-identical

@@ -1,4 +1,4 @@
-"""Reference values for the fine-tuning metrics (model/train_data.c:
+"""Reference values for the fine-tuning metrics (train/data.c:
 train_score_multi, train_score_regression), computed here with numpy in
 float64 by independent formulas: F1 from per-label confusion counts,
 Pearson with numpy.corrcoef, Spearman as the Pearson of mid-ranks counted

@@ -1,11 +1,11 @@
-"""numpy twin of model/synth.c: the deterministic synthetic checkpoints.
+"""numpy twin of train/synth.c: the deterministic synthetic checkpoints.
 
 Builds the same tensors, bit for bit, as `bert init` / bert_synth_write, and
 writes them as a Hugging Face folder (config.json, model.safetensors,
 tokenizer and sentence-transformers files) so that the PyTorch reference can
 load them without our C code.
 
-Generator (model/synth.h): for tensor `name` and element i,
+Generator (train/include/synth.h): for tensor `name` and element i,
     z = splitmix64_mix((seed ^ fnv1a64(name)) + (i + 1) * 0x9E3779B97F4A7C15)
     u = (z >> 11) * 2^-53
     value = float32(center + (2u - 1) * range)      (float64 arithmetic)

@@ -1,10 +1,10 @@
-"""PyTorch autograd reference for the trainer (model/train_step.c, train_optim.c).
+"""PyTorch autograd reference for the trainer (train/step.c, train/optim.c).
 
 One training step of a tiny BERT with both heads (tied MLM decoder; pooler +
 classifier) on a packed batch of three sequences, in float64 with
 torch.nn.functional ops, autograd, torch.nn.utils.clip_grad_norm_ and
 torch.optim.AdamW. Parameters come from the synthetic generator
-(synth.py, the twin of model/synth.c) so the C test builds the same start
+(synth.py, the twin of train/synth.c) so the C test builds the same start
 without a checkpoint file. Writes, with the inputs, the loss, every gradient
 and every parameter after the update, one file per classification head
 (transformers' BertForSequenceClassification losses by problem_type):
@@ -49,7 +49,7 @@ REGRESSION_TARGETS = [3.2, 0.5, 4.75]
 
 
 def specs(g):
-    """(name, kind, shape) in model/train_model.c's order."""
+    """(name, kind, shape) in train/model.c's order."""
     H, FF, V = g["hidden"], g["intermediate"], g["vocab"]
     s = [("bert.embeddings.word_embeddings.weight", "weight", (V, H)),
          ("bert.embeddings.position_embeddings.weight", "weight", (g["positions"], H)),

@@ -1,0 +1,21 @@
+/* What a loaded model's forward pass reads besides its config: the mapped
+ * checkpoint, the weights bound to it, and ModernBERT's RoPE tables. Behind
+ * struct bert_model's `engine` pointer, so nothing outside the engine (the
+ * trainer aside, which copies weights out of a loaded checkpoint) depends
+ * on the layout. Read-only once bert_model_load returns. */
+#ifndef BERT_ENGINE_H
+#define BERT_ENGINE_H
+
+#include "bert.h"
+#include "safetensors.h"
+#include "weights.h"
+
+struct bert_engine {
+    struct safetensors_file file;
+    struct bert_weights weights;
+    /* ModernBERT's RoPE tables (rope.h) for positions < max_input_tokens,
+     * global and local theta; NULL for the other families. */
+    float *rope_global, *rope_local;
+};
+
+#endif

@@ -1,0 +1,31 @@
+/* The encoder families. Each runs one team member's part of a forward pass
+ * over a packed batch: token ids in, the final hidden states (T x H) in
+ * s->x. Unpadded like the rest of the engine: sequences are packed rows,
+ * positions restart per sequence, attention never crosses sequences.
+ *
+ * encoder.c picks a family's function from config.family; the weights it
+ * reads are bound by weights.c under names.c's tensor names. A new family
+ * is a file here, its function below, a row in encoder.c's family_encoder,
+ * and its names and binding. Private to model/. */
+#ifndef BERT_FAMILY_H
+#define BERT_FAMILY_H
+
+#include "bert.h"
+#include "linear.h"
+#include "scratch.h"
+
+typedef void (*family_encode_member_fn)(const struct bert_model *model, struct bert_scratch *s,
+                                        const struct bert_batch *b, const struct bert_share *p);
+
+/* BERT, DistilBERT, RoBERTa / XLM-R and ELECTRA: post-LN layers (bert.c). */
+void family_bert_encode_member(const struct bert_model *model, struct bert_scratch *s,
+                               const struct bert_batch *b, const struct bert_share *p);
+
+/* ModernBERT (Warner et al. 2024, modeling_modernbert.py; modernbert.c):
+ * token embeddings + LayerNorm, then pre-norm layers (LayerNorm, fused QKV,
+ * RoPE, attention that is global every global_attn_every layers and a
+ * sliding window otherwise, GeGLU MLP) and a final LayerNorm. */
+void family_modernbert_encode_member(const struct bert_model *model, struct bert_scratch *s,
+                                     const struct bert_batch *b, const struct bert_share *p);
+
+#endif
