@@ -100,7 +100,8 @@ static void build_layout(struct layout_builder *b, struct train_view *v)
         add(b, &l->ffn_ln_b, TRAIN_LN_BETA, TRAIN_PART_ENCODER, H, 0,
             "%s.%zu.output.LayerNorm.bias", pre, i);
     }
-    if (b->m->classifier) {
+    /* BertForTokenClassification has no pooler: its classifier reads every token. */
+    if (b->m->classifier && c->token_head == BERT_TOKEN_HEAD_NONE) {
         add(b, &v->pooler_w, TRAIN_WEIGHT, TRAIN_PART_CLASSIFIER, H, H, "bert.pooler.dense.weight");
         add(b, &v->pooler_b, TRAIN_BIAS, TRAIN_PART_CLASSIFIER, H, 0, "bert.pooler.dense.bias");
     }
