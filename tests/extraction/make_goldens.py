@@ -129,6 +129,8 @@ def squad_cases():
 QA_PAIRS = squad_cases() + [
     ("Who hosted the winners?", HAND[1]),
     ("Where is the company based?", HAND[0]),
+    # A special token typed in the context ([SEP]) is a word of its own.
+    ("What rose?", HAND[2] + " " + HAND[0]),
 ]
 # Post-processing variants on every pair; window variants on a few.
 QA_PARAMS = [{}, {"top_k": 3}, {"handle_impossible_answer": True},
