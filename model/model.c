@@ -89,13 +89,6 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
     return BERT_OK;
 }
 
-size_t bert_token_head_width(const struct bert_model *m)
-{
-    if (m->can_answer_questions)
-        return 2;
-    return m->can_classify_tokens ? m->config.num_labels : 0;
-}
-
 enum bert_status bert_model_use_bf16(struct bert_model *m, struct bert_error *err)
 {
     if (m->bf16)

@@ -279,7 +279,12 @@ struct bert_seq_task {
 
 /* Columns of BERT_TASK_TOKENS' logits: num_labels for token classification,
  * 2 for question answering, 0 without a per-token head. */
-size_t bert_token_head_width(const struct bert_model *model);
+static inline size_t bert_token_head_width(const struct bert_model *model)
+{
+    return model->can_answer_questions  ? 2
+           : model->can_classify_tokens ? model->config.num_labels
+                                        : 0;
+}
 
 /* Encode `batch` and run each sequence's task. Fails with BERT_E_INVALID when
  * a task needs a head the checkpoint lacks or its mask positions are out of
