@@ -22,6 +22,7 @@
 #include "check.h"
 #include "extract.h"
 #include "golden_init.h"
+#include "proto.h"
 
 #define LOGIT_TOLERANCE 1e-4
 #define SCORE_TOLERANCE 2e-5
@@ -306,6 +307,70 @@ static void check_qa(const char *name, const struct bert_model *m, const struct 
     free(qw);
 }
 
+/* The same answer through the route: body -> proto_request_parse ->
+ * proto_job_prepare -> bert_run -> proto_job_respond, against the golden's
+ * JSON (scores as float32 JSON numbers, within the tolerance). */
+static void check_route_ner(const char *name, const struct bert_model *m,
+                            struct bert_scratch *s, const char *text, json_t *res)
+{
+    json_t *body = json_pack("{s:s, s:O}", "inputs", text, "parameters", get(res, "parameters"));
+    char *b = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    struct proto_limits limits = {0};
+    struct proto_defaults defaults = {.pooling = BERT_POOLING_CLS};
+    struct proto_request req;
+    struct proto_job job;
+    struct proto_error perr;
+    bool ok = proto_request_parse(PROTO_ROUTE_TOKEN_CLASSIFICATION, b, strlen(b), &limits, &req,
+                                  &perr) &&
+              proto_job_prepare(&job, m, &limits, &defaults, &req, &perr);
+    if (!ok) {
+        fprintf(stderr, "%s: %s: %s\n", name, b, perr.message);
+        CHECK(false);
+        free(b);
+        return;
+    }
+    size_t *starts = xcalloc(job.n_seqs + 1, sizeof *starts);
+    int32_t *ids = xcalloc(job.n_tokens, sizeof *ids), *types = xcalloc(job.n_tokens, sizeof *types);
+    struct bert_seq_task *tasks = xcalloc(job.n_seqs, sizeof *tasks);
+    for (size_t i = 0, at = 0; i < job.n_seqs; i++) {
+        memcpy(ids + at, job.seqs[i].enc.ids, job.seqs[i].enc.n * sizeof *ids);
+        memcpy(types + at, job.seqs[i].enc.type_ids, job.seqs[i].enc.n * sizeof *types);
+        tasks[i] = job.seqs[i].task;
+        starts[i] = at;
+        at += job.seqs[i].enc.n;
+        starts[i + 1] = at;
+    }
+    struct bert_batch batch = {job.n_seqs, job.n_tokens, ids, types, starts};
+    struct bert_error err;
+    CHECK(bert_run(m, s, &batch, tasks, &err) == BERT_OK);
+    size_t len;
+    char *out = proto_job_respond(&job, m, &len);
+    json_error_t je;
+    json_t *got = out ? json_loadb(out, len, 0, &je) : NULL, *want = get(res, "output");
+    CHECK(got != NULL && json_array_size(got) == json_array_size(want));
+    for (size_t i = 0; got && i < json_array_size(got) && i < json_array_size(want); i++) {
+        json_t *g = json_array_get(got, i), *w = json_array_get(want, i);
+        const char *key;
+        json_t *v;
+        CHECK_INT_EQ(json_object_size(g), json_object_size(w));
+        json_object_foreach(w, key, v) {
+            if (strcmp(key, "score") == 0)
+                check_score(name, json_number_value(get(g, key)), v);
+            else
+                CHECK(json_equal(get(g, key), v));
+        }
+    }
+    json_decref(got);
+    free(out);
+    free(starts);
+    free(ids);
+    free(types);
+    free(tasks);
+    proto_job_free(&job);
+    free(b);
+}
+
 /* Zero-shot: one input per hypothesis, each a single window. */
 static void check_zs(const char *name, const struct bert_model *m, struct input *ins,
                      size_t n_labels, json_t *labels, json_t *res)
@@ -410,10 +475,12 @@ static void check_case(const char *name, const char *task, const struct bert_mod
     size_t k;
     json_t *res;
     json_array_foreach(get(c, "results"), k, res) {
-        if (qa)
+        if (qa) {
             check_qa(name, m, &one, res);
-        else
+        } else {
             check_ner(name, m, &one, res);
+            check_route_ner(name, m, s, json_string_value(in), res);
+        }
     }
     free_input(&one);
 }
