@@ -62,6 +62,14 @@ enum bert_status train_finetune_check(const struct train_finetune_options *o,
     if (o->n_corpus > 0 && o->mlm_weight == 0.0)
         return bert_error_set(err, BERT_E_INVALID, "--corpus is the text of the --mlm-weight "
                                                    "batches: give --mlm-weight too");
+    if (o->tokens && (o->labels != NULL || o->mlm_weight > 0.0 ||
+                      o->problem != BERT_PROBLEM_SINGLE_LABEL))
+        return bert_error_set(err, BERT_E_INVALID,
+                              "--task token-classification takes its labels from the training "
+                              "file: no --labels, --problem or --mlm-weight");
+    if (o->all_subtokens && !o->tokens)
+        return bert_error_set(err, BERT_E_INVALID,
+                              "--label-all-subtokens needs --task token-classification");
     if (o->problem == BERT_PROBLEM_MULTI_LABEL && o->labels == NULL)
         return bert_error_set(err, BERT_E_INVALID, "--problem multi needs --labels");
     if (o->problem == BERT_PROBLEM_REGRESSION && o->labels != NULL)
@@ -497,6 +505,8 @@ enum bert_status train_finetune(const struct train_finetune_options *o,
     enum bert_status st = train_finetune_check(o, err);
     if (st != BERT_OK)
         return st;
+    if (o->tokens)
+        return train_finetune_tokens(o, result, err);
     struct finetune f = {.o = o};
     struct train_finetune_result r = {.best = -INFINITY, .metric = "accuracy"};
     st = finetune_setup(&f, err);
