@@ -18,9 +18,10 @@ bool proto_check_token_classification(const struct proto_request *r,
 {
     if (!model->can_classify_tokens) {
         proto_error_set(err, PROTO_ERR_INVALID,
-                        "this checkpoint has no token-classification head (config.json's "
-                        "architectures names %s, not a *ForTokenClassification model)",
-                        model->config.architecture[0] ? model->config.architecture : "none");
+                        "this model cannot classify tokens: the checkpoint has no "
+                        "token-classification head (its architecture is %s, not a "
+                        "*ForTokenClassification)",
+                        model->config.architecture[0] ? model->config.architecture : "unnamed");
         return false;
     }
     if (r->has_stride && r->ner_strategy == NER_STRATEGY_NONE) {
