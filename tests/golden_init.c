@@ -12,7 +12,7 @@
 #include "engine.h"
 #include "safetensors.h"
 
-static void *xcalloc(size_t n, size_t size)
+void *golden_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
     if (p == NULL) {
@@ -59,7 +59,7 @@ static size_t split_labels(const char *list, char ***out)
     size_t n = 1;
     for (const char *p = list; *p; p++)
         n += *p == ',';
-    char **labels = xcalloc(n, sizeof *labels);
+    char **labels = golden_xcalloc(n, sizeof *labels);
     const char *start = list;
     for (size_t i = 0; i < n; i++) {
         size_t len = strcspn(start, ",");

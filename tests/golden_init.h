@@ -21,4 +21,7 @@ bool golden_synth_options(json_t *init, const char *dtype, const char *tokenizer
  * and a CHECK failure naming the tensor when the generator drifted. */
 bool golden_check_checksums(const char *label, const char *path, json_t *expected);
 
+/* calloc that exits the test on failure (and takes n == 0). */
+void *golden_xcalloc(size_t n, size_t size);
+
 #endif

@@ -46,16 +46,6 @@ struct input {
     size_t n_windows;
 };
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (p == NULL) {
-        fprintf(stderr, "out of memory\n");
-        exit(EXIT_FAILURE);
-    }
-    return p;
-}
-
 static char *decode(const void *ctx, const char *const *tokens, size_t n)
 {
     return bert_tokenizer_decode_tokens(ctx, tokens, n);
@@ -68,7 +58,7 @@ static char *hypothesis(const char *tmpl, const char *label)
 {
     const char *at = strstr(tmpl, "{}");
     size_t n = strlen(tmpl) + strlen(label) + 1;
-    char *s = xcalloc(n, 1);
+    char *s = golden_xcalloc(n, 1);
     snprintf(s, n, "%.*s%s%s", (int)(at - tmpl), tmpl, label, at + 2);
     return s;
 }
@@ -96,21 +86,21 @@ static void make_windows(const struct bert_model *m, const char *text, const cha
         p0 = p1 = e->n - 1; /* no text tokens: [CLS] [SEP] */
     size_t n_part = p1 - p0, budget = e->n <= max_len ? n_part : max_len - (e->n - n_part);
     in->n_windows = extract_window_count(n_part, budget, has_stride, stride);
-    struct extract_span *sp = xcalloc(in->n_windows, sizeof *sp);
+    struct extract_span *sp = golden_xcalloc(in->n_windows, sizeof *sp);
     extract_windows(n_part, budget, has_stride, stride, sp);
-    in->w = xcalloc(in->n_windows, sizeof *in->w);
+    in->w = golden_xcalloc(in->n_windows, sizeof *in->w);
     for (size_t k = 0; k < in->n_windows; k++) {
         struct win *w = &in->w[k];
         w->n = e->n - n_part + (sp[k].end - sp[k].begin);
-        w->ids = xcalloc(w->n, sizeof *w->ids);
-        w->types = xcalloc(w->n, sizeof *w->types);
-        w->special = xcalloc(w->n, 1);
-        w->sequence = xcalloc(w->n, 1);
-        w->word = xcalloc(w->n, sizeof *w->word);
-        w->start = xcalloc(w->n, sizeof *w->start);
-        w->end = xcalloc(w->n, sizeof *w->end);
-        w->tokens = xcalloc(w->n, sizeof *w->tokens);
-        w->logits = xcalloc(w->n * width, sizeof *w->logits);
+        w->ids = golden_xcalloc(w->n, sizeof *w->ids);
+        w->types = golden_xcalloc(w->n, sizeof *w->types);
+        w->special = golden_xcalloc(w->n, 1);
+        w->sequence = golden_xcalloc(w->n, 1);
+        w->word = golden_xcalloc(w->n, sizeof *w->word);
+        w->start = golden_xcalloc(w->n, sizeof *w->start);
+        w->end = golden_xcalloc(w->n, sizeof *w->end);
+        w->tokens = golden_xcalloc(w->n, sizeof *w->tokens);
+        w->logits = golden_xcalloc(w->n * width, sizeof *w->logits);
         size_t j = 0;
         for (size_t i = 0; i < e->n; i++) {
             if (i >= p0 && i < p1 && (i - p0 < sp[k].begin || i - p0 >= sp[k].end))
@@ -180,9 +170,9 @@ static void run_windows(const struct bert_model *m, struct bert_scratch *s, stru
     size_t total = 0;
     for (size_t k = 0; k < in->n_windows; k++)
         total += in->w[k].n;
-    int32_t *ids = xcalloc(total, sizeof *ids), *types = xcalloc(total, sizeof *types);
-    size_t *starts = xcalloc(in->n_windows + 1, sizeof *starts);
-    struct bert_seq_task *tasks = xcalloc(in->n_windows, sizeof *tasks);
+    int32_t *ids = golden_xcalloc(total, sizeof *ids), *types = golden_xcalloc(total, sizeof *types);
+    size_t *starts = golden_xcalloc(in->n_windows + 1, sizeof *starts);
+    struct bert_seq_task *tasks = golden_xcalloc(in->n_windows, sizeof *tasks);
     for (size_t k = 0, at = 0; k < in->n_windows; k++) {
         memcpy(ids + at, in->w[k].ids, in->w[k].n * sizeof *ids);
         memcpy(types + at, in->w[k].types, in->w[k].n * sizeof *types);
@@ -226,7 +216,7 @@ static void check_ner(const char *name, const struct bert_model *m, const struct
                       json_t *res)
 {
     json_t *p = get(res, "parameters"), *want = get(res, "output");
-    struct ner_window *nw = xcalloc(in->n_windows, sizeof *nw);
+    struct ner_window *nw = golden_xcalloc(in->n_windows, sizeof *nw);
     for (size_t k = 0; k < in->n_windows; k++) {
         const struct win *w = &in->w[k];
         nw[k] = (struct ner_window){w->n, w->ids, w->tokens, w->special, w->start, w->end,
@@ -237,7 +227,7 @@ static void check_ner(const char *name, const struct bert_model *m, const struct
     size_t n_ignore = 1;
     if (ig) {
         n_ignore = json_array_size(ig);
-        ignore = xcalloc(n_ignore, sizeof *ignore);
+        ignore = golden_xcalloc(n_ignore, sizeof *ignore);
         for (size_t i = 0; i < n_ignore; i++)
             ignore[i] = json_string_value(json_array_get(ig, i));
     }
@@ -277,7 +267,7 @@ static void check_qa(const char *name, const struct bert_model *m, const struct 
                      json_t *res)
 {
     json_t *p = get(res, "parameters"), *want = get(res, "output"), *v;
-    struct qa_window *qw = xcalloc(in->n_windows, sizeof *qw);
+    struct qa_window *qw = golden_xcalloc(in->n_windows, sizeof *qw);
     for (size_t k = 0; k < in->n_windows; k++) {
         const struct win *w = &in->w[k];
         qw[k] = (struct qa_window){w->n, w->ids, w->sequence, w->word, w->start, w->end, w->logits};
@@ -330,9 +320,9 @@ static void check_route_ner(const char *name, const struct bert_model *m,
         free(b);
         return;
     }
-    size_t *starts = xcalloc(job.n_seqs + 1, sizeof *starts);
-    int32_t *ids = xcalloc(job.n_tokens, sizeof *ids), *types = xcalloc(job.n_tokens, sizeof *types);
-    struct bert_seq_task *tasks = xcalloc(job.n_seqs, sizeof *tasks);
+    size_t *starts = golden_xcalloc(job.n_seqs + 1, sizeof *starts);
+    int32_t *ids = golden_xcalloc(job.n_tokens, sizeof *ids), *types = golden_xcalloc(job.n_tokens, sizeof *types);
+    struct bert_seq_task *tasks = golden_xcalloc(job.n_seqs, sizeof *tasks);
     for (size_t i = 0, at = 0; i < job.n_seqs; i++) {
         memcpy(ids + at, job.seqs[i].enc.ids, job.seqs[i].enc.n * sizeof *ids);
         memcpy(types + at, job.seqs[i].enc.type_ids, job.seqs[i].enc.n * sizeof *types);
@@ -376,15 +366,15 @@ static void check_zs(const char *name, const struct bert_model *m, struct input 
                      size_t n_labels, json_t *labels, json_t *res)
 {
     const size_t C = m->config.num_labels;
-    float *lg = xcalloc(n_labels * C, sizeof *lg);
+    float *lg = golden_xcalloc(n_labels * C, sizeof *lg);
     for (size_t i = 0; i < n_labels; i++)
         memcpy(lg + i * C, ins[i].w[0].logits, C * sizeof *lg);
-    int *ids = xcalloc(C, sizeof *ids);
+    int *ids = golden_xcalloc(C, sizeof *ids);
     for (size_t i = 0; i < C; i++)
         ids[i] = (int)i;
     int entail = zs_entailment_id((const char *const *)m->config.id2label, ids, C);
-    double *scores = xcalloc(n_labels, sizeof *scores);
-    size_t *order = xcalloc(n_labels, sizeof *order);
+    double *scores = golden_xcalloc(n_labels, sizeof *scores);
+    size_t *order = golden_xcalloc(n_labels, sizeof *order);
     zs_scores(lg, n_labels, C, entail, json_is_true(get(get(res, "parameters"), "multi_label")),
               scores, order);
     json_t *want = get(res, "output");
@@ -431,7 +421,7 @@ static void check_case(const char *name, const char *task, const struct bert_mod
                                ? json_string_value(get(p, "hypothesis_template"))
                                : "This example is {}.";
         size_t n = json_array_size(labels);
-        struct input *ins = xcalloc(n, sizeof *ins);
+        struct input *ins = golden_xcalloc(n, sizeof *ins);
         for (size_t i = 0; i < n; i++) {
             char *h = hypothesis(tmpl, json_string_value(json_array_get(labels, i)));
             make_windows(m, json_string_value(in), h, 0, mml, false, 0, m->config.num_labels,

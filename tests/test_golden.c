@@ -115,16 +115,6 @@ struct run {
     size_t H;
 };
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (p == NULL) {
-        fprintf(stderr, "out of memory\n");
-        exit(EXIT_FAILURE);
-    }
-    return p;
-}
-
 /* ---- scratch folders ---- */
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -176,7 +166,7 @@ static float *pooler_output(const struct bert_model *m, const float *cls)
     if (w->pooler_w == NULL || m->config.family == BERT_FAMILY_MODERNBERT)
         return NULL;
     const size_t H = m->config.hidden_size;
-    float *out = xcalloc(H, sizeof *out);
+    float *out = golden_xcalloc(H, sizeof *out);
     for (size_t o = 0; o < H; o++) {
         double acc = w->pooler_b[o];
         for (size_t k = 0; k < H; k++)
@@ -207,9 +197,9 @@ struct packed {
 
 static void packed_init(struct packed *p, const struct run *r, size_t first, size_t count)
 {
-    p->ids = xcalloc(r->total_tokens, sizeof *p->ids);
-    p->type_ids = xcalloc(r->total_tokens, sizeof *p->type_ids);
-    p->seq_start = xcalloc(count + 1, sizeof *p->seq_start);
+    p->ids = golden_xcalloc(r->total_tokens, sizeof *p->ids);
+    p->type_ids = golden_xcalloc(r->total_tokens, sizeof *p->type_ids);
+    p->seq_start = golden_xcalloc(count + 1, sizeof *p->seq_start);
     size_t t = 0;
     for (size_t i = 0; i < count; i++) {
         const struct input *in = &r->inputs[first + i];
@@ -246,23 +236,23 @@ static void alloc_outputs(const struct run *r, const struct packed *p, struct re
     for (size_t i = 0; i < p->batch.n_seqs; i++) {
         struct result *x = &res[i];
         x->n = p->seq_start[i + 1] - p->seq_start[i];
-        x->hidden = xcalloc(x->n * r->H, sizeof(float));
+        x->hidden = golden_xcalloc(x->n * r->H, sizeof(float));
         for (int k = 0; k < N_POOLINGS; k++)
-            x->pooled[k] = xcalloc(r->H, sizeof(float));
-        x->embedding = xcalloc(r->H, sizeof(float));
+            x->pooled[k] = golden_xcalloc(r->H, sizeof(float));
+        x->embedding = golden_xcalloc(r->H, sizeof(float));
         if (m->can_classify) {
-            x->logits = xcalloc(m->config.num_labels, sizeof(float));
-            x->probs = xcalloc(m->config.num_labels, sizeof(float));
+            x->logits = golden_xcalloc(m->config.num_labels, sizeof(float));
+            x->probs = golden_xcalloc(m->config.num_labels, sizeof(float));
         }
-        x->mask_positions = xcalloc(x->n, sizeof(uint32_t));
+        x->mask_positions = golden_xcalloc(x->n, sizeof(uint32_t));
         const int32_t *ids = p->batch.ids + p->seq_start[i];
         for (size_t t = 0; m->can_fill_mask && t < x->n; t++)
             if (ids[t] == bert_tokenizer_mask_id(m->tokenizer))
                 x->mask_positions[x->n_masks++] = (uint32_t)t;
-        x->top_ids = xcalloc(x->n_masks * TOP_K, sizeof(int32_t));
-        x->top_probs = xcalloc(x->n_masks * TOP_K, sizeof(float));
+        x->top_ids = golden_xcalloc(x->n_masks * TOP_K, sizeof(int32_t));
+        x->top_probs = golden_xcalloc(x->n_masks * TOP_K, sizeof(float));
         if (m->can_detect_replaced)
-            x->replaced = xcalloc(x->n, sizeof(float));
+            x->replaced = golden_xcalloc(x->n, sizeof(float));
     }
 }
 
@@ -277,7 +267,7 @@ static bool run_batch(const struct run *r, size_t first, size_t count, struct re
     struct packed p;
     packed_init(&p, r, first, count);
     alloc_outputs(r, &p, res);
-    struct bert_seq_task *tasks = xcalloc(count, sizeof *tasks);
+    struct bert_seq_task *tasks = golden_xcalloc(count, sizeof *tasks);
     bool ok = true;
 
     const float *hidden;
@@ -552,8 +542,8 @@ static bool run_threads(struct run *r, size_t threads, json_t *outputs, json_t *
     CHECK(r->scratch != NULL);
     bool ok = r->scratch != NULL;
 
-    struct result *single = xcalloc(r->n_inputs, sizeof *single);
-    struct result *packed = xcalloc(r->n_inputs, sizeof *packed);
+    struct result *single = golden_xcalloc(r->n_inputs, sizeof *single);
+    struct result *packed = golden_xcalloc(r->n_inputs, sizeof *packed);
     for (size_t i = 0; ok && i < r->n_inputs; i++)
         ok = run_batch(r, i, 1, &single[i]);
     ok = ok && run_batch(r, 0, r->n_inputs, packed);
@@ -682,15 +672,15 @@ static void run_golden(const char *golden_dir, const char *work_dir, const char 
              json_string_value(json_object_get(golden, "tokenizer")));
     json_t *inputs = json_object_get(golden, "inputs");
     struct run r = {.name = name, .n_inputs = json_array_size(inputs)};
-    r.inputs = xcalloc(r.n_inputs, sizeof *r.inputs);
+    r.inputs = golden_xcalloc(r.n_inputs, sizeof *r.inputs);
     for (size_t i = 0; i < r.n_inputs; i++) {
         json_t *ids = json_object_get(json_array_get(inputs, i), "ids");
         json_t *types = json_object_get(json_array_get(inputs, i), "type_ids");
         struct input *in = &r.inputs[i];
         in->n = json_array_size(ids);
         CHECK_INT_EQ(json_array_size(types), in->n);
-        in->ids = xcalloc(in->n, sizeof *in->ids);
-        in->type_ids = xcalloc(in->n, sizeof *in->type_ids);
+        in->ids = golden_xcalloc(in->n, sizeof *in->ids);
+        in->type_ids = golden_xcalloc(in->n, sizeof *in->type_ids);
         for (size_t t = 0; t < in->n; t++) {
             in->ids[t] = (int32_t)json_integer_value(json_array_get(ids, t));
             in->type_ids[t] = (int32_t)json_integer_value(json_array_get(types, t));

@@ -412,16 +412,8 @@ static enum bert_status finetune_step(struct finetune *f, size_t step, struct wi
 {
     const struct train_finetune_options *o = f->o;
     const size_t epoch = step / f->per_epoch, first = (step % f->per_epoch) * o->batch;
-    if (step % f->per_epoch == 0) {
-        struct train_rng rng = train_rng_for(o->seed, epoch, TRAIN_STREAM_SHUFFLE);
-        for (size_t i = 0; i < f->train.n; i++)
-            f->order[i] = i;
-        for (size_t i = f->train.n; i > 1; i--) {
-            size_t j = train_rng_below(&rng, i), t = f->order[i - 1];
-            f->order[i - 1] = f->order[j];
-            f->order[j] = t;
-        }
-    }
+    if (step % f->per_epoch == 0)
+        loop_shuffle(f->order, f->train.n, o->seed, epoch);
     size_t count = f->train.n - first < o->batch ? f->train.n - first : o->batch;
     struct train_batch tb = labeled_batch(f, &f->train, f->order, first, count);
     loop_set_dropout(&tb, o->dropout, o->seed, step);

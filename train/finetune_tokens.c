@@ -147,18 +147,6 @@ static enum bert_status tokens_dev(struct tokens_run *f, struct train_ner_scores
     return BERT_OK;
 }
 
-static void shuffle(struct tokens_run *f, size_t epoch)
-{
-    struct train_rng rng = train_rng_for(f->o->seed, epoch, TRAIN_STREAM_SHUFFLE);
-    for (size_t i = 0; i < f->train.n; i++)
-        f->order[i] = i;
-    for (size_t i = f->train.n; i > 1; i--) {
-        size_t j = train_rng_below(&rng, i), t = f->order[i - 1];
-        f->order[i - 1] = f->order[j];
-        f->order[j] = t;
-    }
-}
-
 static void free_run(struct tokens_run *f)
 {
     free(f->order);
@@ -185,7 +173,7 @@ enum bert_status train_finetune_tokens(const struct train_finetune_options *o,
     size_t wsteps = 0, bad = 0;
     for (size_t step = 0; st == BERT_OK && step < f.total; step++) {
         if (step % f.per_epoch == 0)
-            shuffle(&f, step / f.per_epoch);
+            loop_shuffle(f.order, f.train.n, o->seed, step / f.per_epoch);
         size_t first = (step % f.per_epoch) * o->batch;
         size_t count = f.train.n - first < o->batch ? f.train.n - first : o->batch;
         struct train_batch tb = tagged_batch(&f, &f.train, f.order, first, count);
