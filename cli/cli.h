@@ -45,5 +45,10 @@ int cli_mlm_eval_command(int argc, char **argv);
 int cli_pretrain_command(int argc, char **argv);
 int cli_finetune_command(int argc, char **argv);
 int cli_eval_command(int argc, char **argv);
+/* bert eval on a token classifier (cli/eval_tokens.c): entity P/R/F1 on a
+ * CoNLL file; returns the exit status. */
+struct bert_model;
+int cli_eval_tokens(struct bert_model *model, const char *data_path, size_t max_len,
+                    size_t threads, struct bert_error *err);
 
 #endif

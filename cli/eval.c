@@ -48,7 +48,7 @@ int cli_eval_command(int argc, char **argv)
     size_t max_len = 128, threads = cli_cpus();
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, "classifier checkpoint (required)"},
-        {"data", CLI_OPT_STRING, &data_path, "TSV: header, then text[<TAB>text_b]<TAB>label, as for finetune (required)"},
+        {"data", CLI_OPT_STRING, &data_path, "TSV: header, then text[<TAB>text_b]<TAB>label, as for finetune; a CoNLL file for a token classifier (required)"},
         {"max-len", CLI_OPT_SIZE, &max_len, "tokens per text, specials included (128)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (CPUs available)"},
     };
@@ -70,6 +70,14 @@ int cli_eval_command(int argc, char **argv)
     int rc = CLI_EXIT_FAILURE;
     if (bert_model_load(model_dir, &model, &err) != BERT_OK)
         goto fail;
+    if (max_len > model->max_input_tokens)
+        max_len = model->max_input_tokens;
+    if (model->can_classify_tokens) {
+        rc = cli_eval_tokens(model, data_path, max_len, threads, &err);
+        if (rc != CLI_EXIT_OK)
+            goto fail;
+        goto done;
+    }
     if (!model->can_classify) {
         bert_error_set(&err, BERT_E_INVALID, "%s has no classification head", model_dir);
         goto fail;

@@ -166,6 +166,10 @@ int cli_init_command(int argc, char **argv)
          "ModernBERT: classifier pooling, cls or mean (cls)"},
         {"discriminator", CLI_OPT_FLAG, &o.discriminator,
          "ELECTRA: add the discriminator head (ElectraForPreTraining)"},
+        {"token-classification", CLI_OPT_FLAG, &o.token_classification,
+         "a per-token classifier over --labels (*ForTokenClassification)"},
+        {"question-answering", CLI_OPT_FLAG, &o.question_answering,
+         "start and end logits per token (*ForQuestionAnswering)"},
         {"biases", CLI_OPT_FLAG, &ch.biases,
          "ModernBERT: attention, MLP, norm and head biases on (the real checkpoints have none)"},
     };
@@ -180,6 +184,8 @@ int cli_init_command(int argc, char **argv)
     int rc = apply_choices(&ch, &o);
     if (rc != CLI_EXIT_OK)
         return rc;
+    if (o.token_classification)
+        o.classifier = false; /* --labels name the per-token classes */
     struct bert_error err = {0};
     enum bert_status st = bert_synth_write(&o, out, &err);
     bert_config_free(c);

@@ -104,13 +104,17 @@ int cli_finetune_command(int argc, char **argv)
     size_t n_files;
     argc = cli_take_corpus_files(argc, argv, files, &n_files);
     struct train_finetune_options o = train_finetune_defaults();
-    const char *dtype = "f32", *problem = "single";
+    const char *dtype = "f32", *problem = "single", *task = "sequence-classification";
     o.threads = cli_cpus();
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &o.model, "checkpoint to start from (required)"},
         {"train", CLI_OPT_STRING, &o.train, "training TSV: header, then text[<TAB>text_b]<TAB>label (required)"},
         {"dev", CLI_OPT_STRING, &o.dev, "dev TSV for early stopping (required)"},
         {"out", CLI_OPT_STRING, &o.out, "folder for the best checkpoint (required)"},
+        {"task", CLI_OPT_STRING, &task, "sequence-classification, or token-classification "
+                                        "(--train / --dev in CoNLL format) (sequence-classification)"},
+        {"label-all-subtokens", CLI_OPT_FLAG, &o.all_subtokens,
+         "token classification: label every piece of a word, not just the first"},
         {"labels", CLI_OPT_STRING, &o.labels, "label names in id order, a,b,... (LABEL_i)"},
         {"problem", CLI_OPT_STRING, &problem, "head: single, multi (label names a,b in the "
                                               "label column) or regression (a number) (single)"},
@@ -138,12 +142,17 @@ int cli_finetune_command(int argc, char **argv)
         return CLI_EXIT_USAGE;
     o.corpus = files;
     o.n_corpus = n_files;
+    o.tokens = strcmp(task, "token-classification") == 0;
     struct bert_error err = {0};
     const char *bad = NULL;
     if (!cli_parse_dtype(dtype, &o.dtype))
         bad = "--dtype must be f32, f16 or bf16";
     else if (!parse_problem(problem, &o.problem))
         bad = "--problem must be single, multi or regression";
+    else if (strcmp(task, "sequence-classification") != 0 &&
+             strcmp(task, "token-classification") != 0)
+        bad = "--task must be sequence-classification or token-classification";
+
     else if (train_finetune_check(&o, &err) != BERT_OK)
         bad = err.message;
     if (bad != NULL)

@@ -341,6 +341,14 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
         snprintf(cfg->architecture, sizeof cfg->architecture, "%s",
                  json_string_value(json_array_get(archs, 0)));
 
+    static const char token_cls[] = "ForTokenClassification", qa[] = "ForQuestionAnswering";
+    size_t al = strlen(cfg->architecture);
+    if (al > sizeof token_cls - 1 &&
+        strcmp(cfg->architecture + al - (sizeof token_cls - 1), token_cls) == 0)
+        cfg->token_head = BERT_TOKEN_HEAD_CLASSIFICATION;
+    else if (al > sizeof qa - 1 && strcmp(cfg->architecture + al - (sizeof qa - 1), qa) == 0)
+        cfg->token_head = BERT_TOKEN_HEAD_QUESTION_ANSWERING;
+
     /* Old configs lack model_type; transformers then goes by the architecture. */
     json_t *mt = json_object_get(root, "model_type");
     const char *model_type = json_is_string(mt) ? json_string_value(mt)

@@ -113,6 +113,34 @@ static void run_replaced(const struct bert_model *model, struct bert_scratch *s,
     }
 }
 
+/* The per-token head on every token of the BERT_TASK_TOKENS sequences:
+ * ModernBERT's head (dense, classifier_activation, norm) first, then
+ * Linear(H, width). One member, a sequence at a time through ctx. */
+static void run_tokens(const struct bert_model *model, struct bert_scratch *s,
+                       const struct bert_batch *b, const float *hidden,
+                       const struct bert_seq_task *tasks)
+{
+    const struct bert_weights *w = &model->engine->weights;
+    const size_t H = model->config.hidden_size, C = bert_token_head_width(model);
+    for (size_t i = 0; i < b->n_seqs; i++) {
+        if (tasks[i].task != BERT_TASK_TOKENS)
+            continue;
+        const size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
+        const float *rows = hidden + r0 * H;
+        if (w->pooler_ln_g != NULL) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)H, (int)H, 1.0f,
+                        rows, (int)H, w->pooler_w, (int)H, 0.0f, s->ctx, (int)H);
+            kernel_bias_activation(s->ctx, w->pooler_b, n, H, H, model->config.pooler_activation);
+            kernel_add_layernorm(s->ctx, NULL, NULL, w->pooler_ln_g, w->pooler_ln_b, n, H,
+                                 model->config.layer_norm_eps);
+            rows = s->ctx;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)C, (int)H, 1.0f, rows,
+                    (int)H, w->token_w, (int)H, 0.0f, tasks[i].token_logits, (int)C);
+        kernel_add_bias(tasks[i].token_logits, w->token_b, n, C, C);
+    }
+}
+
 /* Keep the k best (score, id) pairs, best first; ties go to the lower id,
  * which arrives first. */
 static void topk_insert(float *scores, int32_t *ids, uint32_t k, uint32_t *have, float v,
@@ -178,7 +206,7 @@ struct heads_job {
     const struct bert_batch *b;
     const float *hidden;
     const struct bert_seq_task *tasks;
-    bool any_classify, any_replaced;
+    bool any_classify, any_replaced, any_tokens;
     size_t n_masks;
 };
 
@@ -240,6 +268,8 @@ static void heads_member(void *arg, size_t member, size_t n_members)
         run_classify(job->model, job->s, b, job->hidden, job->tasks);
     if (job->any_replaced && member == 0)
         run_replaced(job->model, job->s, b, job->hidden, job->tasks);
+    if (job->any_tokens && member == 0)
+        run_tokens(job->model, job->s, b, job->hidden, job->tasks);
     if (job->n_masks > 0) {
         bert_team_barrier(job->s->team); /* classify is done with ctx and tmp */
         fill_mask_member(job, member, n_members);
@@ -325,6 +355,12 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
                 return bert_error_set(err, BERT_E_INVALID,
                                       "this checkpoint has no ELECTRA discriminator head");
             job.any_replaced = true;
+        } else if (t->task == BERT_TASK_TOKENS) {
+            if (bert_token_head_width(model) == 0)
+                return bert_error_set(err, BERT_E_INVALID,
+                                      "this checkpoint has no token-classification or "
+                                      "question-answering head");
+            job.any_tokens = true;
         } else if (t->task == BERT_TASK_FILL_MASK) {
             if (!model->can_fill_mask)
                 return bert_error_set(err, BERT_E_INVALID,

@@ -81,6 +81,10 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
     m->can_fill_mask = e->weights.mlm_dense_w != NULL && bert_tokenizer_mask_id(m->tokenizer) >= 0;
     m->can_classify = e->weights.classifier_w != NULL;
     m->can_detect_replaced = e->weights.disc_dense_w != NULL;
+    m->can_classify_tokens = e->weights.token_w != NULL &&
+                             m->config.token_head == BERT_TOKEN_HEAD_CLASSIFICATION;
+    m->can_answer_questions = e->weights.token_w != NULL &&
+                              m->config.token_head == BERT_TOKEN_HEAD_QUESTION_ANSWERING;
     *out = m;
     return BERT_OK;
 }

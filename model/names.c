@@ -106,6 +106,10 @@ struct tensor_name {
 
 static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
     [BERT_FAMILY_BERT] = {
+        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
+        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
+        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
+        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
         BERT_ENCODER_NAMES,
         [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", true},
         [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},
@@ -121,6 +125,10 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
     /* modeling_distilbert.py: Embeddings, TransformerBlock, the MLM's
      * vocab_* layers and the classifier's pre_classifier. */
     [BERT_FAMILY_DISTILBERT] = {
+        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
+        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
+        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
+        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
         [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
         [BERT_TENSOR_POS_EMB] = {"embeddings.position_embeddings.weight", true},
         [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},
@@ -154,6 +162,10 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
     },
     /* RobertaLMHead and RobertaClassificationHead. */
     [BERT_FAMILY_ROBERTA] = {
+        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
+        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
+        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
+        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
         BERT_ENCODER_NAMES,
         [BERT_TENSOR_POOLER_W] = {"classifier.dense.weight", false},
         [BERT_TENSOR_POOLER_B] = {"classifier.dense.bias", false},
@@ -170,6 +182,10 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
      * generator's ElectraGeneratorPredictions + generator_lm_head, and
      * ElectraForPreTraining's ElectraDiscriminatorPredictions. */
     [BERT_FAMILY_ELECTRA] = {
+        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
+        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
+        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
+        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
         BERT_ENCODER_NAMES,
         [BERT_TENSOR_EMB_PROJ_W] = {"embeddings_project.weight", true},
         [BERT_TENSOR_EMB_PROJ_B] = {"embeddings_project.bias", true},
@@ -195,6 +211,10 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
      * attn_norm (an Identity). Biases exist only when config.json turns
      * them on (attention_bias, mlp_bias, norm_bias, classifier_bias). */
     [BERT_FAMILY_MODERNBERT] = {
+        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
+        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
+        [BERT_TENSOR_QA_W] = {"classifier.weight", false},
+        [BERT_TENSOR_QA_B] = {"classifier.bias", false},
         [BERT_TENSOR_WORD_EMB] = {"embeddings.tok_embeddings.weight", true},
         [BERT_TENSOR_EMB_LN_G] = {"embeddings.norm.weight", true},
         [BERT_TENSOR_EMB_LN_B] = {"embeddings.norm.bias", true},

@@ -58,6 +58,13 @@ enum bert_tensor {
     BERT_TENSOR_DISC_DENSE_B,
     BERT_TENSOR_DISC_PRED_W,    /* then dense_prediction (1, H): the "replaced" logit */
     BERT_TENSOR_DISC_PRED_B,
+    /* Per-token heads (*ForTokenClassification, *ForQuestionAnswering): a
+     * Linear(H, labels) / Linear(H, 2) on every token; ModernBERT's run
+     * after its head (the POOLER / POOLER_LN tensors). */
+    BERT_TENSOR_TOKEN_CLS_W,
+    BERT_TENSOR_TOKEN_CLS_B,
+    BERT_TENSOR_QA_W,
+    BERT_TENSOR_QA_B,
     BERT_TENSOR_COUNT
 };
 

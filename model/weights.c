@@ -221,6 +221,22 @@ static enum bert_status bind_modernbert_layer(struct binder *b, const struct ber
     return maybe(b, c, m->norm_bias, BERT_TENSOR_LAYER_ATTN_LN_B, i, &l->attn_ln_b, H, zeros);
 }
 
+/* The per-token head config.json's architecture names: every family's
+ * Linear(H, width) on each token (ModernBERT's head before it is bound
+ * with the encoder). */
+static enum bert_status bind_token_head(struct binder *b, const struct bert_config *c,
+                                        struct bert_weights *w)
+{
+    const bool qa = c->token_head == BERT_TOKEN_HEAD_QUESTION_ANSWERING;
+    const size_t width = qa ? 2 : c->num_labels;
+    enum bert_status st;
+    if ((st = need(b, c, qa ? BERT_TENSOR_QA_W : BERT_TENSOR_TOKEN_CLS_W, 0, &w->token_w, 2,
+                   width, c->hidden_size)))
+        return st;
+    return need(b, c, qa ? BERT_TENSOR_QA_B : BERT_TENSOR_TOKEN_CLS_B, 0, &w->token_b, 1, width,
+                0);
+}
+
 /* ModernBertModel, and the ModernBertPredictionHead ("head") that its
  * MaskedLM and SequenceClassification models put on top. */
 static enum bert_status bind_modernbert(struct binder *b, const struct bert_config *c,
@@ -239,9 +255,11 @@ static enum bert_status bind_modernbert(struct binder *b, const struct bert_conf
     if ((st = need(b, c, BERT_TENSOR_FINAL_LN_G, 0, &w->final_ln_g, 1, H, 0)) ||
         (st = maybe(b, c, norm_bias, BERT_TENSOR_FINAL_LN_B, 0, &w->final_ln_b, H, w->zeros)))
         return st;
-    const bool mlm = has(b, c, BERT_TENSOR_MLM_DECODER_B) || has(b, c, BERT_TENSOR_MLM_DECODER_W);
-    const bool classifier = has(b, c, BERT_TENSOR_CLASSIFIER_W);
-    if (!mlm && !classifier)
+    const bool token = c->token_head != BERT_TOKEN_HEAD_NONE;
+    const bool mlm = !token &&
+                     (has(b, c, BERT_TENSOR_MLM_DECODER_B) || has(b, c, BERT_TENSOR_MLM_DECODER_W));
+    const bool classifier = !token && has(b, c, BERT_TENSOR_CLASSIFIER_W);
+    if (!mlm && !classifier && !token)
         return BERT_OK; /* a bare ModernBertModel (any head tensors are ignored) */
     if ((st = need(b, c, BERT_TENSOR_POOLER_W, 0, &w->pooler_w, 2, H, H)) ||
         (st = maybe(b, c, c->modern.classifier_bias, BERT_TENSOR_POOLER_B, 0, &w->pooler_b, H,
@@ -250,6 +268,8 @@ static enum bert_status bind_modernbert(struct binder *b, const struct bert_conf
         (st = maybe(b, c, norm_bias, BERT_TENSOR_POOLER_LN_B, 0, &w->pooler_ln_b, H,
                     w->zeros)))
         return st;
+    if (token)
+        return bind_token_head(b, c, w);
     if (classifier &&
         ((st = need(b, c, BERT_TENSOR_CLASSIFIER_W, 0, &w->classifier_w, 2, c->num_labels, H)) ||
          (st = need(b, c, BERT_TENSOR_CLASSIFIER_B, 0, &w->classifier_b, 1, c->num_labels, 0))))
@@ -294,6 +314,8 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
                               b->file->path, c->num_layers, extra);
     if (c->family == BERT_FAMILY_MODERNBERT)
         return BERT_OK;
+    if (c->token_head != BERT_TOKEN_HEAD_NONE)
+        return bind_token_head(b, c, w);
 
     if (has(b, c, BERT_TENSOR_POOLER_W) &&
         ((st = need(b, c, BERT_TENSOR_POOLER_W, 0, &w->pooler_w, 2, H, H)) ||

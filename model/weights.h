@@ -58,6 +58,9 @@ struct bert_weights {
     const float *final_ln_g, *final_ln_b; /* (H): ModernBERT final_norm; NULL elsewhere */
     const float *disc_dense_w, *disc_dense_b; /* (H, H), (H): ELECTRA discriminator */
     const float *disc_pred_w, *disc_pred_b;   /* (1, H), (1) */
+    /* The per-token head (config token_head): classifier or qa_outputs;
+     * ModernBERT's reads its head (pooler_w ... pooler_ln_b) first. */
+    const float *token_w, *token_b;       /* (width, H), (width) */
     float *zeros;                         /* owned: stands in for absent biases */
 
     float *arena;                         /* converted tensors, owned */

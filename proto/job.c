@@ -413,7 +413,14 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
         goto fail;
     }
     job->n_seqs = r->n_inputs;
-    if (!tokenize_inputs(job, model, limits, defaults, err) ||
+    if (route->tokenize) {
+        /* The route cuts its own sequences (windows): none per input yet. */
+        free(job->seqs);
+        job->seqs = NULL;
+        job->n_seqs = 0;
+    }
+    if (!(route->tokenize ? route->tokenize(job, model, limits, defaults, err)
+                          : tokenize_inputs(job, model, limits, defaults, err)) ||
         (route->setup && !route->setup(job, model, limits, defaults, err)))
         goto fail;
     return true;
@@ -437,6 +444,7 @@ void proto_job_free(struct proto_job *job)
     free(job->target_ids);
     free(job->outputs);
     free(job->model_name);
+    free(job->seq_input);
     proto_request_free(&job->req);
     memset(job, 0, sizeof *job);
 }

@@ -35,6 +35,7 @@ enum proto_route {
     PROTO_ROUTE_RERANK,          /* POST /rerank (text-embeddings-inference) */
     PROTO_ROUTE_V1_RERANK,       /* POST /v1/rerank (Jina / Cohere shape) */
     PROTO_ROUTE_REPLACED_TOKENS, /* POST /replaced-tokens (ELECTRA discriminators) */
+    PROTO_ROUTE_TOKEN_CLASSIFICATION, /* POST /token-classification (NER) */
     PROTO_ROUTE_COUNT
 };
 
@@ -165,6 +166,13 @@ struct proto_request {
     size_t query_len;
     bool return_text;         /* /rerank "return_text", /v1/rerank "return_documents" */
     uint32_t top_n;           /* best results to return; 0: all */
+
+    /* token-classification (proto/extract.h's enum ner_strategy) */
+    int ner_strategy;         /* default NER_STRATEGY_SIMPLE */
+    const char **ignore_labels; /* (n_ignore_labels) or NULL: ["O"] */
+    size_t n_ignore_labels;
+    bool has_stride;          /* windows of the model's length, stride tokens overlapping */
+    uint32_t stride;
 };
 
 /* Parse and validate `body` for `route`. On failure fills err and returns
@@ -191,6 +199,8 @@ struct proto_job {
     float *outputs;            /* one allocation all tasks write into */
     size_t n_outputs;          /* 4-byte values in outputs */
     char *model_name;          /* /v1/embeddings: the "model" to echo */
+    size_t *seq_input;         /* (n_seqs) the input each sequence is a window of; NULL when
+                                  sequences are the inputs */
 };
 
 /* Tokenize `req`'s inputs (taking ownership of `req` even on failure) and set

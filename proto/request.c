@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "extract.h"
 #include "proto.h"
 #include "proto_internal.h"
 #include "route_table.h"
@@ -29,6 +30,9 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_RETURN_TEXT] = "return_text",
     [PROTO_PARAM_RETURN_DOCUMENTS] = "return_documents",
     [PROTO_PARAM_TOP_N] = "top_n",
+    [PROTO_PARAM_AGGREGATION_STRATEGY] = "aggregation_strategy",
+    [PROTO_PARAM_IGNORE_LABELS] = "ignore_labels",
+    [PROTO_PARAM_STRIDE] = "stride",
 };
 
 /* The shapes of a route's inputs (struct proto_inputs in proto_internal.h). */
@@ -292,6 +296,28 @@ static bool get_integer(struct parse *p, enum proto_param i, json_int_t min, jso
     return true;
 }
 
+/* A list of strings (possibly empty) into *out, pointing into the body. */
+static bool parse_string_list(struct parse *p, enum proto_param i, const char ***out, size_t *n)
+{
+    json_t *v = p->params[i];
+    if (!json_is_array(v))
+        return wrong_type(p, param_names[i], "a list of strings", v);
+    *n = json_array_size(v);
+    *out = calloc(*n ? *n : 1, sizeof **out);
+    if (*out == NULL)
+        return out_of_memory(p);
+    for (size_t k = 0; k < *n; k++) {
+        json_t *t = json_array_get(v, k);
+        if (!json_is_string(t)) {
+            char field[48];
+            snprintf(field, sizeof field, "%s[%zu]", param_names[i], k);
+            return wrong_type(p, field, "a string", t);
+        }
+        (*out)[k] = json_string_value(t);
+    }
+    return true;
+}
+
 static bool parse_targets(struct parse *p)
 {
     struct proto_request *req = p->req;
@@ -466,6 +492,24 @@ static bool parse_params(struct parse *p)
             ok = get_integer(p, PROTO_PARAM_TOP_N, 1, 0, &x);
             req->top_n = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
             break;
+        case PROTO_PARAM_AGGREGATION_STRATEGY: {
+            enum ner_strategy st = NER_STRATEGY_SIMPLE;
+            ok = get_string(p, PROTO_PARAM_AGGREGATION_STRATEGY, &s);
+            if (ok && !ner_strategy_parse(s, &st))
+                ok = bad_choice(p, PROTO_PARAM_AGGREGATION_STRATEGY,
+                                "one of \"none\", \"simple\", \"first\", \"average\", \"max\"", s);
+            req->ner_strategy = (int)st;
+            break;
+        }
+        case PROTO_PARAM_IGNORE_LABELS:
+            ok = parse_string_list(p, PROTO_PARAM_IGNORE_LABELS, &req->ignore_labels,
+                                   &req->n_ignore_labels);
+            break;
+        case PROTO_PARAM_STRIDE:
+            ok = get_integer(p, PROTO_PARAM_STRIDE, 0, INT32_MAX, &x);
+            req->has_stride = true;
+            req->stride = (uint32_t)x;
+            break;
         case PROTO_PARAM_COUNT:
             break;
         }
@@ -522,6 +566,7 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
     req->route = route;
     req->top_k = 5;
     req->add_special_tokens = true;
+    req->ner_strategy = NER_STRATEGY_SIMPLE;
     req->truncation_side = BERT_TRUNCATE_RIGHT;
     req->function_to_apply = PROTO_ACTIVATION_DEFAULT;
     if (route >= PROTO_ROUTE_COUNT) {
@@ -560,5 +605,6 @@ void proto_request_free(struct proto_request *req)
     json_decref(req->root);
     free(req->inputs);
     free(req->targets);
+    free(req->ignore_labels);
     memset(req, 0, sizeof *req);
 }

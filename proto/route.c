@@ -76,6 +76,15 @@ const struct proto_route_desc proto_routes[] = {
         .check = proto_check_rerank, .setup = proto_setup_classify,
         .render = proto_render_rerank,
     },
+    [PROTO_ROUTE_TOKEN_CLASSIFICATION] = {
+        .path = "/token-classification", .name = "token-classification",
+        .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .params = PROTO_PARAM(AGGREGATION_STRATEGY) | PROTO_PARAM(IGNORE_LABELS) |
+                  PROTO_PARAM(STRIDE) | PROTO_PARAM(TRUNCATE),
+        .check = proto_check_token_classification, .tokenize = proto_tokenize_windows,
+        .setup = proto_setup_tokens, .render = proto_render_token_classification,
+    },
     [PROTO_ROUTE_V1_RERANK] = {
         .path = "/v1/rerank", .name = "v1-rerank", .methods = PROTO_METHOD_POST,
         .inputs_name = "documents", .inputs = &proto_inputs_document_objects, .flat_body = true,

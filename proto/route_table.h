@@ -32,6 +32,9 @@ enum proto_param {
     PROTO_PARAM_RETURN_TEXT,
     PROTO_PARAM_RETURN_DOCUMENTS,
     PROTO_PARAM_TOP_N,
+    PROTO_PARAM_AGGREGATION_STRATEGY,
+    PROTO_PARAM_IGNORE_LABELS,
+    PROTO_PARAM_STRIDE,
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 32, "a route's parameters are a 32-bit mask");
@@ -60,6 +63,11 @@ typedef bool proto_check_fn(const struct proto_request *r, const struct bert_mod
 typedef bool proto_setup_fn(struct proto_job *job, const struct bert_model *model,
                             const struct proto_limits *limits,
                             const struct proto_defaults *defaults, struct proto_error *err);
+/* Builds job->seqs from the request's inputs when they are not one
+ * sequence each (windows of a long text): false with err set. */
+typedef bool proto_tokenize_fn(struct proto_job *job, const struct bert_model *model,
+                               const struct proto_limits *limits,
+                               const struct proto_defaults *defaults, struct proto_error *err);
 /* Writes the response body of a job whose tasks have run: false when out of
  * memory or a result JSON cannot carry (NaN, infinity). */
 typedef bool proto_render_fn(struct json_writer *w, const struct proto_job *job,
@@ -81,6 +89,7 @@ struct proto_route_desc {
     uint32_t params;            /* PROTO_PARAM() bits accepted */
     /* The job (job.c) and the answer. */
     proto_check_fn *check;      /* NULL: every checkpoint can */
+    proto_tokenize_fn *tokenize; /* NULL: one sequence per input */
     proto_setup_fn *setup;      /* NULL: no forward pass (the answer needs only tokens) */
     proto_render_fn *render;
     enum proto_envelope envelope;
@@ -96,5 +105,9 @@ proto_setup_fn proto_setup_embed, proto_setup_classify, proto_setup_fill_mask,
 proto_render_fn proto_render_embed, proto_render_openai, proto_render_fill_mask,
     proto_render_classify, proto_render_tokenize, proto_render_replaced; /* render.c */
 proto_render_fn proto_render_rerank, proto_render_v1_rerank;     /* rerank.c */
+proto_check_fn proto_check_token_classification;                /* extract_routes.c */
+proto_tokenize_fn proto_tokenize_windows;
+proto_setup_fn proto_setup_tokens;
+proto_render_fn proto_render_token_classification;
 
 #endif

@@ -80,7 +80,7 @@ static char *info_json(const struct server *s)
     const struct bert_model *m = s->model;
     const struct bert_config *c = &m->config;
     json_t *labels = json_array();
-    for (size_t i = 0; i < c->num_labels && m->can_classify; i++)
+    for (size_t i = 0; i < c->num_labels && (m->can_classify || m->can_classify_tokens); i++)
         json_array_append_new(labels, json_string(c->id2label[i]));
     json_t *caps = json_array();
     json_array_append_new(caps, json_string("embed"));
@@ -93,6 +93,8 @@ static char *info_json(const struct server *s)
         json_array_append_new(caps, json_string("rerank"));
     if (m->can_detect_replaced) /* an ELECTRA discriminator */
         json_array_append_new(caps, json_string("replaced-tokens"));
+    if (m->can_classify_tokens) /* a *ForTokenClassification head */
+        json_array_append_new(caps, json_string("token-classification"));
     json_t *root = json_pack(
         "{s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b, "
         "s:s}, s:{s:I, s:I, s:I}, s:o}",

@@ -3,7 +3,7 @@
 
 # Timeouts: under ASan (-O0) the two take about 60 s of CPU each; on a
 # shared 2-core machine at load 15-20 that became 175-300 s of wall time.
-bert_add_test(NAME test_golden SOURCES test_golden.c LIBS berttrain bert_internal
+bert_add_test(NAME test_golden SOURCES test_golden.c golden_init.c LIBS berttrain bert_internal
               ARGS ${BERT_TEST_DATA}/golden ${BERT_TEST_WORK}/golden LABELS golden TIMEOUT 900)
 # DistilBERT, RoBERTa / XLM-R and ELECTRA checkpoints: the same test binary
 # on their own folder of goldens, so each run stays well inside its timeout.

@@ -232,3 +232,33 @@ char *bert_tokenizer_decode(const struct bert_tokenizer *tok, const int32_t *ids
     *o = '\0';
     return out;
 }
+
+/* The routes that post-process per-token heads (proto/extract_routes.c)
+ * link these; the fake has no such head, so they are never reached. */
+char *bert_tokenizer_decode_tokens(const struct bert_tokenizer *tok, const char *const *tokens,
+                                   size_t n)
+{
+    (void)tok;
+    size_t cap = 1;
+    for (size_t i = 0; i < n; i++)
+        cap += strlen(tokens[i]) + 1;
+    char *out = calloc(cap, 1);
+    for (size_t i = 0; out && i < n; i++) {
+        if (i > 0)
+            strcat(out, " ");
+        strcat(out, tokens[i]);
+    }
+    return out;
+}
+
+enum bert_tokenizer_kind bert_tokenizer_kind(const struct bert_tokenizer *tok)
+{
+    (void)tok;
+    return BERT_TOKENIZER_WORDPIECE;
+}
+
+int32_t bert_tokenizer_unk_id(const struct bert_tokenizer *tok)
+{
+    (void)tok;
+    return -1;
+}

@@ -23,7 +23,8 @@
 struct golden {
     json_t *root;
     struct bert_config cfg;
-    int32_t ids[MAX_TOKENS], types[MAX_TOKENS], mlm[MAX_TOKENS], cls[8];
+    int32_t ids[MAX_TOKENS], types[MAX_TOKENS], mlm[MAX_TOKENS], cls[8], tags[MAX_TOKENS];
+    bool token_task;          /* token classification (train-step-token.json) */
     float targets[8 * 8]; /* (n_seqs, labels) multi-label sets or regression scores */
     size_t seq_start[9], n_seqs, n_tokens;
 };
@@ -65,6 +66,10 @@ static bool load_golden(const char *path, struct golden *g)
         return false;
     }
     c->is_decoder = json_is_true(json_object_get(g->root, "is_decoder"));
+    const char *task = json_string_value(json_object_get(g->root, "task"));
+    g->token_task = task != NULL && strcmp(task, "token-classification") == 0;
+    if (g->token_task)
+        c->token_head = BERT_TOKEN_HEAD_CLASSIFICATION;
     json_t *seqs = json_object_get(g->root, "sequences"), *s;
     size_t i;
     json_array_foreach(seqs, i, s) {
@@ -74,6 +79,8 @@ static bool load_golden(const char *path, struct golden *g)
             g->ids[g->n_tokens] = (int32_t)json_integer_value(json_array_get(ids, k));
             g->types[g->n_tokens] =
                 (int32_t)json_integer_value(json_array_get(json_object_get(s, "types"), k));
+            json_t *tag = json_array_get(json_object_get(s, "token_labels"), k);
+            g->tags[g->n_tokens] = tag ? (int32_t)json_integer_value(tag) : -100;
             g->mlm[g->n_tokens++] =
                 (int32_t)json_integer_value(json_array_get(json_object_get(s, "mlm_labels"), k));
         }
@@ -99,7 +106,7 @@ static bool load_golden(const char *path, struct golden *g)
 static bool build(struct train_model *m, const struct golden *g)
 {
     struct bert_error err;
-    if (train_model_init(m, &g->cfg, true, true, &err) != BERT_OK) {
+    if (train_model_init(m, &g->cfg, !g->token_task, true, &err) != BERT_OK) {
         fprintf(stderr, "%s\n", err.message);
         return false;
     }
@@ -111,6 +118,11 @@ static bool build(struct train_model *m, const struct golden *g)
 
 static struct train_batch batch_of(const struct golden *g)
 {
+    if (g->token_task)
+        return (struct train_batch){
+            .b = {g->n_seqs, g->n_tokens, g->ids, g->types, g->seq_start},
+            .token_labels = g->tags,
+        };
     return (struct train_batch){
         .b = {g->n_seqs, g->n_tokens, g->ids, g->types, g->seq_start},
         .mlm_labels = g->mlm,
@@ -264,7 +276,8 @@ static void check_file(const char *path)
         CHECK(false);
         return;
     }
-    printf("%s (%s)\n", path, g.cfg.is_decoder ? "causal" : "masked LM");
+    printf("%s (%s)\n", path, g.token_task ? "token classification"
+                              : g.cfg.is_decoder ? "causal" : "masked LM");
     struct bert_error err;
     for (size_t threads = 1; threads <= 2; threads++) {
         struct train_model m;

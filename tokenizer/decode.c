@@ -171,6 +171,42 @@ static void decode_wordpiece(const struct bert_tokenizer *tok, struct text *out,
     }
 }
 
+/* The decoder on token strings (the tokenizer's own, or spaces between). */
+static void decode_strings(const struct bert_tokenizer *tok, struct text *out,
+                           const char *const *tokens, size_t n)
+{
+    switch (tok->decoder) {
+    case TOK_DECODER_WORDPIECE:
+        decode_wordpiece(tok, out, tokens, n);
+        break;
+    case TOK_DECODER_BYTELEVEL:
+        decode_bytelevel(out, tokens, n);
+        break;
+    case TOK_DECODER_METASPACE:
+        decode_metaspace(out, &tok->decoder_metaspace, tokens, n);
+        break;
+    default:
+        for (size_t t = 0; t < n; t++) {
+            if (t > 0)
+                append(out, " ", 1);
+            append(out, tokens[t], strlen(tokens[t]));
+        }
+    }
+}
+
+char *bert_tokenizer_decode_tokens(const struct bert_tokenizer *tok, const char *const *tokens,
+                                   size_t n)
+{
+    struct text out = {0};
+    append(&out, "", 0);
+    decode_strings(tok, &out, tokens, n);
+    if (out.failed) {
+        free(out.p);
+        return NULL;
+    }
+    return out.p;
+}
+
 char *bert_tokenizer_decode(const struct bert_tokenizer *tok, const int32_t *ids, size_t n,
                             bool skip_special)
 {
@@ -188,23 +224,7 @@ char *bert_tokenizer_decode(const struct bert_tokenizer *tok, const int32_t *ids
         if (token && !(skip_special && bert_tokenizer_is_special(tok, ids[i])))
             tokens[kept++] = token;
     }
-    switch (tok->decoder) {
-    case TOK_DECODER_WORDPIECE:
-        decode_wordpiece(tok, &out, tokens, kept);
-        break;
-    case TOK_DECODER_BYTELEVEL:
-        decode_bytelevel(&out, tokens, kept);
-        break;
-    case TOK_DECODER_METASPACE:
-        decode_metaspace(&out, &tok->decoder_metaspace, tokens, kept);
-        break;
-    default:
-        for (size_t t = 0; t < kept; t++) {
-            if (t > 0)
-                append(&out, " ", 1);
-            append(&out, tokens[t], strlen(tokens[t]));
-        }
-    }
+    decode_strings(tok, &out, tokens, kept);
     free(tokens);
     if (!out.failed && tok->cleanup_spaces &&
         !cleanup(&out, transformers_cleanup, sizeof transformers_cleanup / sizeof *transformers_cleanup))

@@ -258,15 +258,17 @@ static bool reserve_output(struct bert_encoding *out, size_t n)
     GROW(stop);
     GROW(special);
     GROW(sequence);
+    GROW(word);
 #undef GROW
     out->cap = cap;
     return true;
 }
 
 static void put(struct bert_encoding *out, int32_t id, int32_t type_id, uint32_t start,
-                uint32_t stop, uint8_t special, uint8_t sequence)
+                uint32_t stop, uint8_t special, uint8_t sequence, uint32_t word)
 {
     size_t i = out->n++;
+    out->word[i] = word;
     out->ids[i] = id;
     out->type_ids[i] = type_id;
     out->start[i] = start;
@@ -287,7 +289,14 @@ static bool put_sequence(const struct bert_tokenizer *tok, struct bert_encoding 
     const int32_t *ids = seq->ids.data;
     const uint32_t *start = seq->start.data, *stop = seq->stop.data;
     const uint8_t *flags = seq->flags.data;
+    /* Words are counted from the sequence's start, truncated tokens too:
+     * each split the model tokenized begins with TOK_WORD_FIRST, and each
+     * added token is a split of its own. */
+    uint32_t word = UINT32_MAX;
+    for (size_t i = 0; i < first; i++)
+        word += (flags[i] & (TOK_WORD_FIRST | TOK_ADDED)) != 0;
     for (size_t i = first; i < first + count; i++) {
+        word += (flags[i] & (TOK_WORD_FIRST | TOK_ADDED)) != 0;
         uint32_t a = start[i], b = stop[i];
         const char *token = NULL;
         if (tok->trim_offsets && (flags[i] & TOK_ADDED)) {
@@ -312,7 +321,7 @@ static bool put_sequence(const struct bert_tokenizer *tok, struct bert_encoding 
             while (b > 0 && b < text_len && ((const uint8_t *)text)[b] >= 0x80 && (text[b] & 0xC0) == 0x80)
                 b--;
         }
-        put(out, ids[i], type_id, a, b, 0, sequence);
+        put(out, ids[i], type_id, a, b, 0, sequence, word);
     }
     return true;
 }
@@ -421,7 +430,7 @@ enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok, const c
                                   it->sequence, &s.wp_word);
             else if (specials)
                 for (size_t k = 0; k < it->n_ids; k++)
-                    put(out, it->ids[k], it->type_id, 0, 0, 1, 255);
+                    put(out, it->ids[k], it->type_id, 0, 0, 1, 255, UINT32_MAX);
         }
     }
     if (!ok) {

@@ -27,6 +27,7 @@ void bert_encoding_free(struct bert_encoding *enc)
     free(enc->stop);
     free(enc->special);
     free(enc->sequence);
+    free(enc->word);
     memset(enc, 0, sizeof *enc);
 }
 

@@ -62,6 +62,14 @@ enum bert_status train_finetune_check(const struct train_finetune_options *o,
     if (o->n_corpus > 0 && o->mlm_weight == 0.0)
         return bert_error_set(err, BERT_E_INVALID, "--corpus is the text of the --mlm-weight "
                                                    "batches: give --mlm-weight too");
+    if (o->tokens && (o->labels != NULL || o->mlm_weight > 0.0 ||
+                      o->problem != BERT_PROBLEM_SINGLE_LABEL))
+        return bert_error_set(err, BERT_E_INVALID,
+                              "--task token-classification takes its labels from the training "
+                              "file: no --labels, --problem or --mlm-weight");
+    if (o->all_subtokens && !o->tokens)
+        return bert_error_set(err, BERT_E_INVALID,
+                              "--label-all-subtokens needs --task token-classification");
     if (o->problem == BERT_PROBLEM_MULTI_LABEL && o->labels == NULL)
         return bert_error_set(err, BERT_E_INVALID, "--problem multi needs --labels");
     if (o->problem == BERT_PROBLEM_REGRESSION && o->labels != NULL)
@@ -404,16 +412,8 @@ static enum bert_status finetune_step(struct finetune *f, size_t step, struct wi
 {
     const struct train_finetune_options *o = f->o;
     const size_t epoch = step / f->per_epoch, first = (step % f->per_epoch) * o->batch;
-    if (step % f->per_epoch == 0) {
-        struct train_rng rng = train_rng_for(o->seed, epoch, TRAIN_STREAM_SHUFFLE);
-        for (size_t i = 0; i < f->train.n; i++)
-            f->order[i] = i;
-        for (size_t i = f->train.n; i > 1; i--) {
-            size_t j = train_rng_below(&rng, i), t = f->order[i - 1];
-            f->order[i - 1] = f->order[j];
-            f->order[j] = t;
-        }
-    }
+    if (step % f->per_epoch == 0)
+        loop_shuffle(f->order, f->train.n, o->seed, epoch);
     size_t count = f->train.n - first < o->batch ? f->train.n - first : o->batch;
     struct train_batch tb = labeled_batch(f, &f->train, f->order, first, count);
     loop_set_dropout(&tb, o->dropout, o->seed, step);
@@ -497,6 +497,8 @@ enum bert_status train_finetune(const struct train_finetune_options *o,
     enum bert_status st = train_finetune_check(o, err);
     if (st != BERT_OK)
         return st;
+    if (o->tokens)
+        return train_finetune_tokens(o, result, err);
     struct finetune f = {.o = o};
     struct train_finetune_result r = {.best = -INFINITY, .metric = "accuracy"};
     st = finetune_setup(&f, err);

@@ -36,6 +36,18 @@ void batch_buf_free(struct batch_buf *b)
     memset(b, 0, sizeof *b);
 }
 
+void loop_shuffle(size_t *order, size_t n, uint64_t seed, size_t epoch)
+{
+    struct train_rng rng = train_rng_for(seed, epoch, TRAIN_STREAM_SHUFFLE);
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = train_rng_below(&rng, i), t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+}
+
 void loop_set_dropout(struct train_batch *tb, double p, uint64_t seed, size_t step)
 {
     struct train_rng rng = train_rng_for(seed, step, TRAIN_STREAM_DROPOUT);

@@ -26,6 +26,10 @@ void batch_buf_free(struct batch_buf *b);
  * so a resumed run draws the masks an uninterrupted one would. */
 void loop_set_dropout(struct train_batch *tb, double p, uint64_t seed, size_t step);
 
+/* order[0 .. n) = a permutation of 0 .. n - 1, epoch `epoch`'s shuffle
+ * (Fisher-Yates on the seed's shuffle stream). */
+void loop_shuffle(size_t *order, size_t n, uint64_t seed, size_t epoch);
+
 /* The second pass of a step (fine-tuning's masked-LM pass) draws its own
  * masks: the next number of the step's dropout stream. */
 void loop_set_second_dropout(struct train_batch *tb, double p, uint64_t seed, size_t step);

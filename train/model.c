@@ -100,7 +100,8 @@ static void build_layout(struct layout_builder *b, struct train_view *v)
         add(b, &l->ffn_ln_b, TRAIN_LN_BETA, TRAIN_PART_ENCODER, H, 0,
             "%s.%zu.output.LayerNorm.bias", pre, i);
     }
-    if (b->m->classifier) {
+    /* BertForTokenClassification has no pooler: its classifier reads every token. */
+    if (b->m->classifier && c->token_head == BERT_TOKEN_HEAD_NONE) {
         add(b, &v->pooler_w, TRAIN_WEIGHT, TRAIN_PART_CLASSIFIER, H, H, "bert.pooler.dense.weight");
         add(b, &v->pooler_b, TRAIN_BIAS, TRAIN_PART_CLASSIFIER, H, 0, "bert.pooler.dense.bias");
     }
@@ -230,7 +231,9 @@ static const float *source_of(const struct train_model *m, const struct bert_wei
         {v->pooler_b, w->pooler_b},         {v->mlm_dense_w, w->mlm_dense_w},
         {v->mlm_dense_b, w->mlm_dense_b},   {v->mlm_ln_g, w->mlm_ln_g},
         {v->mlm_ln_b, w->mlm_ln_b},         {v->mlm_bias, w->mlm_decoder_b},
-        {v->classifier_w, w->classifier_w}, {v->classifier_b, w->classifier_b},
+        /* A token-classification checkpoint keeps its classifier as the token head. */
+        {v->classifier_w, m->config.token_head ? w->token_w : w->classifier_w},
+        {v->classifier_b, m->config.token_head ? w->token_b : w->classifier_b},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         if (pairs[i][0] == slot)
@@ -297,7 +300,8 @@ enum bert_status train_model_save(const struct train_model *m, const char *dir,
         return st;
     struct bert_config c = m->config;
     snprintf(c.architecture, sizeof c.architecture, "%s",
-             m->classifier ? "BertForSequenceClassification"
+             m->classifier && c.token_head ? "BertForTokenClassification"
+             : m->classifier ? "BertForSequenceClassification"
              : m->mlm      ? "BertForMaskedLM"
                            : "BertModel");
     char path[PATH_MAX];

@@ -328,7 +328,10 @@ static enum bert_status check(const struct train_model *m, const struct train_wo
           tb->cls_logits != NULL) &&
          !m->classifier) ||
         (tb->cls_labels != NULL && (targets_head || c->problem_type == BERT_PROBLEM_REGRESSION)) ||
-        (tb->cls_targets != NULL && (!targets_head || tb->cls_labels != NULL)))
+        (tb->cls_targets != NULL && (!targets_head || tb->cls_labels != NULL)) ||
+        ((tb->token_labels != NULL) !=
+         (m->classifier && c->token_head == BERT_TOKEN_HEAD_CLASSIFICATION)) ||
+        (tb->token_labels != NULL && (tb->cls_labels != NULL || tb->cls_targets != NULL)))
         return bert_error_set(err, BERT_E_INVALID, "the model has no head for this loss");
     if (b->n_seqs == 0 || b->n_tokens > w->max_tokens || b->seq_start[0] != 0 ||
         b->seq_start[b->n_seqs] != b->n_tokens)
@@ -348,9 +351,11 @@ static enum bert_status check(const struct train_model *m, const struct train_wo
     }
     for (size_t t = 0; t < b->n_tokens; t++) {
         const int32_t label = tb->mlm_labels ? tb->mlm_labels[t] : -100;
+        const int32_t tag = tb->token_labels ? tb->token_labels[t] : -100;
         if (b->ids[t] < 0 || (size_t)b->ids[t] >= c->vocab_size || b->type_ids[t] < 0 ||
             (size_t)b->type_ids[t] >= c->type_vocab_size ||
-            (label != -100 && (label < 0 || (size_t)label >= c->vocab_size)))
+            (label != -100 && (label < 0 || (size_t)label >= c->vocab_size)) ||
+            (tag != -100 && (tag < 0 || (size_t)tag >= c->num_labels)))
             return bert_error_set(err, BERT_E_INVALID,
                                   "token %zu: id %d, type %d or label %d out of range", t,
                                   b->ids[t], b->type_ids[t], label);
@@ -383,13 +388,17 @@ enum bert_status train_step(struct train_model *m, struct train_work *w,
         memset(w->dx, 0, b->n_tokens * H * sizeof(float));
     if (tb->mlm_labels != NULL)
         step_mlm_head(m, w, tb, encoder_grads, st);
-    if (tb->cls_labels != NULL || tb->cls_targets != NULL || tb->cls_pred != NULL ||
-        tb->cls_logits != NULL)
+    if (tb->token_labels != NULL)
+        step_token_head(m, w, tb, &drop, backward, encoder_grads, st);
+    else if (tb->cls_labels != NULL || tb->cls_targets != NULL || tb->cls_pred != NULL ||
+             tb->cls_logits != NULL)
         step_cls_head(m, w, tb, &drop, backward, encoder_grads, st);
     if (st->mlm_count > 0)
         st->loss += st->mlm_loss_sum / (double)st->mlm_count;
     if (st->cls_count > 0)
         st->loss += st->cls_loss_sum / (double)st->cls_count;
+    if (st->token_count > 0)
+        st->loss += st->token_loss_sum / (double)st->token_count;
     if (!encoder_grads)
         return BERT_OK;
     for (size_t l = c->num_layers; l-- > 0;)

@@ -251,3 +251,53 @@ void step_cls_head(struct train_model *m, struct train_work *w, const struct tra
         }
 }
 
+
+/* BertForTokenClassification: the classifier on every labelled token's
+ * final hidden state (after dropout), mean cross-entropy over those tokens.
+ * Uses the sequence classifier's buffers (a model has one or the other):
+ * cg the gathered rows, pooled the dropped-out rows, cls_logits the logits,
+ * dpool their gradient. */
+void step_token_head(struct train_model *m, struct train_work *w, const struct train_batch *tb,
+                     const struct dropout *drop, bool backward, bool into_encoder,
+                     struct train_stats *st)
+{
+    const struct bert_config *c = &m->config;
+    const struct train_view *p = &m->p;
+    struct train_view *g = &m->g;
+    const size_t H = c->hidden_size, C = c->num_labels;
+    const float *hidden = w->x[c->num_layers];
+    size_t n = 0;
+    for (size_t t = 0; t < tb->b.n_tokens; t++)
+        if (tb->token_labels[t] != -100) {
+            w->rows[n] = t;
+            memcpy(w->cg + n++ * H, hidden + t * H, H * sizeof(float));
+        }
+    st->token_count = n;
+    if (n == 0)
+        return;
+    step_dropout_apply(drop, DROP_TOKENS(c->num_layers), w->cg, w->pooled, n * H);
+    const float *in = drop->cut ? w->pooled : w->cg;
+    step_linear_forward(w, in, n, H, p->classifier_w, p->classifier_b, C, w->cls_logits, C);
+    const float scale = backward ? 1.0f / (float)n : 0.0f;
+    for (size_t r = 0; r < n; r++) {
+        float *row = w->cls_logits + r * C;
+        const size_t t = w->rows[r];
+        if (tb->token_pred != NULL)
+            tb->token_pred[t] = (int32_t)first_argmax(row, C);
+        bool ok;
+        st->token_loss_sum += cross_entropy(row, C, tb->token_labels[t], scale, &ok);
+        st->token_correct += ok;
+    }
+    if (!backward)
+        return;
+    step_linear_backward(w, w->cls_logits, C, in, n, H, p->classifier_w, C, g->classifier_w,
+                         g->classifier_b, into_encoder ? w->dpool : NULL, 0.0f);
+    if (!into_encoder)
+        return;
+    step_dropout_apply(drop, DROP_TOKENS(c->num_layers), w->dpool, w->dpool, n * H);
+    for (size_t r = 0; r < n; r++) {
+        float *d = w->dx + w->rows[r] * H;
+        for (size_t k = 0; k < H; k++)
+            d[k] += w->dpool[r * H + k];
+    }
+}

@@ -17,4 +17,11 @@ void step_cls_head(struct train_model *m, struct train_work *w, const struct tra
                    const struct dropout *drop, bool backward, bool into_encoder,
                    struct train_stats *st);
 
+/* The token classifier (dropout, then Linear(H, labels)) at the labelled
+ * tokens; with backward (and an encoder that trains) its gradient lands in
+ * dx. */
+void step_token_head(struct train_model *m, struct train_work *w, const struct train_batch *tb,
+                     const struct dropout *drop, bool backward, bool into_encoder,
+                     struct train_stats *st);
+
 #endif

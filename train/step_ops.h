@@ -64,6 +64,7 @@ struct dropout {
 #define DROP_ATTN(l) (1u + 2u * (l))
 #define DROP_FFN(l) (2u + 2u * (l))
 #define DROP_POOLED(L) (1u + 2u * (L))
+#define DROP_TOKENS(L) (2u + 2u * (L)) /* the token classifier's input */
 
 /* ---- team-parallel pieces (step_ops.c) ---- */
 

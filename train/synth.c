@@ -132,7 +132,7 @@ static bool build_modernbert(struct synth_list *l, const struct bert_synth_optio
 {
     const size_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
     const struct bert_modernbert *m = &c->modern;
-    const bool head = o->mlm || o->classifier;
+    const bool head = o->mlm || o->classifier || o->token_classification || o->question_answering;
     const struct {
         enum bert_tensor t;
         enum param_kind kind;
@@ -153,6 +153,10 @@ static bool build_modernbert(struct synth_list *l, const struct bert_synth_optio
         {BERT_TENSOR_MLM_DECODER_B, PARAM_BIAS, V, 0, o->mlm},
         {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, o->classifier},
         {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, o->classifier},
+        {BERT_TENSOR_TOKEN_CLS_W, PARAM_WEIGHT, c->num_labels, H, o->token_classification},
+        {BERT_TENSOR_TOKEN_CLS_B, PARAM_BIAS, c->num_labels, 0, o->token_classification},
+        {BERT_TENSOR_QA_W, PARAM_WEIGHT, 2, H, o->question_answering},
+        {BERT_TENSOR_QA_B, PARAM_BIAS, 2, 0, o->question_answering},
     };
     for (size_t k = 0; k < sizeof top / sizeof top[0]; k++)
         if (top[k].want &&
@@ -242,6 +246,11 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         {BERT_TENSOR_DISC_DENSE_B, PARAM_BIAS, H, 0, false, o->discriminator},
         {BERT_TENSOR_DISC_PRED_W, PARAM_WEIGHT, 1, H, false, o->discriminator},
         {BERT_TENSOR_DISC_PRED_B, PARAM_BIAS, 1, 0, false, o->discriminator},
+        {BERT_TENSOR_TOKEN_CLS_W, PARAM_WEIGHT, c->num_labels, H, false,
+         o->token_classification},
+        {BERT_TENSOR_TOKEN_CLS_B, PARAM_BIAS, c->num_labels, 0, false, o->token_classification},
+        {BERT_TENSOR_QA_W, PARAM_WEIGHT, 2, H, false, o->question_answering},
+        {BERT_TENSOR_QA_B, PARAM_BIAS, 2, 0, false, o->question_answering},
     };
     /* The order Hugging Face writes: embeddings, the layers, then the heads
      * (plan order), so the same options give the same bytes. */
@@ -379,7 +388,8 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     if (c.hidden_size == 0 || c.num_heads == 0 || c.hidden_size % c.num_heads != 0 ||
         c.num_layers == 0 || c.intermediate_size == 0 ||
         c.max_position_embeddings <= (size_t)c.pad_token_id + 1 ||
-        (o->classifier && c.num_labels == 0) ||
+        ((o->classifier || o->token_classification) && c.num_labels == 0) ||
+        (o->token_classification + o->question_answering + o->classifier > 1) ||
         (o->discriminator && c.family != BERT_FAMILY_ELECTRA) ||
         (c.family == BERT_FAMILY_MODERNBERT &&
          ((c.hidden_size / c.num_heads) % 2 != 0 || c.modern.global_attn_every == 0 ||
@@ -391,10 +401,15 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
                               c.hidden_size, c.num_heads, c.num_layers, c.intermediate_size,
                               c.max_position_embeddings, c.type_vocab_size, c.num_labels);
     c.tie_word_embeddings = !o->untied_decoder;
+    c.token_head = o->token_classification ? BERT_TOKEN_HEAD_CLASSIFICATION
+                   : o->question_answering ? BERT_TOKEN_HEAD_QUESTION_ANSWERING
+                                           : BERT_TOKEN_HEAD_NONE;
     if (c.architecture[0] == '\0')
         snprintf(c.architecture, sizeof c.architecture, "%s%s",
                  bert_family_class_prefix(c.model_type),
-                 o->classifier      ? "ForSequenceClassification"
+                 o->token_classification ? "ForTokenClassification"
+                 : o->question_answering ? "ForQuestionAnswering"
+                 : o->classifier      ? "ForSequenceClassification"
                  : o->mlm           ? "ForMaskedLM"
                  : o->discriminator ? "ForPreTraining"
                                     : "Model");

@@ -87,6 +87,13 @@ struct bert_config {
     enum bert_problem_type problem_type;
     bool tie_word_embeddings;    /* MLM decoder shares the word embeddings */
     char architecture[64];       /* architectures[0], "" when absent */
+    /* The per-token head architectures[0] names: *ForTokenClassification
+     * (num_labels columns) or *ForQuestionAnswering (start and end logits). */
+    enum bert_token_head {
+        BERT_TOKEN_HEAD_NONE,
+        BERT_TOKEN_HEAD_CLASSIFICATION,
+        BERT_TOKEN_HEAD_QUESTION_ANSWERING,
+    } token_head;
     bool is_decoder;             /* causal self-attention (BertConfig's flag); trainer-only */
 
     /* sentence-transformers: defaults for /embed. `pooling_from_model` is
@@ -154,6 +161,8 @@ struct bert_model {
     bool can_fill_mask;       /* MLM head present and the tokenizer has a mask token */
     bool can_classify;        /* classifier head present */
     bool can_detect_replaced; /* ELECTRA discriminator head present */
+    bool can_classify_tokens; /* *ForTokenClassification head present */
+    bool can_answer_questions; /* *ForQuestionAnswering head present */
     bool bf16;                /* dense layers run in bf16 (bert_model_use_bf16) */
     struct bert_engine *engine;
 };
@@ -229,6 +238,7 @@ enum bert_task {
     BERT_TASK_FILL_MASK,
     BERT_TASK_CLASSIFY,
     BERT_TASK_REPLACED,
+    BERT_TASK_TOKENS,  /* the per-token head: token classification or QA */
 };
 
 /* What to compute for one sequence of a batch, and where to put it. */
@@ -261,7 +271,20 @@ struct bert_seq_task {
      * probability that it was replaced (sigmoid of the discriminator's
      * logit), as ElectraForPreTraining computes it. */
     float *replaced;         /* (tokens of the sequence) out */
+
+    /* BERT_TASK_TOKENS: the per-token head's logits, row by row
+     * (bert_token_head_width columns: the labels, or start and end). */
+    float *token_logits;     /* (tokens of the sequence x width) out */
 };
+
+/* Columns of BERT_TASK_TOKENS' logits: num_labels for token classification,
+ * 2 for question answering, 0 without a per-token head. */
+static inline size_t bert_token_head_width(const struct bert_model *model)
+{
+    return model->can_answer_questions  ? 2
+           : model->can_classify_tokens ? model->config.num_labels
+                                        : 0;
+}
 
 /* Encode `batch` and run each sequence's task. Fails with BERT_E_INVALID when
  * a task needs a head the checkpoint lacks or its mask positions are out of

@@ -62,6 +62,9 @@ struct bert_encoding {
     uint32_t *stop;     /* (n) byte offset one past its last byte */
     uint8_t *special;   /* (n) 1 for tokens the template added ([CLS], [SEP]) */
     uint8_t *sequence;  /* (n) 0: from `text`, 1: from `pair`, 255: template special */
+    uint32_t *word;     /* (n) the token's word within its sequence, counted from 0 as
+                           `tokenizers` numbers them (each pre-tokenizer split, each added
+                           token); UINT32_MAX for template specials */
     size_t n;
     size_t cap;
     size_t n_untruncated; /* token count before truncation (specials included) */
@@ -171,5 +174,14 @@ size_t bert_tokenizer_json_max_length(const struct bert_tokenizer *tok);
  * (caller frees), or NULL on allocation failure. */
 char *bert_tokenizer_decode(const struct bert_tokenizer *tok, const int32_t *ids, size_t n,
                             bool skip_special);
+
+/* The tokenizer's decoder on token strings, without the cleanup
+ * bert_tokenizer_decode may add: transformers' convert_tokens_to_string
+ * (the token-classification pipeline decodes its words with it, and
+ * decodes decoded words again when it groups them). Strings need not be
+ * vocabulary tokens. Returns a malloc'd NUL-terminated string (caller
+ * frees), or NULL on allocation failure. */
+char *bert_tokenizer_decode_tokens(const struct bert_tokenizer *tok, const char *const *tokens,
+                                   size_t n);
 
 #endif

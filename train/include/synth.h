@@ -33,6 +33,8 @@ struct bert_synth_options {
     bool pooler;
     bool classifier;           /* implies pooler */
     bool discriminator;        /* ELECTRA: discriminator_predictions (ElectraForPreTraining) */
+    bool token_classification; /* *ForTokenClassification: classifier on every token (labels) */
+    bool question_answering;   /* *ForQuestionAnswering: qa_outputs (start, end) */
     enum bert_dtype dtype;     /* F32, F16 or BF16 */
     const char *tokenizer_dir; /* tokenizer files are copied from here */
     bool sentence_transformers; /* write modules.json, 1_Pooling, sentence_bert_config.json */

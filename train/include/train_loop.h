@@ -79,6 +79,8 @@ struct train_finetune_options {
     const char *out;           /* --out: the best checkpoint */
     const char *labels;        /* --labels a,b,...: names in id order, or NULL (LABEL_i) */
     enum bert_problem_type problem; /* --problem: single, multi or regression */
+    bool tokens;               /* --task token-classification: CoNLL files, a label per word */
+    bool all_subtokens;        /* --label-all-subtokens: every piece of a word gets its label */
     bool freeze_encoder;       /* --freeze-encoder: train only pooler and classifier */
     size_t epochs;             /* --epochs: passes over the training set at most */
     size_t max_steps;          /* --max-steps: 0 for no limit */
@@ -114,12 +116,19 @@ struct train_finetune_result {
     size_t evaluations;
     bool early_stop;           /* stopped after `patience` evaluations without improvement */
     double best;               /* best dev score, the checkpoint in OUT */
-    const char *metric;        /* its name: "accuracy", "micro-f1" or "pearson" */
+    const char *metric;        /* its name: "accuracy", "micro-f1", "pearson" or "entity-f1" */
 };
 
 /* Check, then fine-tune, saving the checkpoint of each best dev score in
  * OUT; fills *result (may be NULL) on success. */
 enum bert_status train_finetune(const struct train_finetune_options *o,
                                 struct train_finetune_result *result, struct bert_error *err);
+
+/* The token-classification run train_finetune hands --task
+ * token-classification to (train/finetune_tokens.c): --train and --dev are
+ * CoNLL files, the labels those of the training file. */
+enum bert_status train_finetune_tokens(const struct train_finetune_options *o,
+                                       struct train_finetune_result *result,
+                                       struct bert_error *err);
 
 #endif

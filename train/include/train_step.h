@@ -30,6 +30,12 @@ struct train_batch {
                                   values; NULL: no such loss */
     int32_t *cls_pred;         /* (n_seqs) out, argmax of the classifier; may be NULL */
     float *cls_logits;         /* (n_seqs, num_labels) out; may be NULL */
+    /* Token classification (a model whose config has a token head): a
+     * label per token, -100 where none (specials, the pieces after a word's
+     * first); the loss is the mean cross-entropy over the labelled tokens
+     * (BertForTokenClassification's). */
+    const int32_t *token_labels; /* (T) or NULL */
+    int32_t *token_pred;       /* (T) out: argmax at the labelled tokens; may be NULL */
     /* Dropout probability of the embeddings' output, each layer's attention
      * and feed-forward outputs (before their residual) and the pooled
      * [CLS], as BERT's hidden_dropout_prob and classifier dropout; 0 for
@@ -44,6 +50,8 @@ struct train_stats {
     size_t mlm_count, mlm_correct;
     double cls_loss_sum;
     size_t cls_count, cls_correct; /* multi-label: texts with the whole set right */
+    double token_loss_sum;
+    size_t token_count, token_correct;
 };
 
 struct train_work;
