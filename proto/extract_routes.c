@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "extract.h"
+#include "extract_cut.h"
 #include "json_writer.h"
 #include "proto.h"
 #include "proto_internal.h"
@@ -33,136 +34,63 @@ bool proto_check_token_classification(const struct proto_request *r,
     return true;
 }
 
-/* Copy tokens [from, to) of `e` into `out`. False when out of memory. */
-static bool copy_tokens(const struct bert_encoding *e, size_t from, size_t to,
-                        struct bert_encoding *out, size_t *at)
-{
-    for (size_t i = from; i < to; i++) {
-        size_t k = (*at)++;
-        out->ids[k] = e->ids[i];
-        out->type_ids[k] = e->type_ids[i];
-        out->start[k] = e->start[i];
-        out->stop[k] = e->stop[i];
-        out->special[k] = e->special[i];
-        out->sequence[k] = e->sequence[i];
-        out->word[k] = e->word[i];
-    }
-    return true;
-}
-
-static bool alloc_encoding(struct bert_encoding *e, size_t n)
-{
-    memset(e, 0, sizeof *e);
-    e->ids = malloc(n * sizeof *e->ids);
-    e->type_ids = malloc(n * sizeof *e->type_ids);
-    e->start = malloc(n * sizeof *e->start);
-    e->stop = malloc(n * sizeof *e->stop);
-    e->special = malloc(n);
-    e->sequence = malloc(n);
-    e->word = malloc(n * sizeof *e->word);
-    e->n = e->cap = n;
-    return e->ids && e->type_ids && e->start && e->stop && e->special && e->sequence && e->word;
-}
-
 bool proto_tokenize_windows(struct proto_job *job, const struct bert_model *model,
                             const struct proto_limits *limits,
                             const struct proto_defaults *defaults, struct proto_error *err)
 {
     const struct proto_request *r = &job->req;
-    size_t max_len = model->max_input_tokens;
-    if (limits->max_input_tokens && limits->max_input_tokens < max_len)
-        max_len = limits->max_input_tokens;
+    const size_t max_len = extract_max_tokens(model, limits);
     const bool truncate = r->has_truncate ? r->truncate : defaults->truncate;
     /* Specials on, no limit: the whole text (the windows are cut below). */
     struct bert_encode_options o = {.add_special_tokens = true};
-    struct bert_encoding *whole = calloc(r->n_inputs, sizeof *whole);
-    struct extract_span **spans = calloc(r->n_inputs, sizeof *spans);
-    size_t *counts = calloc(r->n_inputs, sizeof *counts), total = 0;
-    bool ok = whole && spans && counts;
+    struct extract_cut *cuts = calloc(r->n_inputs, sizeof *cuts);
+    bool ok = cuts != NULL;
     if (!ok)
         proto_error_set(err, PROTO_ERR_INTERNAL, "out of memory");
     for (size_t i = 0; ok && i < r->n_inputs; i++) {
         struct bert_error berr = {0};
         const struct proto_input *in = &r->inputs[i];
+        struct extract_cut *c = &cuts[i];
         if (bert_tokenizer_encode(model->tokenizer, in->text, in->text_len, NULL, 0, &o,
-                                  &whole[i], &berr) != BERT_OK) {
+                                  &c->whole, &berr) != BERT_OK) {
             proto_error_set(err, PROTO_ERR_MALFORMED, "inputs[%zu]: %s", i, berr.message);
             ok = false;
             break;
         }
-        const struct bert_encoding *e = &whole[i];
-        size_t specials = 0;
-        for (size_t k = 0; k < e->n; k++)
-            specials += e->special[k] != 0;
-        const size_t n_text = e->n - specials;
-        if (e->n > max_len && !r->has_stride && !truncate) {
+        if (c->whole.n > max_len && !r->has_stride && !truncate) {
             proto_error_set(err, PROTO_ERR_TOO_LARGE,
                             "inputs[%zu] is %zu tokens long, more than the limit of %zu; send "
                             "\"stride\" to read it in windows or \"truncate\": true to cut it",
-                            i, e->n, max_len);
+                            i, c->whole.n, max_len);
             ok = false;
             break;
         }
-        size_t budget = e->n <= max_len ? n_text : max_len - specials;
-        counts[i] = extract_window_count(n_text, budget, r->has_stride, r->stride);
-        if (counts[i] == 0) {
+        switch (extract_cut_plan(c, 0, max_len, r->has_stride, r->stride)) {
+        case EXTRACT_CUT_OK:
+            break;
+        case EXTRACT_CUT_STRIDE:
             proto_error_set(err, PROTO_ERR_INVALID,
                             "\"stride\" %u must be less than the %zu text tokens a window holds",
-                            r->stride, budget);
+                            r->stride, c->budget);
             ok = false;
             break;
-        }
-        spans[i] = calloc(counts[i], sizeof **spans);
-        if (spans[i] == NULL) {
+        case EXTRACT_CUT_NO_ROOM:
+            proto_error_set(err, PROTO_ERR_INVALID,
+                            "inputs[%zu]: a window of %zu tokens has no room for text", i,
+                            max_len);
+            ok = false;
+            break;
+        case EXTRACT_CUT_NO_MEMORY:
             proto_error_set(err, PROTO_ERR_INTERNAL, "out of memory");
             ok = false;
             break;
         }
-        extract_windows(n_text, budget, r->has_stride, r->stride, spans[i]);
-        total += counts[i];
     }
-    if (ok) {
-        job->seqs = calloc(total ? total : 1, sizeof *job->seqs);
-        job->seq_input = calloc(total ? total : 1, sizeof *job->seq_input);
-        ok = job->seqs && job->seq_input;
-        if (!ok)
-            proto_error_set(err, PROTO_ERR_INTERNAL, "out of memory");
-    }
-    for (size_t i = 0; ok && i < r->n_inputs; i++) {
-        const struct bert_encoding *e = &whole[i];
-        /* The text's tokens sit between the template's leading and
-         * trailing specials. */
-        size_t lead = 0;
-        while (lead < e->n && e->special[lead])
-            lead++;
-        size_t n_text = 0;
-        for (size_t k = 0; k < e->n; k++)
-            n_text += !e->special[k];
-        for (size_t w = 0; ok && w < counts[i]; w++) {
-            struct proto_seq *seq = &job->seqs[job->n_seqs];
-            const size_t len = e->n - n_text + (spans[i][w].end - spans[i][w].begin);
-            if (!alloc_encoding(&seq->enc, len)) {
-                proto_error_set(err, PROTO_ERR_INTERNAL, "out of memory");
-                ok = false;
-                break;
-            }
-            size_t at = 0;
-            copy_tokens(e, 0, lead, &seq->enc, &at);
-            copy_tokens(e, lead + spans[i][w].begin, lead + spans[i][w].end, &seq->enc, &at);
-            copy_tokens(e, lead + n_text, e->n, &seq->enc, &at);
-            seq->enc.truncated = !r->has_stride && spans[i][w].end < n_text;
-            job->seq_input[job->n_seqs++] = i;
-            job->n_tokens += len;
-            job->n_truncated += seq->enc.truncated;
-        }
-    }
-    for (size_t i = 0; whole && i < r->n_inputs; i++)
-        bert_encoding_free(&whole[i]);
-    for (size_t i = 0; spans && i < r->n_inputs; i++)
-        free(spans[i]);
-    free(whole);
-    free(spans);
-    free(counts);
+    if (ok)
+        ok = extract_cut_to_job(job, cuts, r->n_inputs, false, err);
+    for (size_t i = 0; cuts && i < r->n_inputs; i++)
+        extract_cut_free(&cuts[i]);
+    free(cuts);
     return ok;
 }
 
@@ -200,13 +128,10 @@ static bool input_windows(const struct proto_job *job, const struct bert_model *
                           const struct extract_text *t, struct ner_window *w, size_t *n_w,
                           void **owned)
 {
-    const size_t width = bert_token_head_width(model);
-    size_t n = 0, tokens = 0;
+    size_t tokens = 0;
     for (size_t s = 0; s < job->n_seqs; s++)
-        if (job->seq_input[s] == i) {
-            n++;
+        if (job->seq_input[s] == i)
             tokens += job->seqs[s].enc.n;
-        }
     char *mem = malloc(tokens * (2 * sizeof(uint32_t) + sizeof(char *)) + 1);
     if (mem == NULL)
         return false;
@@ -221,14 +146,11 @@ static bool input_windows(const struct proto_job *job, const struct bert_model *
         const struct bert_encoding *e = &job->seqs[s].enc;
         w[*n_w] = (struct ner_window){e->n, e->ids, tk + k, e->special, st + k, en + k,
                                       job->seqs[s].task.token_logits};
-        for (size_t j = 0; j < e->n; j++, k++) {
+        extract_char_offsets(e, 0, t, st + k, en + k);
+        for (size_t j = 0; j < e->n; j++, k++)
             tk[k] = bert_tokenizer_id_to_token(model->tokenizer, e->ids[j]);
-            st[k] = e->special[j] ? 0 : extract_text_char(t, e->start[j]);
-            en[k] = e->special[j] ? 0 : extract_text_char(t, e->stop[j]);
-        }
         (*n_w)++;
     }
-    (void)width;
     return true;
 }
 

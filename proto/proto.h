@@ -36,6 +36,8 @@ enum proto_route {
     PROTO_ROUTE_V1_RERANK,       /* POST /v1/rerank (Jina / Cohere shape) */
     PROTO_ROUTE_REPLACED_TOKENS, /* POST /replaced-tokens (ELECTRA discriminators) */
     PROTO_ROUTE_TOKEN_CLASSIFICATION, /* POST /token-classification (NER) */
+    PROTO_ROUTE_QUESTION_ANSWERING,   /* POST /question-answering (extractive) */
+    PROTO_ROUTE_ZERO_SHOT,            /* POST /zero-shot-classification (NLI) */
     PROTO_ROUTE_COUNT
 };
 
@@ -173,6 +175,24 @@ struct proto_request {
     size_t n_ignore_labels;
     bool has_stride;          /* windows of the model's length, stride tokens overlapping */
     uint32_t stride;
+
+    /* question-answering: every input is the pair (question, context) */
+    uint32_t qa_top_k;        /* answers per input, default 1 */
+    bool has_doc_stride;      /* default: min(max_seq_len / 2, 128) */
+    uint32_t doc_stride;      /* context tokens two chunks share */
+    uint32_t max_answer_len;  /* tokens, default 15 */
+    uint32_t max_seq_len;     /* tokens of a chunk; 0: min(the model's limit, 384) */
+    uint32_t max_question_len; /* tokens, default 64 (413 beyond) */
+    bool handle_impossible_answer;
+    bool align_to_words;      /* default true */
+
+    /* zero-shot-classification: every input is paired with each label's
+     * hypothesis */
+    const char **candidate_labels; /* (n_candidate_labels) NUL-terminated */
+    size_t n_candidate_labels;
+    char *labels_text;        /* owns the labels split from a comma-separated string */
+    const char *hypothesis_template; /* one "{}", default "This example is {}." */
+    bool multi_label;
 };
 
 /* Parse and validate `body` for `route`. On failure fills err and returns
@@ -212,6 +232,10 @@ struct proto_job {
 bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
                        const struct proto_limits *limits, const struct proto_defaults *defaults,
                        struct proto_request *req, struct proto_error *err);
+
+/* True when the checkpoint is an NLI classifier /zero-shot-classification
+ * can use: a label starting with "entail" (the pipeline's rule). */
+bool proto_can_zero_shot(const struct bert_model *model);
 
 /* True when the route needs the encoder (all but /tokenize). */
 bool proto_job_needs_compute(const struct proto_job *job);

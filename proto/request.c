@@ -1,6 +1,7 @@
 /* Request bodies -> struct proto_request, with one exact message per way a
  * body can be wrong. The messages are part of the API (openapi.yaml lists
  * them); change them only together with that table and the tests. */
+#include <ctype.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,16 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_AGGREGATION_STRATEGY] = "aggregation_strategy",
     [PROTO_PARAM_IGNORE_LABELS] = "ignore_labels",
     [PROTO_PARAM_STRIDE] = "stride",
+    [PROTO_PARAM_TOP_K_ANSWERS] = "top_k",
+    [PROTO_PARAM_DOC_STRIDE] = "doc_stride",
+    [PROTO_PARAM_MAX_ANSWER_LEN] = "max_answer_len",
+    [PROTO_PARAM_MAX_SEQ_LEN] = "max_seq_len",
+    [PROTO_PARAM_MAX_QUESTION_LEN] = "max_question_len",
+    [PROTO_PARAM_HANDLE_IMPOSSIBLE_ANSWER] = "handle_impossible_answer",
+    [PROTO_PARAM_ALIGN_TO_WORDS] = "align_to_words",
+    [PROTO_PARAM_CANDIDATE_LABELS] = "candidate_labels",
+    [PROTO_PARAM_HYPOTHESIS_TEMPLATE] = "hypothesis_template",
+    [PROTO_PARAM_MULTI_LABEL] = "multi_label",
 };
 
 /* The shapes of a route's inputs (struct proto_inputs in proto_internal.h). */
@@ -42,6 +53,7 @@ struct proto_inputs {
     bool pairs;             /* an item may be a pair [text, text_pair] */
     bool objects;           /* an item may be an object {"text": ...} (Jina, Cohere) */
     bool with_query;        /* every item becomes the pair (query, item) */
+    bool questions;         /* an item is {"question", "context"}: the pair (question, context) */
 };
 
 const struct proto_inputs proto_inputs_texts = {.expected = "a string or a list of strings"};
@@ -52,6 +64,9 @@ const struct proto_inputs proto_inputs_documents = {
     .expected = "a list of strings", .list_only = true, .with_query = true};
 const struct proto_inputs proto_inputs_document_objects = {
     .expected = "a list of strings", .list_only = true, .objects = true, .with_query = true};
+const struct proto_inputs proto_inputs_questions = {
+    .expected = "an object {\"question\": string, \"context\": string} or a list of them",
+    .questions = true};
 
 struct parse {
     const struct proto_route_desc *route;
@@ -95,7 +110,7 @@ static bool out_of_memory(struct parse *p)
 static int param_lookup(const struct parse *p, const char *key)
 {
     for (int i = 0; i < PROTO_PARAM_COUNT; i++)
-        if ((p->route->params & (1u << i)) && strcmp(key, param_names[i]) == 0)
+        if ((p->route->params & (UINT64_C(1) << i)) && strcmp(key, param_names[i]) == 0)
             return i;
     return -1;
 }
@@ -108,7 +123,7 @@ static bool unknown_field(struct parse *p, const char *key, bool nested)
     char accepted[320] = "";
     size_t n = 0;
     for (size_t k = 0; k < n_fixed + PROTO_PARAM_COUNT; k++) {
-        if (k >= n_fixed && !(p->route->params & (1u << (k - n_fixed))))
+        if (k >= n_fixed && !(p->route->params & (UINT64_C(1) << (k - n_fixed))))
             continue;
         const char *name = k < n_fixed ? fixed[k] : param_names[k - n_fixed];
         int w = snprintf(accepted + n, sizeof accepted - n, "%s\"%s\"", n ? ", " : "", name);
@@ -168,9 +183,54 @@ static bool collect_fields(struct parse *p, json_t *root)
     return true;
 }
 
+/* One {"question": string, "context": string}: the pair (question,
+ * context), both non-empty as the pipeline requires. */
+static bool parse_question(struct parse *p, const char *field, json_t *v, struct proto_input *in)
+{
+    if (!json_is_object(v))
+        return wrong_type(p, field, p->route->inputs->expected, v);
+    const char *key;
+    json_t *value;
+    json_object_foreach(v, key, value) {
+        if (strcmp(key, "question") != 0 && strcmp(key, "context") != 0) {
+            char q[PROTO_QUOTE_SIZE];
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "unknown field %s in \"%s\"; accepted: \"question\", \"context\"",
+                            proto_quote(q, key, strlen(key)), field);
+            return false;
+        }
+    }
+    static const char *const parts[2] = {"question", "context"};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *s = json_object_get(v, parts[k]);
+        char sub[64];
+        snprintf(sub, sizeof sub, "%s.%s", field, parts[k]);
+        if (s == NULL) {
+            proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", sub);
+            return false;
+        }
+        if (!json_is_string(s))
+            return wrong_type(p, sub, "a string", s);
+        if (json_string_length(s) == 0) {
+            proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not be empty", sub);
+            return false;
+        }
+    }
+    in->text = json_string_value(json_object_get(v, "question"));
+    in->text_len = json_string_length(json_object_get(v, "question"));
+    in->pair = json_string_value(json_object_get(v, "context"));
+    in->pair_len = json_string_length(json_object_get(v, "context"));
+    return true;
+}
+
 static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input *in)
 {
     const struct proto_inputs *shape = p->route->inputs;
+    if (shape->questions) {
+        char field[48];
+        snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
+        return parse_question(p, p->req->batched ? field : p->route->inputs_name, v, in);
+    }
     json_t *text = shape->objects && json_is_object(v) ? json_object_get(v, "text") : v;
     if (json_is_string(text)) {
         in->text = json_string_value(text);
@@ -216,7 +276,8 @@ static bool parse_inputs(struct parse *p)
         return false;
     }
     size_t n;
-    if (json_is_string(v) && !p->route->inputs->list_only) {
+    if (p->route->inputs->questions ? json_is_object(v)
+                                    : json_is_string(v) && !p->route->inputs->list_only) {
         n = 1;
     } else if (json_is_array(v)) {
         n = json_array_size(v);
@@ -403,6 +464,72 @@ static bool parse_function_to_apply(struct parse *p, bool *given)
                       "one of \"softmax\", \"sigmoid\", \"none\"", s);
 }
 
+/* The pipeline's candidate labels: a string is split at commas, each part
+ * stripped of white space, empty parts dropped; a list is taken as is. */
+static bool parse_candidate_labels(struct parse *p)
+{
+    struct proto_request *req = p->req;
+    json_t *v = p->params[PROTO_PARAM_CANDIDATE_LABELS];
+    if (json_is_array(v)) {
+        if (!parse_string_list(p, PROTO_PARAM_CANDIDATE_LABELS, &req->candidate_labels,
+                               &req->n_candidate_labels))
+            return false;
+    } else if (json_is_string(v)) {
+        size_t len = json_string_length(v);
+        req->labels_text = malloc(len + 1);
+        req->candidate_labels = calloc(len / 2 + 1, sizeof *req->candidate_labels);
+        if (req->labels_text == NULL || req->candidate_labels == NULL)
+            return out_of_memory(p);
+        memcpy(req->labels_text, json_string_value(v), len + 1);
+        char *s = req->labels_text;
+        for (size_t at = 0; at <= len;) {
+            size_t end = at;
+            while (end < len && s[end] != ',')
+                end++;
+            size_t b = at, e = end;
+            while (b < e && isspace((unsigned char)s[b]))
+                b++;
+            while (e > b && isspace((unsigned char)s[e - 1]))
+                e--;
+            s[e] = '\0';
+            if (e > b)
+                req->candidate_labels[req->n_candidate_labels++] = s + b;
+            at = end + 1;
+        }
+    } else {
+        return wrong_type(p, "candidate_labels", "a string or a list of strings", v);
+    }
+    if (req->n_candidate_labels == 0) {
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"candidate_labels\" must name at least one label");
+        return false;
+    }
+    return true;
+}
+
+/* Python's str.format with one label: exactly one "{}" and no other
+ * brace, so that every label changes the text. */
+static bool parse_hypothesis_template(struct parse *p)
+{
+    const char *s = NULL;
+    if (!get_string(p, PROTO_PARAM_HYPOTHESIS_TEMPLATE, &s))
+        return false;
+    const char *at = strstr(s, "{}");
+    size_t braces = 0;
+    for (const char *c = s; *c; c++)
+        braces += *c == '{' || *c == '}';
+    if (at == NULL || braces != 2) {
+        char q[PROTO_QUOTE_SIZE];
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"hypothesis_template\" must hold \"{}\" once, where the label goes, "
+                        "and no other brace; got %s",
+                        proto_quote(q, s, strlen(s)));
+        return false;
+    }
+    p->req->hypothesis_template = s;
+    return true;
+}
+
 static bool parse_params(struct parse *p)
 {
     struct proto_request *req = p->req;
@@ -510,6 +637,43 @@ static bool parse_params(struct parse *p)
             req->has_stride = true;
             req->stride = (uint32_t)x;
             break;
+        case PROTO_PARAM_TOP_K_ANSWERS:
+            ok = get_integer(p, PROTO_PARAM_TOP_K_ANSWERS, 1, (json_int_t)p->limits->max_top_k,
+                             &x);
+            req->qa_top_k = (uint32_t)x;
+            break;
+        case PROTO_PARAM_DOC_STRIDE:
+            ok = get_integer(p, PROTO_PARAM_DOC_STRIDE, 0, INT32_MAX, &x);
+            req->has_doc_stride = true;
+            req->doc_stride = (uint32_t)x;
+            break;
+        case PROTO_PARAM_MAX_ANSWER_LEN:
+            ok = get_integer(p, PROTO_PARAM_MAX_ANSWER_LEN, 1, INT32_MAX, &x);
+            req->max_answer_len = (uint32_t)x;
+            break;
+        case PROTO_PARAM_MAX_SEQ_LEN:
+            ok = get_integer(p, PROTO_PARAM_MAX_SEQ_LEN, 1, INT32_MAX, &x);
+            req->max_seq_len = (uint32_t)x;
+            break;
+        case PROTO_PARAM_MAX_QUESTION_LEN:
+            ok = get_integer(p, PROTO_PARAM_MAX_QUESTION_LEN, 1, INT32_MAX, &x);
+            req->max_question_len = (uint32_t)x;
+            break;
+        case PROTO_PARAM_HANDLE_IMPOSSIBLE_ANSWER:
+            ok = get_bool(p, PROTO_PARAM_HANDLE_IMPOSSIBLE_ANSWER, &req->handle_impossible_answer);
+            break;
+        case PROTO_PARAM_ALIGN_TO_WORDS:
+            ok = get_bool(p, PROTO_PARAM_ALIGN_TO_WORDS, &req->align_to_words);
+            break;
+        case PROTO_PARAM_CANDIDATE_LABELS:
+            ok = parse_candidate_labels(p);
+            break;
+        case PROTO_PARAM_HYPOTHESIS_TEMPLATE:
+            ok = parse_hypothesis_template(p);
+            break;
+        case PROTO_PARAM_MULTI_LABEL:
+            ok = get_bool(p, PROTO_PARAM_MULTI_LABEL, &req->multi_label);
+            break;
         case PROTO_PARAM_COUNT:
             break;
         }
@@ -567,6 +731,11 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
     req->top_k = 5;
     req->add_special_tokens = true;
     req->ner_strategy = NER_STRATEGY_SIMPLE;
+    req->qa_top_k = 1;
+    req->max_answer_len = 15;
+    req->max_question_len = 64;
+    req->align_to_words = true;
+    req->hypothesis_template = "This example is {}.";
     req->truncation_side = BERT_TRUNCATE_RIGHT;
     req->function_to_apply = PROTO_ACTIVATION_DEFAULT;
     if (route >= PROTO_ROUTE_COUNT) {
@@ -606,5 +775,7 @@ void proto_request_free(struct proto_request *req)
     free(req->inputs);
     free(req->targets);
     free(req->ignore_labels);
+    free(req->candidate_labels);
+    free(req->labels_text);
     memset(req, 0, sizeof *req);
 }

@@ -100,6 +100,26 @@ const struct proto_route_desc proto_routes[] = {
         .check = proto_check_replaced, .setup = proto_setup_replaced,
         .render = proto_render_replaced,
     },
+    [PROTO_ROUTE_QUESTION_ANSWERING] = {
+        .path = "/question-answering", .name = "question-answering",
+        .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "inputs", .inputs = &proto_inputs_questions,
+        .params = PROTO_PARAM(TOP_K_ANSWERS) | PROTO_PARAM(DOC_STRIDE) |
+                  PROTO_PARAM(MAX_ANSWER_LEN) | PROTO_PARAM(MAX_SEQ_LEN) |
+                  PROTO_PARAM(MAX_QUESTION_LEN) | PROTO_PARAM(HANDLE_IMPOSSIBLE_ANSWER) |
+                  PROTO_PARAM(ALIGN_TO_WORDS),
+        .check = proto_check_question_answering, .tokenize = proto_tokenize_chunks,
+        .setup = proto_setup_tokens, .render = proto_render_question_answering,
+    },
+    [PROTO_ROUTE_ZERO_SHOT] = {
+        .path = "/zero-shot-classification", .name = "zero-shot-classification",
+        .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .params = PROTO_PARAM(CANDIDATE_LABELS) | PROTO_PARAM(HYPOTHESIS_TEMPLATE) |
+                  PROTO_PARAM(MULTI_LABEL),
+        .check = proto_check_zero_shot, .tokenize = proto_tokenize_hypotheses,
+        .setup = proto_setup_classify, .render = proto_render_zero_shot,
+    },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route
  * checks that every row in between is filled. */

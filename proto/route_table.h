@@ -35,10 +35,20 @@ enum proto_param {
     PROTO_PARAM_AGGREGATION_STRATEGY,
     PROTO_PARAM_IGNORE_LABELS,
     PROTO_PARAM_STRIDE,
+    PROTO_PARAM_TOP_K_ANSWERS,  /* question-answering: answers to return */
+    PROTO_PARAM_DOC_STRIDE,
+    PROTO_PARAM_MAX_ANSWER_LEN,
+    PROTO_PARAM_MAX_SEQ_LEN,
+    PROTO_PARAM_MAX_QUESTION_LEN,
+    PROTO_PARAM_HANDLE_IMPOSSIBLE_ANSWER,
+    PROTO_PARAM_ALIGN_TO_WORDS,
+    PROTO_PARAM_CANDIDATE_LABELS,
+    PROTO_PARAM_HYPOTHESIS_TEMPLATE,
+    PROTO_PARAM_MULTI_LABEL,
     PROTO_PARAM_COUNT
 };
-_Static_assert(PROTO_PARAM_COUNT <= 32, "a route's parameters are a 32-bit mask");
-#define PROTO_PARAM(name) (1u << PROTO_PARAM_##name)
+_Static_assert(PROTO_PARAM_COUNT <= 64, "a route's parameters are a 64-bit mask");
+#define PROTO_PARAM(name) (UINT64_C(1) << PROTO_PARAM_##name)
 
 /* How a body's inputs are read (request.c): the shapes accepted, the
  * message for anything else, and what each input becomes. */
@@ -47,6 +57,7 @@ extern const struct proto_inputs proto_inputs_texts;   /* a string or a list of 
 extern const struct proto_inputs proto_inputs_texts_or_pairs; /* or of [text, text_pair] */
 extern const struct proto_inputs proto_inputs_documents; /* a list, each paired with "query" */
 extern const struct proto_inputs proto_inputs_document_objects; /* or of {"text": ...} */
+extern const struct proto_inputs proto_inputs_questions; /* {"question", "context"} or a list */
 
 /* Error bodies (errors.c). */
 enum proto_envelope {
@@ -86,7 +97,7 @@ struct proto_route_desc {
     const struct proto_inputs *inputs;
     bool flat_body;             /* OpenAI / Cohere bodies: no Hugging Face "parameters"
                                    and "options" wrappers */
-    uint32_t params;            /* PROTO_PARAM() bits accepted */
+    uint64_t params;            /* PROTO_PARAM() bits accepted */
     /* The job (job.c) and the answer. */
     proto_check_fn *check;      /* NULL: every checkpoint can */
     proto_tokenize_fn *tokenize; /* NULL: one sequence per input */
@@ -109,5 +120,11 @@ proto_check_fn proto_check_token_classification;                /* extract_route
 proto_tokenize_fn proto_tokenize_windows;
 proto_setup_fn proto_setup_tokens;
 proto_render_fn proto_render_token_classification;
+proto_check_fn proto_check_question_answering;                  /* extract_qa_route.c */
+proto_tokenize_fn proto_tokenize_chunks;
+proto_render_fn proto_render_question_answering;
+proto_check_fn proto_check_zero_shot;                           /* extract_zs_route.c */
+proto_tokenize_fn proto_tokenize_hypotheses;
+proto_render_fn proto_render_zero_shot;
 
 #endif

@@ -95,6 +95,10 @@ static char *info_json(const struct server *s)
         json_array_append_new(caps, json_string("replaced-tokens"));
     if (m->can_classify_tokens) /* a *ForTokenClassification head */
         json_array_append_new(caps, json_string("token-classification"));
+    if (m->can_answer_questions) /* a *ForQuestionAnswering head */
+        json_array_append_new(caps, json_string("question-answering"));
+    if (proto_can_zero_shot(m)) /* an NLI classifier */
+        json_array_append_new(caps, json_string("zero-shot-classification"));
     json_t *root = json_pack(
         "{s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b, "
         "s:s}, s:{s:I, s:I, s:I}, s:o}",

@@ -36,6 +36,15 @@ add_test(NAME http_arch
 set_tests_properties(http_arch PROPERTIES TIMEOUT 300 LABELS http
                      ENVIRONMENT "TMPDIR=${BERT_TEST_WORK}")
 
+# The extraction routes (NER, question answering, zero-shot): the test makes
+# its own checkpoints, with a SQuAD sample for long contexts.
+add_test(NAME http_extract
+         COMMAND ${SYSTEM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/http/test_extract.py
+                 ${CMAKE_BINARY_DIR}/bin ${BERT_TEST_DATA}/tokenizer
+                 ${BERT_TEST_DATA}/extraction/squad-v1.1-dev-sample.json)
+set_tests_properties(http_extract PROPERTIES TIMEOUT 300 LABELS http
+                     ENVIRONMENT "${HTTP_TEST_ENV}")
+
 # The route tests again with the server under valgrind memcheck, so one
 # session serves every route and every error path: a memory error or a
 # definite or indirect leak makes the server exit 99 instead of 0, which the

@@ -262,3 +262,9 @@ int32_t bert_tokenizer_unk_id(const struct bert_tokenizer *tok)
     (void)tok;
     return -1;
 }
+
+int32_t bert_tokenizer_cls_id(const struct bert_tokenizer *tok)
+{
+    (void)tok;
+    return FAKE_CLS;
+}

@@ -297,13 +297,40 @@ static void check_qa(const char *name, const struct bert_model *m, const struct 
     free(qw);
 }
 
+/* got against want: numbers that are floats (scores) within the
+ * tolerance, everything else (labels, words, offsets, order) exactly. */
+static void check_json(const char *where, json_t *got, json_t *want)
+{
+    if (json_is_real(want)) {
+        CHECK(json_is_number(got));
+        check_score(where, json_number_value(got), want);
+    } else if (json_is_array(want)) {
+        CHECK(json_is_array(got) && json_array_size(got) == json_array_size(want));
+        for (size_t i = 0; json_is_array(got) && i < json_array_size(got) &&
+                           i < json_array_size(want); i++)
+            check_json(where, json_array_get(got, i), json_array_get(want, i));
+    } else if (json_is_object(want)) {
+        const char *key;
+        json_t *v;
+        CHECK(json_is_object(got) && json_object_size(got) == json_object_size(want));
+        json_object_foreach(want, key, v)
+            check_json(where, get(got, key), v);
+    } else if (!json_equal(got, want)) {
+        char *g = got ? json_dumps(got, JSON_ENCODE_ANY) : NULL;
+        char *w = json_dumps(want, JSON_ENCODE_ANY);
+        fprintf(stderr, "%s: got %s, want %s\n", where, g ? g : "nothing", w);
+        free(g);
+        free(w);
+        CHECK(false);
+    }
+}
+
 /* The same answer through the route: body -> proto_request_parse ->
  * proto_job_prepare -> bert_run -> proto_job_respond, against the golden's
- * JSON (scores as float32 JSON numbers, within the tolerance). */
-static void check_route_ner(const char *name, const struct bert_model *m,
-                            struct bert_scratch *s, const char *text, json_t *res)
+ * JSON (scores as float32 JSON numbers, within the tolerance). Takes `body`. */
+static void check_route(const char *name, const struct bert_model *m, struct bert_scratch *s,
+                        enum proto_route route, json_t *body, json_t *want)
 {
-    json_t *body = json_pack("{s:s, s:O}", "inputs", text, "parameters", get(res, "parameters"));
     char *b = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     struct proto_limits limits = {0};
@@ -311,8 +338,7 @@ static void check_route_ner(const char *name, const struct bert_model *m,
     struct proto_request req;
     struct proto_job job;
     struct proto_error perr;
-    bool ok = proto_request_parse(PROTO_ROUTE_TOKEN_CLASSIFICATION, b, strlen(b), &limits, &req,
-                                  &perr) &&
+    bool ok = proto_request_parse(route, b, strlen(b), &limits, &req, &perr) &&
               proto_job_prepare(&job, m, &limits, &defaults, &req, &perr);
     if (!ok) {
         fprintf(stderr, "%s: %s: %s\n", name, b, perr.message);
@@ -337,20 +363,11 @@ static void check_route_ner(const char *name, const struct bert_model *m,
     size_t len;
     char *out = proto_job_respond(&job, m, &len);
     json_error_t je;
-    json_t *got = out ? json_loadb(out, len, 0, &je) : NULL, *want = get(res, "output");
-    CHECK(got != NULL && json_array_size(got) == json_array_size(want));
-    for (size_t i = 0; got && i < json_array_size(got) && i < json_array_size(want); i++) {
-        json_t *g = json_array_get(got, i), *w = json_array_get(want, i);
-        const char *key;
-        json_t *v;
-        CHECK_INT_EQ(json_object_size(g), json_object_size(w));
-        json_object_foreach(w, key, v) {
-            if (strcmp(key, "score") == 0)
-                check_score(name, json_number_value(get(g, key)), v);
-            else
-                CHECK(json_equal(get(g, key), v));
-        }
-    }
+    json_t *got = out ? json_loadb(out, len, 0, &je) : NULL;
+    char where[200];
+    snprintf(where, sizeof where, "%s route %.60s", name, b);
+    CHECK(got != NULL);
+    check_json(where, got, want);
     json_decref(got);
     free(out);
     free(starts);
@@ -359,6 +376,14 @@ static void check_route_ner(const char *name, const struct bert_model *m,
     free(tasks);
     proto_job_free(&job);
     free(b);
+}
+
+/* The case's parameters with the result's on top: the request's. */
+static json_t *request_parameters(json_t *c, json_t *res)
+{
+    json_t *p = json_deep_copy(get(c, "parameters"));
+    json_object_update(p, get(res, "parameters"));
+    return p;
 }
 
 /* Zero-shot: one input per hypothesis, each a single window. */
@@ -433,8 +458,13 @@ static void check_case(const char *name, const char *task, const struct bert_mod
         }
         size_t k;
         json_t *res;
-        json_array_foreach(get(c, "results"), k, res)
+        json_array_foreach(get(c, "results"), k, res) {
             check_zs(name, m, ins, n, labels, res);
+            check_route(name, m, s, PROTO_ROUTE_ZERO_SHOT,
+                        json_pack("{s:O, s:o}", "inputs", in, "parameters",
+                                  request_parameters(c, res)),
+                        get(res, "output"));
+        }
         for (size_t i = 0; i < n; i++)
             free_input(&ins[i]);
         free(ins);
@@ -467,9 +497,16 @@ static void check_case(const char *name, const char *task, const struct bert_mod
     json_array_foreach(get(c, "results"), k, res) {
         if (qa) {
             check_qa(name, m, &one, res);
+            check_route(name, m, s, PROTO_ROUTE_QUESTION_ANSWERING,
+                        json_pack("{s:O, s:o}", "inputs", in, "parameters",
+                                  request_parameters(c, res)),
+                        get(res, "output"));
         } else {
             check_ner(name, m, &one, res);
-            check_route_ner(name, m, s, json_string_value(in), res);
+            check_route(name, m, s, PROTO_ROUTE_TOKEN_CLASSIFICATION,
+                        json_pack("{s:O, s:o}", "inputs", in, "parameters",
+                                  request_parameters(c, res)),
+                        get(res, "output"));
         }
     }
     free_input(&one);

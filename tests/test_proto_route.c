@@ -6,12 +6,13 @@
 #include "proto.h"
 #include "route_table.h"
 
-/* A route takes at most one parameter of a name: PROTO_PARAM_TOP_K and
- * PROTO_PARAM_TOP_K_LABELS are both "top_k". */
-static bool same_name_twice(uint32_t params)
+/* A route takes at most one parameter of a name: PROTO_PARAM_TOP_K,
+ * PROTO_PARAM_TOP_K_LABELS and PROTO_PARAM_TOP_K_ANSWERS are all "top_k". */
+static bool same_name_twice(uint64_t params)
 {
-    uint32_t top_k = PROTO_PARAM(TOP_K) | PROTO_PARAM(TOP_K_LABELS);
-    return (params & top_k) == top_k;
+    uint64_t top_k = params & (PROTO_PARAM(TOP_K) | PROTO_PARAM(TOP_K_LABELS) |
+                               PROTO_PARAM(TOP_K_ANSWERS));
+    return (top_k & (top_k - 1)) != 0;
 }
 
 static void test_rows_complete(void)
@@ -60,6 +61,8 @@ static void test_paths_and_labels(void)
         {PROTO_ROUTE_V1_RERANK, "/v1/rerank", "v1-rerank", false},
         {PROTO_ROUTE_REPLACED_TOKENS, "/replaced-tokens", "replaced-tokens", true},
         {PROTO_ROUTE_TOKEN_CLASSIFICATION, "/token-classification", "token-classification", true},
+        {PROTO_ROUTE_QUESTION_ANSWERING, "/question-answering", "question-answering", true},
+        {PROTO_ROUTE_ZERO_SHOT, "/zero-shot-classification", "zero-shot-classification", true},
     };
     CHECK_INT_EQ(sizeof want / sizeof want[0], PROTO_ROUTE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
