@@ -10,12 +10,15 @@ under 16 concurrent clients equal the answers given alone, a request's
 windows / chunks / hypothesis pairs ride one forward pass (visible in
 /metrics), /info lists the capability, every bad input of docs/SECURITY.md
 gets its status and message, and a checkpoint without the head answers 422
-naming what the route needs.
+naming what the route needs. The genuine config.json and tokenizer files of
+dslim/bert-base-NER, distilbert-base-uncased-distilled-squad and
+roberta-large-mnli load and serve (one layer, F16 weights of their geometry).
 
 usage: test_extract.py BIN_DIR TOKENIZER_ROOT SQUAD_SAMPLE
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -271,6 +274,83 @@ class ZeroShot(Extraction, unittest.TestCase):
                      "leaves no room for the text in the limit of 64")
 
 
+EXTRACTION = os.path.join(os.path.dirname(TOKENIZERS), "extraction")
+
+
+def real_checkpoint(name, tokenizer, layers_key, *flags):
+    """The genuine config.json (and tokenizer files) of a Hub checkpoint in
+    ../shared/data, with one layer instead of its dozen or more, over F16
+    weights of its geometry from `bert init`."""
+    out = os.path.join(WORK, "real-" + name)
+    subprocess.run([os.path.join(BIN, "bert"), "init", "--out", out, "--tokenizer", tokenizer,
+                    "--layers", "1", "--dtype", "f16", "--prefix", "--weight-std", "0.05",
+                    "--seed", "9"] + list(flags), check=True, capture_output=True, timeout=300)
+    real = os.path.join(EXTRACTION, name)
+    with open(os.path.join(real, "config.json")) as f:
+        config = json.load(f)
+    config[layers_key] = 1
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f)
+    for extra in ("tokenizer_config.json", "special_tokens_map.json"):
+        if os.path.exists(os.path.join(real, extra)):
+            shutil.copy(os.path.join(real, extra), out)
+    return out
+
+
+class RealConfigs(unittest.TestCase):
+    """dslim/bert-base-NER, distilbert-base-uncased-distilled-squad and
+    roberta-large-mnli load from their own config.json and tokenizer files,
+    and serve their route as the CLI answers it."""
+
+    def serve(self, model, route, body, capability, family):
+        s = Server(BIN, model)
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(status, 200)
+            self.assertIn(capability, info["model"]["capabilities"])
+            self.assertEqual(info["model"]["family"], family)
+            status, _, got = s.post(route, body)
+            self.assertEqual(status, 200, got)
+            rc, want = cli(BIN, route[1:], model, body)
+            self.assertEqual(rc, 0, want)
+            self.assertTrue(close_floats(got, want, 1e-6), "%s vs %s" % (got, want))
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+        return got
+
+    def test_dslim_bert_base_ner(self):
+        labels = "O,B-MISC,I-MISC,B-PER,I-PER,B-ORG,I-ORG,B-LOC,I-LOC"
+        model = real_checkpoint(
+            "dslim-bert-base-NER", os.path.join(EXTRACTION, "dslim-bert-base-NER"),
+            "num_hidden_layers", "--hidden", "768", "--heads", "12", "--intermediate", "3072",
+            "--token-classification", "--labels", labels)
+        self.serve(model, "/token-classification",
+                   {"inputs": "Angela Merkel met Emmanuel Macron in Paris.",
+                    "parameters": {"aggregation_strategy": "none", "ignore_labels": []}},
+                   "token-classification", "bert")
+
+    def test_distilbert_distilled_squad(self):
+        model = real_checkpoint(
+            "distilbert-base-uncased-distilled-squad", os.path.join(TOKENIZERS, "minilm"),
+            "n_layers", "--model-type", "distilbert", "--hidden", "768", "--heads", "12",
+            "--intermediate", "3072", "--question-answering")
+        got = self.serve(model, "/question-answering", {"inputs": squad_items(1)[0]},
+                         "question-answering", "distilbert")
+        self.assertEqual(list(got), ["score", "start", "end", "answer"])
+
+    def test_roberta_large_mnli(self):
+        model = real_checkpoint(
+            "roberta-large-mnli", os.path.join(EXTRACTION, "roberta-large-mnli"),
+            "num_hidden_layers", "--model-type", "roberta", "--hidden", "1024", "--heads", "16",
+            "--intermediate", "4096", "--max-position", "514", "--type-vocab", "1",
+            "--eps", "1e-5", "--labels", "CONTRADICTION,NEUTRAL,ENTAILMENT")
+        got = self.serve(model, "/zero-shot-classification",
+                         {"inputs": "The stock market fell sharply.",
+                          "candidate_labels": ["finance", "sport", "politics"]},
+                         "zero-shot-classification", "roberta")
+        self.assertEqual(sorted(got["labels"]), ["finance", "politics", "sport"])
+
+
 class NoHead(unittest.TestCase):
     """A checkpoint without the route's head: 422 naming what is missing."""
 
@@ -305,4 +385,7 @@ class NoHead(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    try:
+        unittest.main(argv=sys.argv[:1], verbosity=2)
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
