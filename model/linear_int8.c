@@ -51,10 +51,11 @@ struct linear_int8_ctx {
 };
 
 /* Quantize one row symmetrically: q = round(x / s), s = max |x| / 127.
- * Returns s; NaN when the row holds a NaN or an infinity (its q are then
- * zeros and its outputs NaN, so the engine's non-finite check still sees
- * it). The maximum is taken on the bits: for |x| they order as the floats
- * do, and NaN / infinity sort above every finite value. */
+ * Returns s (0 for a row of zeros); NaN when the row holds a NaN or an
+ * infinity (its q are then zeros and its outputs NaN, so the engine's
+ * non-finite check still sees it). The maximum is taken on the bits: for
+ * |x| they order as the floats do, and NaN / infinity sort above every
+ * finite value. */
 BERT_HOT
 static float quantize_row(const float *x, size_t n, int8_t *q)
 {
@@ -65,15 +66,20 @@ static float quantize_row(const float *x, size_t n, int8_t *q)
         b &= 0x7fffffffu;
         top = b > top ? b : top;
     }
-    if (top >= 0x7f800000u || top == 0) {
+    /* Below FLT_MIN 127 / max would overflow: such a row (zero, or all
+     * subnormal) counts as zero. */
+    if (top >= 0x7f800000u || top < 0x00800000u) {
         memset(q, 0, n);
-        return top == 0 ? 0.0f : NAN;
+        return top < 0x00800000u ? 0.0f : NAN;
     }
     float amax;
     memcpy(&amax, &top, sizeof amax);
-    const float inv = QMAX / amax;
+    /* Round to nearest, ties to even, as lrintf would but vectorised:
+     * adding 1.5 * 2^23 leaves no fraction bits for |x * inv| <= 127 (the
+     * product may be fused, which rounds the exact x * inv: no worse). */
+    const float inv = QMAX / amax, magic = 12582912.0f;
     for (size_t i = 0; i < n; i++)
-        q[i] = (int8_t)lrintf(x[i] * inv);
+        q[i] = (int8_t)(int32_t)((x[i] * inv + magic) - magic);
     return amax / QMAX;
 }
 
