@@ -2,7 +2,7 @@
 """Engine benchmark: `bert` against ONNX Runtime and PyTorch, side by side.
 
 usage: /usr/bin/python3 bench/engine_bench.py [--quick] [--threads N]
-           [--geometries minilm,base | --geometries modernbert] [--rounds R] [--repeat K] [--dtype bf16]
+           [--geometries minilm,base | --geometries modernbert] [--rounds R] [--repeat K] [--dtype bf16|int8]
            [--no-ort] [--no-torch] [--no-sweep] [--http]
            [--openblas-coretype auto|none|NAME] [--out DIR]
 
@@ -300,15 +300,18 @@ def smaps(pid, weights_path):
 
 
 def memory(ours, workload, weights_path, copies):
-    """Peak smaps figures (each field's own peak) of `copies` concurrent `bert bench` processes, and
-    the scratch size the first one reports."""
+    """Peak smaps figures (each field's own peak, and the mapped weights' last sample) of `copies`
+    concurrent `bert bench` processes, and the scratch size the first one reports."""
     procs = [subprocess.Popen(ours.command("embed", workload, 1, 1), stdout=subprocess.PIPE,
                               text=True, env=ours.env) for _ in range(copies)]
     peak = [dict.fromkeys(("rss", "weights_rss", "weights_shared", "anon"), 0) for _ in procs]
     while any(p.poll() is None for p in procs):
         for i, p in enumerate(procs):
-            for key, kb in (smaps(p.pid, weights_path) or {}).items():
+            sample = smaps(p.pid, weights_path) or {}
+            for key, kb in sample.items():
                 peak[i][key] = max(peak[i][key], kb)
+            if sample:  # int8 drops the mapped weights after reading them once
+                peak[i]["weights_rss_last"] = sample["weights_rss"]
         time.sleep(0.05)
     outputs = [p.communicate()[0] for p in procs]
     if any(p.returncode for p in procs):
@@ -392,8 +395,10 @@ def markdown(results):
     for row in results["rows"]:
         for e, ms in row["median_ms"].items():
             if e.startswith("bertserve-"):
+                ort = row["median_ms"].get("onnxruntime")
                 lines.append(f"\n{e} {row['geometry']} {row['workload']}: {fmt_ms(ms)} ms, "
-                             f"{row['median_ms']['bertserve'] / ms:.2f}x the F32 engine")
+                             f"{row['median_ms']['bertserve'] / ms:.2f}x the F32 engine"
+                             + (f", {ort / ms:.2f}x onnxruntime" if ort else ""))
     lines.append("")
     half = len(results["sgemm"]) // 2
     for before, after in zip(results["sgemm"][:half], results["sgemm"][half:]):
@@ -411,6 +416,12 @@ def markdown(results):
                      f"weights file {m['weights_file_kb'] / 1024:.0f} MB + scratch {m['scratch_kb'] / 1024:.0f} MB "
                      f"= {budget / 1024:.0f} MB, RSS / that = {a['rss'] / budget:.2f}; two processes share "
                      f"{shared / 1024:.0f} MB of weights; peers' peak RSS (embed graph): {peers or '-'}")
+    for geom, m in results["memory"].items():
+        for dtype, d in m.get("dtype_smaps_kb", {}).items():
+            lines.append(f"- memory {GEOMETRIES[geom]['label']} (32x128), bertserve-{dtype}: peak RSS "
+                         f"{d['rss'] / 1024:.0f} MB, anonymous {d['anon'] / 1024:.0f} MB; mapped weights "
+                         f"{d['weights_rss'] / 1024:.0f} MB at most (while packing), "
+                         f"{d.get('weights_rss_last', 0) / 1024:.0f} MB at the end")
     for geom, text in results["http"].items():
         lines.append(f"- HTTP, {GEOMETRIES[geom]['label']}:\n\n```\n{text}\n```")
     return "\n".join(lines)
@@ -533,7 +544,8 @@ def main():
                          "tokens against ONNX Runtime (default 2 rounds of 1 pass)")
     ap.add_argument("--rounds", type=int, help="alternating rounds (quick 3, full 5)")
     ap.add_argument("--repeat", type=int, help="passes per round (quick 1, full 3)")
-    ap.add_argument("--dtype", choices=["bf16"], help="also time `bert bench --dtype bf16`")
+    ap.add_argument("--dtype", choices=["bf16", "int8"],
+                    help="also time `bert bench --dtype bf16` or `--dtype int8` (embed workloads)")
     ap.add_argument("--no-ort", action="store_true")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-sweep", action="store_true", help="skip the sequence-length sweep and plot")
@@ -622,6 +634,10 @@ def main():
         results["memory"][geom] = {
             "weights_file_kb": os.path.getsize(weights) // 1024, "scratch_kb": scratch // 1024,
             "bertserve_smaps_kb": mem, "peers_peak_rss_kb": peer_rss}
+        if args.dtype:
+            # int8 releases the mapped f32 weights it quantized; bf16 keeps them.
+            mem_dtype, _ = memory(Ours(ckpt, args.threads, env, args.dtype), loads["32x128"][1], weights, 1)
+            results["memory"][geom]["dtype_smaps_kb"] = {args.dtype: mem_dtype[0]}
         log(f"[{geom} memory] {json.dumps(results['memory'][geom])}")
         if args.http:
             results["http"][geom] = http_throughput(ckpt, args.quick, env)

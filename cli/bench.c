@@ -292,7 +292,7 @@ static void report(const char *name, const char *task_name, const struct bench_r
            times[0] * 1e3, times[repeat - 1] * 1e3, batch_p50 * 1e3,
            (double)w->n_tokens / median,
            encoder_flops(&r->m->config, w) / median / 1e9, (int)bert_scratch_threads(r->s),
-           r->m->bf16 ? "bf16" : "f32", bert_scratch_bytes(r->s));
+           r->m->int8 ? "int8" : r->m->bf16 ? "bf16" : "f32", bert_scratch_bytes(r->s));
 }
 
 /* `warmup` untimed passes over the workload, then `repeat` timed ones. */
@@ -330,7 +330,7 @@ int cli_bench_command(int argc, char **argv)
         {"repeat", CLI_OPT_SIZE, &repeat, "timed passes over the workload (10)"},
         {"warmup", CLI_OPT_SIZE, &warmup, "untimed passes first (2)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (available CPUs)"},
-        {"dtype", CLI_OPT_STRING, &dtype, "f32 or bf16 for the dense layers (f32)"},
+        {"dtype", CLI_OPT_STRING, &dtype, "f32, bf16 or int8 for the dense layers (f32)"},
         {"name", CLI_OPT_STRING, &name, "label for the output line"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
@@ -362,10 +362,12 @@ int cli_bench_command(int argc, char **argv)
     r.m = m;
     struct workload w = {0};
     int rc = CLI_EXIT_FAILURE;
-    if (!cli_apply_dtype("bench", m, dtype)) {
+    rc = cli_apply_dtype("bench", m, dtype);
+    if (rc != CLI_EXIT_OK) {
         bert_model_free(m);
-        return CLI_EXIT_USAGE;
+        return rc;
     }
+    rc = CLI_EXIT_FAILURE;
     double *times = malloc(repeat * sizeof *times), *batch_times = NULL;
     if (!(workload_path ? load_workload(workload_path, &w)
                         : load_texts(texts_path, m, batch_tokens, &w)))

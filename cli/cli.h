@@ -19,9 +19,11 @@ struct bert_model;
 /* What every subcommand that runs the engine shares (cli/setup.c). */
 
 /* --dtype: "f32" keeps the model as loaded, "bf16" runs its dense layers in
- * bf16 (falling back to f32, with a note on stderr, where unavailable).
- * False on any other value. */
-bool cli_apply_dtype(const char *cmd, struct bert_model *model, const char *dtype);
+ * bf16 (falling back to f32, with a note on stderr, where unavailable),
+ * "int8" in int8 (refused, with the reason on stderr, where unavailable).
+ * Returns CLI_EXIT_OK, CLI_EXIT_USAGE for another value or
+ * CLI_EXIT_FAILURE when int8 cannot run. */
+int cli_apply_dtype(const char *cmd, struct bert_model *model, const char *dtype);
 
 /* CPUs this process may use (affinity mask), at least 1. */
 size_t cli_cpus(void);

@@ -44,13 +44,14 @@ static void print_scores(const struct bert_config *c, enum bert_problem_type pro
 
 int cli_eval_command(int argc, char **argv)
 {
-    const char *model_dir = NULL, *data_path = NULL;
+    const char *model_dir = NULL, *data_path = NULL, *dtype = "f32";
     size_t max_len = 128, threads = cli_cpus();
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, "classifier checkpoint (required)"},
         {"data", CLI_OPT_STRING, &data_path, "TSV: header, then text[<TAB>text_b]<TAB>label, as for finetune; a CoNLL file for a token classifier (required)"},
         {"max-len", CLI_OPT_SIZE, &max_len, "tokens per text, specials included (128)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (CPUs available)"},
+        {"dtype", CLI_OPT_STRING, &dtype, "f32, bf16 or int8 for the dense layers (f32)"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
     if (!cli_parse("eval", argc, argv, opts, n_opts))
@@ -70,6 +71,11 @@ int cli_eval_command(int argc, char **argv)
     int rc = CLI_EXIT_FAILURE;
     if (bert_model_load(model_dir, &model, &err) != BERT_OK)
         goto fail;
+    const int dtype_rc = cli_apply_dtype("eval", model, dtype);
+    if (dtype_rc != CLI_EXIT_OK) {
+        bert_model_free(model);
+        return dtype_rc;
+    }
     if (max_len > model->max_input_tokens)
         max_len = model->max_input_tokens;
     if (model->can_classify_tokens) {

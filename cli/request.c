@@ -160,7 +160,7 @@ int cli_request_command(const char *name, int argc, char **argv)
         {"max-client-batch", CLI_OPT_SIZE, &max_client_batch, "inputs per request (1048576)"},
         {"max-top-k", CLI_OPT_SIZE, &max_top_k, "largest top_k (100)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (available CPUs)"},
-        {"dtype", CLI_OPT_STRING, &dtype, "f32 or bf16 for the dense layers (f32)"},
+        {"dtype", CLI_OPT_STRING, &dtype, "f32, bf16 or int8 for the dense layers (f32)"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
     if (!cli_parse(name, argc, argv, opts, n_opts))
@@ -176,9 +176,10 @@ int cli_request_command(const char *name, int argc, char **argv)
     }
     struct runner r = {0};
     int rc = CLI_EXIT_OK;
-    if (!cli_apply_dtype(name, model, dtype)) {
+    rc = cli_apply_dtype(name, model, dtype);
+    if (rc != CLI_EXIT_OK) {
         bert_model_free(model);
-        return CLI_EXIT_USAGE;
+        return rc;
     }
     if (!runner_init(&r, model, max_batch_tokens, threads ? threads : cli_cpus(), &err)) {
         fprintf(stderr, "bert %s: %s\n", name, err.message);

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "family/family.h"
 #include "linear_bf16.h"
+#include "linear_int8.h"
 #include "scratch.h"
 
 /* Views are 64-byte aligned so GEMMs and vector loops start on cache lines. */
@@ -20,22 +21,32 @@ static size_t round_floats(size_t n)
     return (n + 15) & ~(size_t)15;
 }
 
-/* Each team member's bf16 context, with room for the most rows it can be
- * given: member m runs only when the team is at least m + 1 wide, so its
- * share of T rows is at most ceil(T / (m + 1)). `max_in`: the widest input
- * of a dense layer (H, I, or ELECTRA's E). */
-static bool bf16_contexts_new(struct bert_scratch *s, size_t T, size_t max_in)
+/* Each team member's bf16 or int8 context, with room for the most rows it
+ * can be given: member m runs only when the team is at least m + 1 wide,
+ * so its share of T rows is at most ceil(T / (m + 1)). `max_in`: the
+ * widest input of a dense layer (H, I, or ELECTRA's E); strided outputs
+ * (Q, K, V) are H wide. */
+static bool member_contexts_new(struct bert_scratch *s, const struct bert_model *model, size_t T,
+                                size_t max_in, size_t H)
 {
     const size_t members = bert_team_size(s->team);
-    s->bf16 = calloc(members, sizeof *s->bf16);
-    if (s->bf16 == NULL)
+    if (model->int8)
+        s->int8 = calloc(members, sizeof *s->int8);
+    else
+        s->bf16 = calloc(members, sizeof *s->bf16);
+    if (s->int8 == NULL && s->bf16 == NULL)
         return false;
     for (size_t m = 0; m < members; m++) {
         const size_t rows = (T + m) / (m + 1);
-        s->bf16[m] = linear_bf16_ctx_new(rows, max_in);
-        if (s->bf16[m] == NULL)
+        if (model->int8) {
+            s->int8[m] = linear_int8_ctx_new(rows, max_in, H);
+            s->bytes += rows * (max_in + sizeof(float) * (H + 1));
+        } else {
+            s->bf16[m] = linear_bf16_ctx_new(rows, max_in);
+            s->bytes += rows * max_in * sizeof(uint16_t);
+        }
+        if (model->int8 ? s->int8[m] == NULL : s->bf16[m] == NULL)
             return false;
-        s->bytes += rows * max_in * sizeof(uint16_t);
     }
     return true;
 }
@@ -95,7 +106,8 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     s->masks = calloc(max_tokens, sizeof *s->masks);
     s->bytes = total * sizeof(float);
     if (mem == NULL || s->masks == NULL ||
-        (model->bf16 && !bf16_contexts_new(s, T, HE > inter ? HE : inter))) {
+        ((model->bf16 || model->int8) &&
+         !member_contexts_new(s, model, T, HE > inter ? HE : inter, H))) {
         bert_scratch_free(s);
         bert_error_set(err, BERT_E_NOMEM, "out of memory allocating %zu MiB of scratch",
                        total * sizeof(float) >> 20);
@@ -118,6 +130,9 @@ void bert_scratch_free(struct bert_scratch *s)
     for (size_t m = 0; s->bf16 != NULL && m < bert_team_size(s->team); m++)
         linear_bf16_ctx_free(s->bf16[m]);
     free(s->bf16);
+    for (size_t m = 0; s->int8 != NULL && m < bert_team_size(s->team); m++)
+        linear_int8_ctx_free(s->int8[m]);
+    free(s->int8);
     bert_team_free(s->team);
     free(s->memory);
     free(s->masks);
@@ -197,6 +212,7 @@ static void encode_member(void *arg, size_t member, size_t n_members)
     const struct encode_job *job = arg;
     struct bert_share p = bert_share_of(job->b->n_tokens, member, n_members);
     p.bf16 = job->s->bf16 ? job->s->bf16[member] : NULL;
+    bert_share_use_int8(&p, job->s->int8 ? job->s->int8[member] : NULL);
     job->encode_member(job->model, job->s, job->b, &p);
 }
 

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include "linear_bf16.h"
+#include "linear_int8.h"
 #include "linear_small.h"
 #include "team.h"
 
@@ -15,6 +16,13 @@ struct bert_share bert_share_of(size_t rows, size_t member, size_t n_members)
     bert_team_share(rows, member, n_members, &p.r0, &p.r1);
     p.by_rows = n_members == 1 || rows >= MIN_ROWS_PER_MEMBER * n_members;
     return p;
+}
+
+void bert_share_use_int8(struct bert_share *p, struct linear_int8_ctx *ctx)
+{
+    p->int8 = ctx;
+    if (ctx != NULL)
+        p->by_rows = true;
 }
 
 void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t *c1)
@@ -47,6 +55,11 @@ void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
         const size_t rows = p->r1 - p->r0;
         const float *xr = x + p->r0 * in;
         float *yr = y + p->r0 * ldy;
+        if (rows == 0)
+            return;
+        if (d->int8 != NULL && p->int8 != NULL &&
+            linear_int8_run(p->int8, d->int8, xr, rows, in, out, yr, ldy))
+            return;
         if (d->bf16 == NULL || p->bf16 == NULL ||
             !linear_bf16_run(p->bf16, d->bf16, xr, rows, in, out, yr, ldy))
             linear(xr, rows, in, d->w, out, yr, ldy);

@@ -9,13 +9,16 @@
 
 struct linear_bf16_weight;
 struct linear_bf16_ctx;
+struct linear_int8_weight;
+struct linear_int8_ctx;
 
 /* A dense layer's weight as products read it: W (out, in) in f32, as
  * torch.nn.Linear stores it, and, when the model runs its dense layers in
- * bf16, the same weight packed once at load (NULL: f32 products). */
+ * bf16 or int8, the same weight packed once at load (NULL: f32 products). */
 struct bert_dense {
     const float *w;                          /* (out, in) */
     struct linear_bf16_weight *bf16;
+    struct linear_int8_weight *int8;
 };
 
 /* One member's share of a pass: its rows, and whether matrix products are
@@ -28,13 +31,19 @@ struct bert_share {
     size_t r0, r1;     /* this member's rows */
     bool by_rows;
     struct linear_bf16_ctx *bf16; /* the member's bf16 context, NULL: f32 (the scratch's) */
+    struct linear_int8_ctx *int8; /* the member's int8 context, NULL: f32 (the scratch's) */
 };
 
 struct bert_share bert_share_of(size_t rows, size_t member, size_t n_members);
 
-/* y (rows, out) = x (rows, in) W^T for this member's share: in bf16 when
- * both the weight and the member have a bf16 side and the member's share
- * is rows, else in f32. */
+/* Give the share its member's int8 context; the share then splits by rows
+ * whatever their number: a packed int8 weight cannot be cut into column
+ * ranges, and with no packing per call, few rows lose nothing by it. */
+void bert_share_use_int8(struct bert_share *p, struct linear_int8_ctx *ctx);
+
+/* y (rows, out) = x (rows, in) W^T for this member's share: in int8 (or
+ * bf16) when both the weight and the member have an int8 (bf16) side and
+ * the member's share is rows, else in f32. */
 void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
                        const struct bert_dense *d, size_t out, float *y, size_t ldy);
 

@@ -11,6 +11,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "onednn.h"
 #include "safetensors.h"
 #include "simd.h"
 
@@ -34,18 +35,11 @@ static struct {
     char why[160];
 } dnnl = {.once = PTHREAD_ONCE_INIT};
 
-struct slot {
-    size_t out, in, rows, ldy;
-    dnnl_memory_desc_t wmd;     /* the weight layout the primitive was made for */
-    dnnl_primitive_t prim;
-    dnnl_memory_t src, dst;
-};
-
 struct linear_bf16_ctx {
     dnnl_stream_t stream;
     uint16_t *src;              /* (max_rows * max_in) bf16 activations */
     size_t src_cap;
-    struct slot slots[CACHE_SLOTS];
+    struct onednn_slot slots[CACHE_SLOTS];
 };
 
 /* f32 -> bf16, round to nearest even (NaN kept a NaN), vectorised: this
@@ -66,26 +60,6 @@ static void to_bf16(const float *x, size_t n, uint16_t *out)
     }
     for (size_t i = nv; i < n; i++)
         out[i] = bert_f32_to_bf16(x[i]);
-}
-
-static void slot_clear(struct slot *s)
-{
-    if (s->prim)
-        dnnl_primitive_destroy(s->prim);
-    if (s->src)
-        dnnl_memory_destroy(s->src);
-    if (s->dst)
-        dnnl_memory_destroy(s->dst);
-    memset(s, 0, sizeof *s);
-}
-
-/* oneDNN falls back to a reference implementation, far slower than
- * OpenBLAS in f32, for layouts its fast kernels lack on this CPU. */
-static bool is_reference(const_dnnl_primitive_desc_t pd)
-{
-    const char *impl = NULL;
-    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-           impl == NULL || strncmp(impl, "ref", 3) == 0;
 }
 
 static void init_once(void)
@@ -142,39 +116,20 @@ struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t i
     dnnl_memory_desc_t src_md, wei_md, dst_md, user_md;
     dnnl_dims_t sd = {PACK_ROWS, (dnnl_dim_t)in}, wd = {(dnnl_dim_t)in, (dnnl_dim_t)out},
                 dd = {PACK_ROWS, (dnnl_dim_t)out};
-    dnnl_primitive_desc_t pd = NULL, rpd = NULL;
-    dnnl_primitive_t reorder = NULL;
-    dnnl_memory_t user = NULL;
-    dnnl_stream_t stream = NULL;
+    dnnl_primitive_desc_t pd = NULL;
     dnnl_matmul_desc_t mm;
     bool ok = false;
     if (dnnl_memory_desc_init_by_tag(&src_md, 2, sd, dnnl_bf16, dnnl_ab) ||
         dnnl_memory_desc_init_by_tag(&wei_md, 2, wd, dnnl_bf16, dnnl_format_tag_any) ||
         dnnl_memory_desc_init_by_tag(&dst_md, 2, dd, dnnl_f32, dnnl_ab) ||
         dnnl_matmul_desc_init(&mm, &src_md, &wei_md, NULL, &dst_md) ||
-        dnnl_primitive_desc_create(&pd, &mm, NULL, dnnl.engine, NULL) || is_reference(pd))
+        dnnl_primitive_desc_create(&pd, &mm, NULL, dnnl.engine, NULL) || onednn_is_reference(pd))
         goto done;
     p->md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     /* torch's (out, in) row-major is the "ba" layout of dims (in, out). */
-    if (dnnl_memory_desc_init_by_tag(&user_md, 2, wd, dnnl_f32, dnnl_ba) ||
-        dnnl_memory_create(&user, &user_md, dnnl.engine, (void *)w) ||
-        dnnl_memory_create(&p->mem, &p->md, dnnl.engine, DNNL_MEMORY_ALLOCATE) ||
-        dnnl_reorder_primitive_desc_create(&rpd, &user_md, dnnl.engine, &p->md, dnnl.engine,
-                                           NULL) ||
-        dnnl_primitive_create(&reorder, rpd) ||
-        dnnl_stream_create(&stream, dnnl.engine, dnnl_stream_default_flags))
-        goto done;
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, p->mem}};
-    ok = !dnnl_primitive_execute(reorder, stream, 2, args) && !dnnl_stream_wait(stream);
+    ok = !dnnl_memory_desc_init_by_tag(&user_md, 2, wd, dnnl_f32, dnnl_ba) &&
+         onednn_reorder_new(dnnl.engine, &user_md, (void *)w, &p->md, &p->mem);
 done:
-    if (stream)
-        dnnl_stream_destroy(stream);
-    if (reorder)
-        dnnl_primitive_destroy(reorder);
-    if (rpd)
-        dnnl_primitive_desc_destroy(rpd);
-    if (user)
-        dnnl_memory_destroy(user);
     if (pd)
         dnnl_primitive_desc_destroy(pd);
     if (!ok) {
@@ -206,7 +161,7 @@ void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)
     if (ctx == NULL)
         return;
     for (size_t i = 0; i < CACHE_SLOTS; i++)
-        slot_clear(&ctx->slots[i]);
+        onednn_slot_clear(&ctx->slots[i]);
     if (ctx->stream)
         dnnl_stream_destroy(ctx->stream);
     free(ctx->src);
@@ -215,15 +170,14 @@ void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)
 
 /* A primitive for (weight layout, rows, ldy), from the cache or made now.
  * Weights of one shape share a layout, so they share primitives. */
-static struct slot *slot_for(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *p,
-                             size_t rows, size_t ldy)
+static struct onednn_slot *slot_for(struct linear_bf16_ctx *ctx,
+                                    const struct linear_bf16_weight *p, size_t rows, size_t ldy)
 {
-    size_t h = ((p->out * 31 + p->in) ^ (rows * 2654435761u) ^ ldy) % CACHE_SLOTS;
-    struct slot *s = &ctx->slots[h];
-    if (s->prim && s->out == p->out && s->in == p->in && s->rows == rows && s->ldy == ldy &&
-        dnnl_memory_desc_equal(&s->wmd, &p->md))
+    bool ready;
+    struct onednn_slot *s =
+        onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, ldy, &p->md, &ready);
+    if (ready)
         return s;
-    slot_clear(s);
     dnnl_memory_desc_t src_md, dst_md;
     dnnl_dims_t sd = {(dnnl_dim_t)rows, (dnnl_dim_t)p->in}, dd = {(dnnl_dim_t)rows,
                                                                   (dnnl_dim_t)p->out};
@@ -234,21 +188,11 @@ static struct slot *slot_for(struct linear_bf16_ctx *ctx, const struct linear_bf
               !dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, dnnl_f32, dst_strides) &&
               !dnnl_matmul_desc_init(&mm, &src_md, &p->md, NULL, &dst_md) &&
               !dnnl_primitive_desc_create(&pd, &mm, NULL, dnnl.engine, NULL) &&
-              !is_reference(pd) && !dnnl_primitive_create(&s->prim, pd) &&
-              !dnnl_memory_create(&s->src, &src_md, dnnl.engine, DNNL_MEMORY_NONE) &&
-              !dnnl_memory_create(&s->dst, &dst_md, dnnl.engine, DNNL_MEMORY_NONE);
+              !onednn_is_reference(pd) &&
+              onednn_slot_fill(s, dnnl.engine, pd, p->out, p->in, rows, ldy, &p->md);
     if (pd)
         dnnl_primitive_desc_destroy(pd);
-    if (!ok) {
-        slot_clear(s);
-        return NULL;
-    }
-    s->out = p->out;
-    s->in = p->in;
-    s->rows = rows;
-    s->ldy = ldy;
-    s->wmd = p->md;
-    return s;
+    return ok ? s : NULL;
 }
 
 bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
@@ -256,7 +200,7 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
 {
     if (rows == 0 || w->in != in || w->out != out || rows * in > ctx->src_cap)
         return false;
-    struct slot *s = slot_for(ctx, w, rows, ldy);
+    struct onednn_slot *s = slot_for(ctx, w, rows, ldy);
     if (s == NULL)
         return false;
     /* The compute team already runs one pass per core: oneDNN's own OpenMP

@@ -93,11 +93,33 @@ enum bert_status bert_model_use_bf16(struct bert_model *m, struct bert_error *er
 {
     if (m->bf16)
         return BERT_OK;
-    char why[160];
+    char why[200];
+    if (m->int8)
+        return bert_error_set(err, BERT_E_INVALID, "the model already runs int8");
     if (!bert_bf16_available(why, sizeof why))
         return bert_error_set(err, BERT_E_UNSUPPORTED, "bf16 is not available: %s", why);
-    bert_weights_pack_bf16(&m->engine->weights, &m->config);
+    bert_weights_pack(&m->engine->weights, &m->config, BERT_PACK_BF16, NULL);
     m->bf16 = true;
+    return BERT_OK;
+}
+
+enum bert_status bert_model_use_int8(struct bert_model *m, struct bert_int8_info *info,
+                                     struct bert_error *err)
+{
+    char why[200];
+    if (m->bf16)
+        return bert_error_set(err, BERT_E_INVALID, "the model already runs bf16");
+    if (!bert_int8_available(why, sizeof why))
+        return bert_error_set(err, BERT_E_UNSUPPORTED, "int8 is not available: %s", why);
+    struct bert_pack_counts n =
+        bert_weights_pack(&m->engine->weights, &m->config, BERT_PACK_INT8, &m->engine->file);
+    if (n.packed == 0)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "int8 is not available: oneDNN packed none of the %zu dense layers",
+                              n.dense);
+    m->int8 = true;
+    if (info != NULL)
+        *info = (struct bert_int8_info){bert_int8_isa(), n.dense, n.packed, n.released_bytes};
     return BERT_OK;
 }
 

@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "linear_bf16.h"
+#include "linear_int8.h"
 
 /* One parameter to bind: where the pointer goes and the shape it must have. */
 struct binding {
@@ -476,42 +479,87 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
     return st;
 }
 
-/* Pack one dense weight; counts it in *n when it will run in bf16. */
-static void pack_dense(struct bert_dense *d, size_t out, size_t in, size_t *n)
-{
-    if (d->w != NULL && d->bf16 == NULL && (d->bf16 = linear_bf16_pack(d->w, out, in)) != NULL)
-        (*n)++;
-}
+/* Every dense layer the encoder runs, with its shape. */
+struct dense_ref {
+    struct bert_dense *d;
+    size_t out, in;
+};
 
-size_t bert_weights_pack_bf16(struct bert_weights *w, const struct bert_config *c)
+/* Lists them into `refs` (room for 1 + 6 per layer); returns how many. */
+static size_t dense_layers(struct bert_weights *w, const struct bert_config *c,
+                           struct dense_ref *refs)
 {
     const size_t H = c->hidden_size, I = c->intermediate_size, E = c->embedding_size;
     /* ModernBERT fuses Q, K and V into one (3H, H) and its GeGLU input is
      * (2I, H); it has no key and value weights of its own. */
     const bool modern = c->family == BERT_FAMILY_MODERNBERT;
     size_t n = 0;
-    pack_dense(&w->emb_proj, H, E, &n);
+    refs[n++] = (struct dense_ref){&w->emb_proj, H, E};
     for (size_t i = 0; i < w->n_layers; i++) {
         struct bert_layer_weights *l = &w->layers[i];
-        pack_dense(&l->query, modern ? 3 * H : H, H, &n);
-        pack_dense(&l->key, H, H, &n);
-        pack_dense(&l->value, H, H, &n);
-        pack_dense(&l->attn_out, H, H, &n);
-        pack_dense(&l->ffn_in, modern ? 2 * I : I, H, &n);
-        pack_dense(&l->ffn_out, H, I, &n);
+        refs[n++] = (struct dense_ref){&l->query, modern ? 3 * H : H, H};
+        refs[n++] = (struct dense_ref){&l->key, H, H};
+        refs[n++] = (struct dense_ref){&l->value, H, H};
+        refs[n++] = (struct dense_ref){&l->attn_out, H, H};
+        refs[n++] = (struct dense_ref){&l->ffn_in, modern ? 2 * I : I, H};
+        refs[n++] = (struct dense_ref){&l->ffn_out, H, I};
     }
     return n;
+}
+
+/* Tell the kernel this process no longer needs the pages wholly inside
+ * [p, p + bytes) of a read-only file mapping: they leave its resident set
+ * and are read again from the file should anything touch them. */
+static bool release_mapped(const struct safetensors_file *file, const void *p, size_t bytes)
+{
+    const uintptr_t map = (uintptr_t)file->map, start = (uintptr_t)p;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (file->map == NULL || start < map || start + bytes > map + file->map_len)
+        return false;
+    const uintptr_t first = (start + page - 1) & ~(page - 1), end = (start + bytes) & ~(page - 1);
+    return end <= first || madvise((void *)first, end - first, MADV_DONTNEED) == 0;
+}
+
+struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct bert_config *c,
+                                          enum bert_pack_kind kind,
+                                          const struct safetensors_file *file)
+{
+    struct dense_ref *refs = malloc((1 + 6 * w->n_layers) * sizeof *refs);
+    struct bert_pack_counts counts = {0};
+    if (refs == NULL)
+        return counts;
+    const size_t n = dense_layers(w, c, refs);
+    for (size_t i = 0; i < n; i++) {
+        struct bert_dense *d = refs[i].d;
+        if (d->w == NULL)
+            continue;
+        counts.dense++;
+        if (kind == BERT_PACK_BF16 && d->bf16 == NULL)
+            d->bf16 = linear_bf16_pack(d->w, refs[i].out, refs[i].in);
+        if (kind == BERT_PACK_INT8 && d->int8 == NULL &&
+            (d->int8 = linear_int8_pack(d->w, refs[i].out, refs[i].in)) != NULL) {
+            const size_t bytes = refs[i].out * refs[i].in * sizeof(float);
+            if (file != NULL && release_mapped(file, d->w, bytes))
+                counts.released_bytes += bytes;
+        }
+        counts.packed += kind == BERT_PACK_BF16 ? d->bf16 != NULL : d->int8 != NULL;
+    }
+    free(refs);
+    return counts;
 }
 
 void bert_weights_free(struct bert_weights *w)
 {
     linear_bf16_weight_free(w->emb_proj.bf16);
+    linear_int8_weight_free(w->emb_proj.int8);
     for (size_t i = 0; i < w->n_layers; i++) {
         struct bert_dense *d[] = {&w->layers[i].query,    &w->layers[i].key,
                                   &w->layers[i].value,    &w->layers[i].attn_out,
                                   &w->layers[i].ffn_in,   &w->layers[i].ffn_out};
-        for (size_t k = 0; k < sizeof d / sizeof d[0]; k++)
+        for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
             linear_bf16_weight_free(d[k]->bf16);
+            linear_int8_weight_free(d[k]->int8);
+        }
     }
     free(w->layers);
     free(w->arena);

@@ -14,7 +14,7 @@
 #include "safetensors.h"
 
 /* The dense layers the encoder runs (bert_linear_share) are struct
- * bert_dense: the f32 weight and, in bf16 mode, its packed copy. ModernBERT
+ * bert_dense: the f32 weight and, in bf16 or int8 mode, its packed copy. ModernBERT
  * keeps its fused Wqkv (3H, H) in query / query_b and has no key / value;
  * its norms are pre-norm (attn_ln before attention, NULL in layer 0; ffn_ln
  * before the MLP) and ffn_in is the GeGLU Wi (2I, H). Biases a config
@@ -74,13 +74,26 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
                                    const struct safetensors_file *file,
                                    struct bert_weights *w, struct bert_error *err);
 
-/* Give every dense layer the encoder runs its bf16 copy (linear_bf16.h),
- * made now, once: products then run in bf16 wherever oneDNN has a fast
- * kernel for the weight's shape, and in f32 for the others. Returns how
- * many it packed. Not while the weights are in use. */
-size_t bert_weights_pack_bf16(struct bert_weights *w, const struct bert_config *c);
+enum bert_pack_kind { BERT_PACK_BF16, BERT_PACK_INT8 };
 
-/* Frees the bf16 copies too. Safe on a zeroed or already freed struct. */
+struct bert_pack_counts {
+    size_t dense;          /* dense layers the encoder runs */
+    size_t packed;         /* of which now have a packed copy */
+    size_t released_bytes; /* f32 bytes of the mapping given back (int8) */
+};
+
+/* Give every dense layer the encoder runs its bf16 (linear_bf16.h) or int8
+ * (linear_int8.h) copy, made now, once: products then run in that type
+ * wherever oneDNN has a fast kernel for the weight's shape, and in f32 for
+ * the others. With int8 and `file`, the f32 originals that lie in the
+ * file's mapping leave the resident set (they are read again from the file
+ * only should a product fall back to f32); converted ones (F16/BF16
+ * checkpoints) stay in the arena. Not while the weights are in use. */
+struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct bert_config *c,
+                                          enum bert_pack_kind kind,
+                                          const struct safetensors_file *file);
+
+/* Frees the packed copies too. Safe on a zeroed or already freed struct. */
 void bert_weights_free(struct bert_weights *w);
 
 #endif

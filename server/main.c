@@ -111,7 +111,7 @@ static char *info_json(const struct server *s)
         (json_int_t)c->max_position_embeddings, "max_input_tokens",
         (json_int_t)s->engine.limits.max_input_tokens, "labels", labels, "capabilities", caps,
         "pooling", bert_pooling_name(s->engine.defaults.pooling), "normalize",
-        s->engine.defaults.normalize, "dtype", s->model->bf16 ? "bf16" : "f32", "workers", "threads",
+        s->engine.defaults.normalize, "dtype", s->model->int8 ? "int8" : s->model->bf16 ? "bf16" : "f32", "workers", "threads",
         (json_int_t)s->pool_settings.threads, "compute_threads",
         (json_int_t)s->pool_settings.threads_per_worker, "scratch_bytes",
         (json_int_t)(s->pool ? pool_scratch_bytes(s->pool) : 0), "config",
@@ -213,6 +213,25 @@ static void choose_threads(struct server *s)
                          : "");
 }
 
+/* [model] dtype = "int8": refused, not run in f32, where it cannot run, since
+ * its answers differ from f32's more than bf16's do. */
+static bool use_int8(struct server *s)
+{
+    struct bert_error err = {0};
+    struct bert_int8_info info;
+    if (bert_model_use_int8(s->model, &info, &err) != BERT_OK) {
+        log_msg(LOG_ERROR, "dtype int8 refused: %s", err.message);
+        return false;
+    }
+    log_msg(LOG_INFO,
+            "dense layers run in int8 on %s (oneDNN): %zu of %zu, weights per channel, "
+            "activations per row, int32 accumulation; attention, norms, activations and heads "
+            "in f32; %zu MiB of mapped f32 weights released%s",
+            info.isa, info.packed, info.dense, info.released_bytes >> 20,
+            info.released_bytes ? "" : " (F16/BF16 checkpoint: its f32 copy stays resident)");
+    return true;
+}
+
 static int run(struct server *s)
 {
     const struct server_config *cfg = &s->cfg;
@@ -239,6 +258,8 @@ static int run(struct server *s)
         else
             log_msg(LOG_WARN, "%s; running f32", bf16_err.message);
     }
+    if (cfg->model.dtype == SERVER_CONFIG_DTYPE_INT8 && !use_int8(s))
+        return EXIT_FAILURE;
     configure_engine(s);
     choose_threads(s);
 

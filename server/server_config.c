@@ -57,7 +57,7 @@ static const char *config_check_token(const char *value)
 }
 
 static const char *const config_pooling_names[] = {"", "cls", "mean", "max", NULL};
-static const char *const config_dtype_names[] = {"f32", "bf16", NULL};
+static const char *const config_dtype_names[] = {"f32", "bf16", "int8", NULL};
 static const char *const config_log_level_names[] = {"debug", "info", "warn", "error", NULL};
 static const char *const config_log_format_names[] = {"text", "json", NULL};
 
@@ -129,7 +129,7 @@ static const struct config_key config_keys[] = {
     KEY_BOOL(model, truncate, "--truncate", "false",
              "cut too-long inputs instead of answering 413"),
     KEY_ENUM(model, dtype, "--dtype", enum server_config_dtype, config_dtype_names, "f32",
-             "weight type for inference"),
+             "dense layers' type: f32, bf16 or int8"),
 
     KEY_NUMBER(batching, max_batch_tokens, "--max-batch-tokens", "N", "4096", 1, 1 << 24,
                "most tokens in one forward pass"),

@@ -47,6 +47,7 @@ enum server_config_pooling {
 enum server_config_dtype {
     SERVER_CONFIG_DTYPE_F32,
     SERVER_CONFIG_DTYPE_BF16,
+    SERVER_CONFIG_DTYPE_INT8,
 };
 
 enum server_config_log_level {

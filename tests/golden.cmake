@@ -40,3 +40,26 @@ add_test(NAME cli_non_finite_output
                  ${BERT_TEST_WORK}/checkpoint-errors/overflow)
 set_tests_properties(cli_non_finite_output PROPERTIES TIMEOUT 30
                      FIXTURES_REQUIRED bad_checkpoints)
+
+# int8 dense layers against f32 on real data with the default model: SST-2
+# dev accuracy and STS-B test Spearman (issue 23's gates). The data sits
+# beside the repository (../shared/data); without it the test is skipped.
+set(BERT_SHARED_DATA ${CMAKE_SOURCE_DIR}/../shared/data)
+bert_add_test(NAME test_int8_accuracy SOURCES test_int8_accuracy.c LIBS berttrain
+              ARGS ${CMAKE_SOURCE_DIR}/models/default ${BERT_SHARED_DATA}/sst2/dev.tsv
+                   ${BERT_SHARED_DATA}/stsbenchmark/sts-test.csv
+              LABELS golden TIMEOUT 600)
+set_tests_properties(test_int8_accuracy PROPERTIES SKIP_RETURN_CODE 77)
+
+# dtype int8 where the CPU has none of its instructions (oneDNN told to stop
+# at AVX2): `bert` and bertserve refuse, exit 1, and say why; they never
+# fall back to f32 silently.
+set(BERT_EXPECT_INT8_REFUSED
+    "out=$(ONEDNN_MAX_CPU_ISA=AVX2 \"$@\" </dev/null 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 1 ] && case \"$out\" in *\"int8 is not available\"*) ;; *) exit 1 ;; esac")
+add_test(NAME cli_int8_refused
+         COMMAND sh -c "${BERT_EXPECT_INT8_REFUSED}" sh $<TARGET_FILE:bert_cli> embed
+                 --model ${CMAKE_SOURCE_DIR}/models/default --dtype int8)
+add_test(NAME bertserve_int8_refused
+         COMMAND sh -c "${BERT_EXPECT_INT8_REFUSED}" sh $<TARGET_FILE:bertserve>
+                 --model ${CMAKE_SOURCE_DIR}/models/default --dtype int8 --port 1)
+set_tests_properties(cli_int8_refused bertserve_int8_refused PROPERTIES TIMEOUT 30)

@@ -89,8 +89,8 @@ static const struct key_case key_cases[] = {
       {"", "must be true or false"}},
      {{"'true'", "must be true or false"}, {"0", "must be true or false"}}},
     {"model", "dtype", "--dtype", "\"f32\"", "\"bf16\"", "bf16", "\"bf16\"",
-     {{"f16", "must be one of \"f32\", \"bf16\""}, {"F32", "must be one of \"f32\", \"bf16\""}},
-     {{"16", "must be one of \"f32\", \"bf16\""}}},
+     {{"f16", "must be one of \"f32\", \"bf16\", \"int8\""}, {"F32", "must be one of \"f32\", \"bf16\", \"int8\""}},
+     {{"16", "must be one of \"f32\", \"bf16\", \"int8\""}}},
 
     NUMBER_CASE(batching, max_batch_tokens, "--max-batch-tokens", 4096, 8192, 1, 16777216, 0,
                 16777217),

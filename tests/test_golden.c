@@ -37,6 +37,7 @@ struct tolerance {
     double cosine_min; /* pooled embeddings */
     double prob_abs;   /* MLM top-k and classifier probabilities, max |C - expected| */
     bool all_top_ids;  /* all top-k ids identical; false: only the top-1 */
+    size_t top1_slack; /* top-1 ids that may differ (int8 only) */
 };
 
 /* `same`: against the reference run on the same (rounded) weights.
@@ -45,15 +46,27 @@ static const struct {
     const char *dtype;
     struct tolerance same, vs_f32;
 } tolerances[] = {
-    {"f32", {1e-4, 0.99999, 1e-5, true}, {0, 0, 0, false}},
-    {"bf16", {1e-4, 0.99999, 1e-5, true}, {0.1, 0.999, 5e-3, false}},
-    {"f16", {1e-4, 0.99999, 1e-5, true}, {0.02, 0.99999, 1e-3, false}},
+    {"f32", {1e-4, 0.99999, 1e-5, true, 0}, {0, 0, 0, false, 0}},
+    {"bf16", {1e-4, 0.99999, 1e-5, true, 0}, {0.1, 0.999, 5e-3, false, 0}},
+    {"f16", {1e-4, 0.99999, 1e-5, true, 0}, {0.02, 0.99999, 1e-3, false, 0}},
 };
 
 /* An F32 checkpoint with its dense layers computed in bf16 (oneDNN, AMX):
  * every product rounds its inputs to 8 mantissa bits, so outputs move by
  * about a percent; the contract is cosine >= 0.999 and the same top-1. */
-static const struct tolerance bf16_compute = {0.25, 0.999, 2e-2, false};
+static const struct tolerance bf16_compute = {0.25, 0.999, 2e-2, false, 0};
+
+/* The same checkpoint with its dense layers in int8 (per-channel weights,
+ * per-row activations): the contract is pooled embeddings with cosine >=
+ * 0.99 to the F32 golden (issue 23); hidden states and probabilities move
+ * by several percent, and one MLM top-1 whose lead is small may flip
+ * (bounds: measured worst x ~1.5-2, tests/golden/README.md). The MLM
+ * stress checkpoints (weight-std >= 0.2, far wider than trained weights,
+ * so that random logits separate) amplify the rounding layer by layer:
+ * 1 - cosine up to 0.0124 there, held to 0.985. */
+static const struct tolerance int8_compute = {1.0, 0.99, 0.1, false, 1};
+static const struct tolerance int8_stress = {1.0, 0.985, 0.1, false, 1};
+#define INT8_STRESS_STD 0.2
 
 /* Worst errors seen in one comparison. */
 struct errors {
@@ -472,7 +485,7 @@ static void check_errors(const char *label, const char *what, const struct error
     print_errors(label, what, e);
     if (!(e->hidden <= tol->hidden_abs && e->pooler <= tol->hidden_abs &&
           e->pooled <= tol->hidden_abs && e->cosine >= tol->cosine_min && e->prob <= tol->prob_abs &&
-          e->top_id_mismatches == 0))
+          e->top_id_mismatches <= tol->top1_slack))
         fprintf(stderr, "%s %s: outside tolerance (hidden %g, cosine %g, probabilities %g, %s)\n",
                 label, what, tol->hidden_abs, tol->cosine_min, tol->prob_abs,
                 tol->all_top_ids ? "all top-k ids" : "top-1 id");
@@ -481,7 +494,7 @@ static void check_errors(const char *label, const char *what, const struct error
     CHECK(e->pooled <= tol->hidden_abs);
     CHECK(e->cosine >= tol->cosine_min);
     CHECK(e->prob <= tol->prob_abs);
-    CHECK_INT_EQ(e->top_id_mismatches, 0);
+    CHECK(e->top_id_mismatches <= tol->top1_slack);
 }
 
 /* ---- one checkpoint ---- */
@@ -588,6 +601,38 @@ static bool run_threads(struct run *r, size_t threads, json_t *outputs, json_t *
     return ok;
 }
 
+/* The F32 checkpoint in `dir` loaded afresh with int8 dense layers, two
+ * threads, against the F32 golden `outputs`. True when int8 is not
+ * available here (said on stdout) or the run completed. */
+static bool run_int8(struct run *r, const char *dir, json_t *outputs, double weight_std,
+                     const char *label)
+{
+    char why[200], int8_label[160];
+    if (!bert_int8_available(why, sizeof why)) {
+        printf("%-24s int8 compute not checked: %s\n", label, why);
+        return true;
+    }
+    snprintf(int8_label, sizeof int8_label, "%s int8-compute", label);
+    const struct bert_model *f32_model = r->model;
+    struct bert_model *model = NULL;
+    struct bert_error err = {0};
+    CHECK_INT_EQ(bert_model_load(dir, &model, &err), BERT_OK);
+    bool ok = model != NULL;
+    struct bert_int8_info info = {0};
+    if (ok) {
+        CHECK_INT_EQ(bert_model_use_int8(model, &info, &err), BERT_OK);
+        CHECK_INT_EQ(info.packed, info.dense);
+        CHECK(model->int8);
+        r->model = model;
+        ok = run_threads(r, 2, outputs, NULL,
+                         weight_std >= INT8_STRESS_STD ? &int8_stress : &int8_compute, NULL,
+                         int8_label);
+    }
+    bert_model_free(model);
+    r->model = f32_model;
+    return ok;
+}
+
 /* Rebuild, load and run one dtype variant; returns false when the variant
  * could not be run at all. */
 static bool run_variant(struct run *r, json_t *golden, json_t *variant, json_t *f32_outputs,
@@ -643,7 +688,12 @@ static bool run_variant(struct run *r, json_t *golden, json_t *variant, json_t *
      * columns, many rows by rows; both must give the golden answers. */
     for (size_t threads = 1; ok && threads <= 2; threads++)
         ok = run_threads(r, threads, outputs, f32_outputs, same_tol, loose_tol, label);
-    char why[160];
+    char why[200];
+    if (ok && strcmp(dtype, "f32") == 0)
+        ok = run_int8(r, dir, outputs,
+                      json_real_value(json_object_get(json_object_get(golden, "init"),
+                                                      "weight-std")),
+                      label);
     if (ok && strcmp(dtype, "f32") == 0 && bert_bf16_available(why, sizeof why)) {
         char bf16_label[160];
         snprintf(bf16_label, sizeof bf16_label, "%s bf16-compute", label);

@@ -4,6 +4,7 @@
  * Use:
  *   bert_model_load       a checkpoint folder -> struct bert_model (read-only)
  *   bert_model_use_bf16   optional, before serving: dense layers in bf16
+ *   bert_model_use_int8   optional, before serving: dense layers in int8
  *   bert_scratch_new      per worker: working memory and a compute team
  *   bert_run              a batch of sequences, each with its task
  *   bert_scratch_free, bert_model_free
@@ -152,7 +153,7 @@ const char *bert_dtype_name(enum bert_dtype dtype);
 struct bert_engine;
 
 /* A loaded checkpoint: config, tokenizer and weights. Read-only after
- * bert_model_load (and bert_model_use_bf16) return. */
+ * bert_model_load (and bert_model_use_bf16 or _int8) return. */
 struct bert_model {
     char *dir;
     struct bert_config config;
@@ -164,6 +165,7 @@ struct bert_model {
     bool can_classify_tokens; /* *ForTokenClassification head present */
     bool can_answer_questions; /* *ForQuestionAnswering head present */
     bool bf16;                /* dense layers run in bf16 (bert_model_use_bf16) */
+    bool int8;                /* dense layers run in int8 (bert_model_use_int8) */
     struct bert_engine *engine;
 };
 
@@ -182,6 +184,30 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
  * f32. Call right after bert_model_load, before the model is shared. */
 enum bert_status bert_model_use_bf16(struct bert_model *model, struct bert_error *err);
 
+/* What bert_model_use_int8 did. */
+struct bert_int8_info {
+    const char *isa;       /* bert_int8_isa() */
+    size_t dense;          /* dense layers the encoder runs */
+    size_t packed;         /* of which run int8; the others (no fast kernel) f32 */
+    size_t released_bytes; /* f32 weight bytes the process no longer keeps resident */
+};
+
+/* Run the encoder's dense layers in int8: each weight is quantized now,
+ * once, per output channel (symmetric, scale max|w| / 127) into oneDNN's
+ * layout; activations are quantized per row at each product, products
+ * accumulate in int32; attention, norms, activations, the embeddings and
+ * the heads stay f32. F32 weights used in place from the checkpoint's
+ * mapping leave the resident set (re-read from the file only by a product
+ * that falls back to f32); F16/BF16 checkpoints keep their converted f32
+ * copy. Scratches made after this call run the int8 products. Fails with
+ * BERT_E_UNSUPPORTED, saying why, when this build has no oneDNN or the CPU
+ * has none of AVX512-VNNI, AVX-VNNI and AMX-INT8, and with BERT_E_INVALID
+ * after bert_model_use_bf16; the model then keeps running as it was.
+ * `info` (may be NULL) receives what was done. Call right after
+ * bert_model_load, before the model is shared. */
+enum bert_status bert_model_use_int8(struct bert_model *model, struct bert_int8_info *info,
+                                     struct bert_error *err);
+
 /* NULL is a no-op. */
 void bert_model_free(struct bert_model *model);
 
@@ -189,6 +215,11 @@ void bert_model_free(struct bert_model *model);
 bool bert_bf16_available(char *why, size_t why_len);
 /* The instructions bf16 products run on: "AMX", "AVX512_BF16" or "none". */
 const char *bert_bf16_isa(void);
+/* Whether int8 dense layers can run here; when not, `why` says why. */
+bool bert_int8_available(char *why, size_t why_len);
+/* The instructions int8 products run on: "AMX-INT8", "AVX512-VNNI",
+ * "AVX-VNNI" or "none". */
+const char *bert_int8_isa(void);
 
 /* ---- running it: batches, scratch, tasks -------------------------------- */
 

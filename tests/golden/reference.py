@@ -85,6 +85,24 @@ def linear(x, w, b):
     return x @ w.T + b
 
 
+def quantize_rows(m):
+    """Symmetric int8 per row: q = round(m / s) with s = max |row| / 127
+    (round half to even); returns q (as float64 integers) and s (rows, 1).
+    An all-zero row has s = 0 and q = 0."""
+    s = m.abs().amax(dim=-1, keepdim=True) / 127.0
+    q = torch.where(s > 0, torch.round(m / torch.where(s > 0, s, 1.0)), torch.zeros_like(m))
+    return q.clamp(-127, 127), s
+
+
+def linear_int8(x, w, b):
+    """bertserve's int8 dense layer (dtype = "int8", issue 23): W quantized
+    per output channel, x per row, the integer product exact (float64 holds
+    it), scaled back by both scales, plus the bias."""
+    qw, sw = quantize_rows(w)
+    qx, sx = quantize_rows(x)
+    return (qx @ qw.T) * sx * sw.T + b
+
+
 FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
             "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra"}
 
@@ -430,6 +448,17 @@ def self_check():
     def score(i, j):
         return float((q * cos[i] + rotate_half(q) * sin[i]) @ (k * cos[j] + rotate_half(k) * sin[j]))
     pairs["rope_relative"] = (torch.tensor(score(3, 10)), torch.tensor(score(30, 37)))
+    # int8: exact integers on a hand-worked row (-63.5 rounds to even, -64),
+    # and the quantized product within its rounding bound of the exact one.
+    q, s = quantize_rows(torch.tensor([[1.0, -0.5, 0.25], [0.0, 0.0, 0.0]], dtype=torch.float64))
+    pairs["quantize_rows"] = (torch.cat([q.flatten(), s.flatten()]),
+                              torch.tensor([127.0, -64.0, 32.0, 0, 0, 0, 1 / 127.0, 0.0],
+                                           dtype=torch.float64))
+    w = torch.randn(5, 33, generator=g, dtype=torch.float64)
+    err8 = float((linear_int8(x, w, beta[:5]) - linear(x, w, beta[:5])).abs().max())
+    bound8 = float((x.abs().amax(1, keepdim=True) * w.abs().amax(1)).max()) * 33 / 127.0
+    if not 0 < err8 < bound8:
+        raise AssertionError(f"linear_int8 differs from linear by {err8} (bound {bound8})")
     for name, (ours, theirs) in pairs.items():
         err = float((ours - theirs).abs().max())
         if err > 1e-12:

@@ -1,0 +1,359 @@
+#include "linear_int8.h"
+
+#ifdef BERT_HAVE_DNNL
+
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "onednn.h"
+#include "simd.h"
+
+/* Weights are packed for this many rows; oneDNN's brgemm int8 kernels keep
+ * one blocked weight layout for every row count (a primitive made for a
+ * layout it does not take fails, and that product runs in f32). */
+#define PACK_ROWS 256
+/* A context's cache of ready primitives, by shape. */
+#define CACHE_SLOTS 128
+/* Symmetric int8: [-127, 127], so that -q is always representable. */
+#define QMAX 127.0f
+
+struct linear_int8_weight {
+    size_t out, in;
+    float *scale;               /* (out) per output channel */
+    dnnl_memory_t mem;          /* s8, oneDNN's layout (with its compensation) */
+    dnnl_memory_desc_t md;
+};
+
+/* The process's CPU engine, made once; usable only where oneDNN has fast
+ * int8 kernels (VNNI or AMX). */
+static struct {
+    pthread_once_t once;
+    dnnl_engine_t engine;
+    bool usable;
+    const char *isa;
+    char why[200];
+} dnnl = {.once = PTHREAD_ONCE_INIT, .isa = "none"};
+
+struct linear_int8_ctx {
+    dnnl_stream_t stream;
+    int8_t *src;                /* (max_rows * max_in) quantized activations */
+    float *row_scale;           /* (max_rows) */
+    float *acc;                 /* (max_rows * max_strided_out) products bound for strided rows */
+    size_t src_cap, rows_cap, acc_cap;
+    struct onednn_slot slots[CACHE_SLOTS];
+};
+
+/* Quantize one row symmetrically: q = round(x / s), s = max |x| / 127.
+ * Returns s (0 for a row of zeros); NaN when the row holds a NaN or an
+ * infinity (its q are then zeros and its outputs NaN, so the engine's
+ * non-finite check still sees it). The maximum is taken on the bits: for
+ * |x| they order as the floats do, and NaN / infinity sort above every
+ * finite value. */
+BERT_HOT
+static float quantize_row(const float *x, size_t n, int8_t *q)
+{
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, x + i, sizeof b);
+        b &= 0x7fffffffu;
+        top = b > top ? b : top;
+    }
+    /* Below FLT_MIN 127 / max would overflow: such a row (zero, or all
+     * subnormal) counts as zero. */
+    if (top >= 0x7f800000u || top < 0x00800000u) {
+        memset(q, 0, n);
+        return top < 0x00800000u ? 0.0f : NAN;
+    }
+    float amax;
+    memcpy(&amax, &top, sizeof amax);
+    /* Round to nearest, ties to even, as lrintf would but vectorised:
+     * adding 1.5 * 2^23 leaves no fraction bits for |x * inv| <= 127 (the
+     * product may be fused, which rounds the exact x * inv: no worse). */
+    const float inv = QMAX / amax, magic = 12582912.0f;
+    for (size_t i = 0; i < n; i++)
+        q[i] = (int8_t)(int32_t)((x[i] * inv + magic) - magic);
+    return amax / QMAX;
+}
+
+/* y[r, c] = acc[r, c] * row_scale[r] * scale[c]; acc may be y itself. */
+BERT_HOT
+static void dequantize(const float *acc, size_t ld_acc, float *y, size_t ldy, size_t rows,
+                       size_t out, const float *row_scale, const float *scale)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *ar = acc + r * ld_acc;
+        float *yr = y + r * ldy;
+        const float s = row_scale[r];
+        for (size_t c = 0; c < out; c++)
+            yr[c] = ar[c] * (s * scale[c]);
+    }
+}
+
+/* A matmul descriptor s8 (rows, in) x s8 (in, out) -> f32 (rows, out),
+ * the weights in `wei_md` (format_tag_any lets oneDNN choose). NULL when
+ * oneDNN has only a reference kernel for it. The output is contiguous:
+ * oneDNN 2.6 has only reference kernels for a few rows with strided
+ * output (Q, K and V into their (T, 3H) matrix), so those products land
+ * in the context's buffer and dequantize() spreads them. */
+static dnnl_primitive_desc_t matmul_pd(size_t rows, size_t in, size_t out,
+                                       const dnnl_memory_desc_t *wei_md)
+{
+    dnnl_memory_desc_t src_md, dst_md;
+    dnnl_dims_t sd = {(dnnl_dim_t)rows, (dnnl_dim_t)in}, dd = {(dnnl_dim_t)rows, (dnnl_dim_t)out};
+    dnnl_matmul_desc_t mm;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_memory_desc_init_by_tag(&src_md, 2, sd, dnnl_s8, dnnl_ab) ||
+        dnnl_memory_desc_init_by_tag(&dst_md, 2, dd, dnnl_f32, dnnl_ab) ||
+        dnnl_matmul_desc_init(&mm, &src_md, wei_md, NULL, &dst_md) ||
+        dnnl_primitive_desc_create(&pd, &mm, NULL, dnnl.engine, NULL))
+        return NULL;
+    if (onednn_is_reference(pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return NULL;
+    }
+    return pd;
+}
+
+static dnnl_primitive_desc_t matmul_pd_any(size_t rows, size_t in, size_t out)
+{
+    dnnl_memory_desc_t wei_md;
+    dnnl_dims_t wd = {(dnnl_dim_t)in, (dnnl_dim_t)out};
+    if (dnnl_memory_desc_init_by_tag(&wei_md, 2, wd, dnnl_s8, dnnl_format_tag_any))
+        return NULL;
+    return matmul_pd(rows, in, out, &wei_md);
+}
+
+static void init_once(void)
+{
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    if (isa == dnnl_cpu_isa_avx512_core_amx)
+        dnnl.isa = "AMX-INT8";
+    else if ((isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni)
+        dnnl.isa = "AVX512-VNNI";
+    else if (isa == dnnl_cpu_isa_avx2_vnni)
+        dnnl.isa = "AVX-VNNI";
+    else {
+        snprintf(dnnl.why, sizeof dnnl.why,
+                 "this CPU has none of AVX512-VNNI, AVX-VNNI and AMX-INT8 (oneDNN's best ISA "
+                 "here is 0x%x)",
+                 (unsigned)isa);
+        return;
+    }
+    if (dnnl_engine_create(&dnnl.engine, dnnl_cpu, 0) != dnnl_success) {
+        snprintf(dnnl.why, sizeof dnnl.why, "oneDNN could not create a CPU engine");
+        dnnl.isa = "none";
+        return;
+    }
+    /* The ISA alone is not enough: this oneDNN must have a kernel for it. */
+    dnnl_primitive_desc_t probe = matmul_pd_any(32, 64, 64);
+    if (probe == NULL) {
+        snprintf(dnnl.why, sizeof dnnl.why,
+                 "oneDNN %d.%d has no fast int8 matmul for this CPU's %s", DNNL_VERSION_MAJOR,
+                 DNNL_VERSION_MINOR, dnnl.isa);
+        dnnl.isa = "none";
+        return;
+    }
+    dnnl_primitive_desc_destroy(probe);
+    dnnl.usable = true;
+}
+
+const char *bert_int8_isa(void)
+{
+    pthread_once(&dnnl.once, init_once);
+    return dnnl.isa;
+}
+
+bool bert_int8_available(char *why, size_t why_len)
+{
+    pthread_once(&dnnl.once, init_once);
+    if (!dnnl.usable && why)
+        snprintf(why, why_len, "%s", dnnl.why);
+    return dnnl.usable;
+}
+
+void linear_int8_weight_free(struct linear_int8_weight *p)
+{
+    if (p == NULL)
+        return;
+    if (p->mem)
+        dnnl_memory_destroy(p->mem);
+    free(p->scale);
+    free(p);
+}
+
+/* Per-channel scales of W (out, in) and its int8 values, row-major. */
+static void quantize_weight(const float *w, size_t out, size_t in, float *scale, int8_t *q)
+{
+    for (size_t c = 0; c < out; c++) {
+        const float s = quantize_row(w + c * in, in, q + c * in);
+        /* A weight that is not finite would poison every output: keep its
+         * channel at zero scale (f32 would give NaN; bert_weights_bind
+         * refuses such checkpoints anyway). */
+        scale[c] = isnan(s) ? 0.0f : s;
+    }
+}
+
+struct linear_int8_weight *linear_int8_pack(const float *w, size_t out, size_t in)
+{
+    if (!bert_int8_available(NULL, 0))
+        return NULL;
+    struct linear_int8_weight *p = calloc(1, sizeof *p);
+    int8_t *q = malloc(out * in);
+    dnnl_primitive_desc_t pd = matmul_pd_any(PACK_ROWS, in, out);
+    bool ok = p != NULL && q != NULL && pd != NULL &&
+              (p->scale = malloc(out * sizeof *p->scale)) != NULL;
+    if (ok) {
+        p->out = out;
+        p->in = in;
+        p->md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        quantize_weight(w, out, in, p->scale, q);
+        /* torch's (out, in) row-major is the "ba" layout of dims (in, out). */
+        dnnl_memory_desc_t user_md;
+        dnnl_dims_t wd = {(dnnl_dim_t)in, (dnnl_dim_t)out};
+        ok = !dnnl_memory_desc_init_by_tag(&user_md, 2, wd, dnnl_s8, dnnl_ba) &&
+             onednn_reorder_new(dnnl.engine, &user_md, q, &p->md, &p->mem);
+    }
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    free(q);
+    if (!ok) {
+        linear_int8_weight_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in,
+                                            size_t max_strided_out)
+{
+    if (!bert_int8_available(NULL, 0))
+        return NULL;
+    struct linear_int8_ctx *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL)
+        return NULL;
+    ctx->src_cap = max_rows * max_in;
+    ctx->rows_cap = max_rows;
+    ctx->acc_cap = max_rows * max_strided_out;
+    ctx->src = malloc(ctx->src_cap ? ctx->src_cap : 1);
+    ctx->row_scale = malloc((max_rows ? max_rows : 1) * sizeof *ctx->row_scale);
+    ctx->acc = malloc((ctx->acc_cap ? ctx->acc_cap : 1) * sizeof *ctx->acc);
+    if (ctx->src == NULL || ctx->row_scale == NULL || ctx->acc == NULL ||
+        dnnl_stream_create(&ctx->stream, dnnl.engine, dnnl_stream_default_flags) != dnnl_success) {
+        linear_int8_ctx_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+void linear_int8_ctx_free(struct linear_int8_ctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    for (size_t i = 0; i < CACHE_SLOTS; i++)
+        onednn_slot_clear(&ctx->slots[i]);
+    if (ctx->stream)
+        dnnl_stream_destroy(ctx->stream);
+    free(ctx->src);
+    free(ctx->row_scale);
+    free(ctx->acc);
+    free(ctx);
+}
+
+/* A primitive for (weight layout, rows), from the cache or made now.
+ * Weights of one shape share a layout, so they share primitives. */
+static struct onednn_slot *slot_for(struct linear_int8_ctx *ctx,
+                                    const struct linear_int8_weight *p, size_t rows)
+{
+    bool ready;
+    struct onednn_slot *s =
+        onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, p->out, &p->md, &ready);
+    if (ready)
+        return s;
+    dnnl_primitive_desc_t pd = matmul_pd(rows, p->in, p->out, &p->md);
+    bool ok = pd != NULL && onednn_slot_fill(s, dnnl.engine, pd, p->out, p->in, rows, p->out,
+                                             &p->md);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return ok ? s : NULL;
+}
+
+bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
+                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy)
+{
+    float *acc = ldy == out ? y : ctx->acc;
+    if (rows == 0 || w->in != in || w->out != out || rows * in > ctx->src_cap ||
+        rows > ctx->rows_cap || (acc == ctx->acc && rows * out > ctx->acc_cap))
+        return false;
+    struct onednn_slot *s = slot_for(ctx, w, rows);
+    if (s == NULL)
+        return false;
+    /* The compute team already runs one pass per core (linear_bf16.c). */
+    omp_set_num_threads(1);
+    for (size_t r = 0; r < rows; r++)
+        ctx->row_scale[r] = quantize_row(x + r * in, in, ctx->src + r * in);
+    dnnl_memory_set_data_handle(s->src, ctx->src);
+    dnnl_memory_set_data_handle(s->dst, acc);
+    dnnl_exec_arg_t args[3] = {
+        {DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, s->dst}};
+    if (dnnl_primitive_execute(s->prim, ctx->stream, 3, args) != dnnl_success ||
+        dnnl_stream_wait(ctx->stream) != dnnl_success)
+        return false;
+    dequantize(acc, out, y, ldy, rows, out, ctx->row_scale, w->scale);
+    return true;
+}
+
+#else /* !BERT_HAVE_DNNL */
+
+#include <stdio.h>
+
+bool bert_int8_available(char *why, size_t why_len)
+{
+    if (why)
+        snprintf(why, why_len, "this build has no oneDNN (install libdnnl-dev and rebuild)");
+    return false;
+}
+
+const char *bert_int8_isa(void)
+{
+    return "none";
+}
+
+struct linear_int8_weight *linear_int8_pack(const float *w, size_t out, size_t in)
+{
+    (void)w, (void)out, (void)in;
+    return NULL;
+}
+
+void linear_int8_weight_free(struct linear_int8_weight *p)
+{
+    (void)p;
+}
+
+struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in,
+                                            size_t max_strided_out)
+{
+    (void)max_rows, (void)max_in, (void)max_strided_out;
+    return NULL;
+}
+
+void linear_int8_ctx_free(struct linear_int8_ctx *ctx)
+{
+    (void)ctx;
+}
+
+bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
+                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy)
+{
+    (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)out, (void)y, (void)ldy;
+    return false;
+}
+
+#endif

@@ -1,0 +1,53 @@
+/* INT8 dense layers on oneDNN (AVX512-VNNI / AVX-VNNI / AMX-INT8):
+ * weights quantized once, at load (bert_model_use_int8), symmetrically per
+ * output channel to int8 in oneDNN's blocked layout; activations quantized
+ * per call, symmetrically per row, into the calling team member's buffer;
+ * products accumulate in int32 and come back as f32, scaled by the row's
+ * and the channel's scale. Attention, norms, activations and heads stay f32.
+ *
+ * As in linear_bf16.h, nothing is looked up per call and nothing on the
+ * request path grows a buffer. Built only when CMake finds oneDNN
+ * (BERT_HAVE_DNNL); otherwise nothing packs and bert_int8_available
+ * (bert.h) says why. */
+#ifndef BERT_LINEAR_INT8_H
+#define BERT_LINEAR_INT8_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bert.h"
+
+/* A weight W (out, in) quantized for int8 products. Read-only once made;
+ * any number of threads may use it at once. */
+struct linear_int8_weight;
+
+/* Quantize W (out, in), f32 as torch.nn.Linear stores it: per output
+ * channel c, scale_c = max |W[c, :]| / 127 and q = round(W / scale_c).
+ * NULL when int8 is unavailable, oneDNN has only a reference kernel for
+ * this shape or memory runs out: the weight then stays f32. */
+struct linear_int8_weight *linear_int8_pack(const float *w, size_t out, size_t in);
+
+/* NULL is a no-op. */
+void linear_int8_weight_free(struct linear_int8_weight *p);
+
+/* One team member's state: a oneDNN stream, its cache of primitives by
+ * shape, room to quantize up to `max_rows` x `max_in` activations and to
+ * hold `max_rows` x `max_strided_out` products whose output rows are
+ * strided (ldy > out). Used by one thread at a time. NULL when out of
+ * memory or int8 is unavailable. */
+struct linear_int8_ctx;
+struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in,
+                                            size_t max_strided_out);
+/* NULL is a no-op. */
+void linear_int8_ctx_free(struct linear_int8_ctx *ctx);
+
+/* y (rows, out) = x (rows, in) W^T with x quantized per row, int32
+ * accumulation and f32 output, y rows `ldy` apart. A row that is not
+ * finite gives a row that is not finite. Returns false, computing nothing,
+ * when the shapes disagree with the weight, the rows exceed the context's
+ * room (strided output wider than the context's max_strided_out included)
+ * or oneDNN fails: the caller then runs the product in f32. */
+bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
+                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy);
+
+#endif

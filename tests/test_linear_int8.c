@@ -1,0 +1,117 @@
+/* model/linear_int8.c against the float64 reference of its product
+ * (tests/golden/make_int8_goldens.py -> tests/data/golden-int8/linear.json):
+ * row counts across oneDNN's kernel tails, an all-zero row and channel,
+ * contiguous and strided output rows (the padding left untouched), a row
+ * that is not finite, and the refusals that send a product back to f32.
+ * Skipped (exit 77) where int8 cannot run.
+ *
+ * Usage: test_linear_int8 GOLDEN_JSON */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "bert.h"
+#include "check.h"
+#include "linear_int8.h"
+
+/* The integer products are exact on both sides; what remains is float32
+ * rounding of the scales and of the sums beyond 2^24, relative to the
+ * largest output. */
+#define REL_TOL 1e-6
+#define SKIP 77
+
+static float *floats_of(json_t *a)
+{
+    float *v = malloc((json_array_size(a) + 1) * sizeof *v);
+    if (v == NULL)
+        exit(1);
+    for (size_t i = 0; i < json_array_size(a); i++)
+        v[i] = (float)json_number_value(json_array_get(a, i));
+    return v;
+}
+
+/* One case with output rows `ldy` apart (ldy >= out; the gap is padding). */
+static void check_case(json_t *c, size_t ldy_extra)
+{
+    const size_t rows = json_integer_value(json_object_get(c, "rows"));
+    const size_t in = json_integer_value(json_object_get(c, "in"));
+    const size_t out = json_integer_value(json_object_get(c, "out"));
+    const size_t ldy = out + ldy_extra;
+    float *x = floats_of(json_object_get(c, "x")), *w = floats_of(json_object_get(c, "w"));
+    json_t *want = json_object_get(c, "y");
+    CHECK_INT_EQ(json_array_size(want), rows * out);
+    float *y = malloc(rows * ldy * sizeof *y);
+    for (size_t i = 0; i < rows * ldy; i++)
+        y[i] = 1e30f;
+    struct linear_int8_weight *p = linear_int8_pack(w, out, in);
+    struct linear_int8_ctx *ctx = linear_int8_ctx_new(rows, in, out);
+    CHECK(p != NULL && ctx != NULL);
+    if (p != NULL && ctx != NULL) {
+        CHECK(linear_int8_run(ctx, p, x, rows, in, out, y, ldy));
+        double worst = 0.0, top = 0.0;
+        size_t padding = 0;
+        for (size_t r = 0; r < rows; r++) {
+            for (size_t k = 0; k < out; k++) {
+                const double e = json_number_value(json_array_get(want, r * out + k));
+                worst = fmax(worst, fabs(y[r * ldy + k] - e));
+                top = fmax(top, fabs(e));
+            }
+            for (size_t k = out; k < ldy; k++)
+                padding += y[r * ldy + k] != 1e30f;
+        }
+        printf("%zux%zu -> %zu, ldy %zu: max |C - reference| %.3g (largest output %.3g)\n", rows,
+               in, out, ldy, worst, top);
+        CHECK(worst <= REL_TOL * top);
+        CHECK(top > 0.0);
+        CHECK_INT_EQ(padding, 0);
+        /* A row that is not finite stays so (the engine's non-finite check
+         * must see it); the other rows keep their values. */
+        x[0] = NAN;
+        CHECK(linear_int8_run(ctx, p, x, rows, in, out, y, ldy));
+        size_t finite_in_nan_row = 0;
+        for (size_t k = 0; k < out; k++)
+            finite_in_nan_row += isfinite(y[k]) != 0;
+        CHECK_INT_EQ(finite_in_nan_row, 0);
+        if (rows > 1)
+            CHECK_NEAR(y[ldy], json_number_value(json_array_get(want, out)),
+                       REL_TOL * top);
+        /* Refused, computing nothing: more rows than the context has room
+         * for, a shape the weight does not have. */
+        CHECK(!linear_int8_run(ctx, p, x, rows + 1, in, out, y, ldy));
+        CHECK(!linear_int8_run(ctx, p, x, rows, in + 1, out, y, ldy));
+    }
+    linear_int8_ctx_free(ctx);
+    linear_int8_weight_free(p);
+    free(x);
+    free(w);
+    free(y);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s GOLDEN_JSON\n", argv[0]);
+        return 2;
+    }
+    char why[200];
+    if (!bert_int8_available(why, sizeof why)) {
+        printf("skipped: %s\n", why);
+        return SKIP;
+    }
+    json_error_t jerr;
+    json_t *golden = json_load_file(argv[1], 0, &jerr);
+    if (golden == NULL) {
+        fprintf(stderr, "%s:%d: %s\n", argv[1], jerr.line, jerr.text);
+        return 1;
+    }
+    json_t *cases = json_object_get(golden, "cases");
+    CHECK(json_array_size(cases) > 0);
+    for (size_t i = 0; i < json_array_size(cases); i++) {
+        check_case(json_array_get(cases, i), 0);
+        check_case(json_array_get(cases, i), 7);
+    }
+    json_decref(golden);
+    return check_exit();
+}
