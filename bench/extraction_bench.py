@@ -8,7 +8,8 @@ For each geometry it makes checkpoints with `bert init` (a token classifier
 over the 9 CoNLL-2003 labels, a question-answering head, and the same
 encoder without a head) and times, through `bert <route> --jsonl` (parse,
 tokenize, windows, forward, post-processing, rendering: what a server
-worker runs), in alternating rounds:
+worker runs), one compute thread, by the CPU time of the process, in
+alternating rounds:
   - NER: CoNLL-2003 test sentences, 16 per request, against /embed of the
     same texts: tokens/s each, and the NER route's cost over embed;
   - QA: SQuAD v1.1 dev questions with their paragraphs (one chunk each at
@@ -24,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -82,13 +84,21 @@ def write_jsonl(path, bodies):
     return path
 
 
+def cpu_of_children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run(bin_dir, route, model, path):
-    """Seconds `bert ROUTE --jsonl` takes on the file (one process, warm)."""
+    """CPU seconds (user + system) `bert ROUTE --jsonl --threads 1` takes on
+    the file: one thread, so a machine shared with other work slows it less
+    than it would a wall clock."""
+    before = cpu_of_children()
     with open(path) as f:
-        t0 = time.perf_counter()
-        proc = subprocess.run([os.path.join(bin_dir, "bert"), route, "--model", model, "--jsonl"],
-                              stdin=f, capture_output=True, timeout=1800)
-        seconds = time.perf_counter() - t0
+        proc = subprocess.run([os.path.join(bin_dir, "bert"), route, "--model", model,
+                               "--jsonl", "--threads", "1"],
+                              stdin=f, capture_output=True, timeout=3600)
+    seconds = cpu_of_children() - before
     if proc.returncode != 0:
         sys.exit("bert %s failed: %s" % (route, proc.stderr.decode()[-2000:]))
     for line in proc.stdout.decode().splitlines():
@@ -163,6 +173,7 @@ def main():
         rows.append((g, "QA questions/s", len(pairs) / med["qa"], len(pairs) / med["qa-embed"]))
         print("%s: %d NER texts (%d tokens), %d QA questions (%d tokens), %d rounds"
               % (g, len(sentences), ner_tokens, len(pairs), qa_tokens, rounds))
+    print("\nRates per CPU second, one compute thread (medians of %d rounds)" % rounds)
     print("\n| geometry | route | route rate | embed rate, same tokens | route / embed | cost |")
     print("|---|---|---|---|---|---|")
     for g, what, route_rate, embed_rate in rows:

@@ -14,14 +14,26 @@ struct span {
     uint32_t s, e;
 };
 
-static int by_score(const void *a, const void *b)
+/* The pipeline's candidate order: best score first, then by start and end. */
+static bool better(const struct span *x, const struct span *y)
 {
-    const struct span *x = a, *y = b;
     if (x->score != y->score)
-        return x->score > y->score ? -1 : 1;
-    if (x->s != y->s)
-        return x->s < y->s ? -1 : 1;
-    return x->e < y->e ? -1 : x->e > y->e;
+        return x->score > y->score;
+    return x->s != y->s ? x->s < y->s : x->e < y->e;
+}
+
+/* Keep `span` among the best `k` of best[0..*n) (sorted by `better`): one
+ * comparison for the many spans that do not make it. */
+static void keep_best(struct span *best, size_t *n, size_t k, struct span span)
+{
+    if (*n == k && !better(&span, &best[k - 1]))
+        return;
+    size_t i = *n < k ? (*n)++ : k - 1;
+    while (i > 0 && better(&span, &best[i - 1])) {
+        best[i] = best[i - 1];
+        i--;
+    }
+    best[i] = span;
 }
 
 /* Softmax of logits column `col` over the allowed tokens (the context and
@@ -96,10 +108,9 @@ bool qa_postprocess(const struct extract_text *context, const struct qa_window *
     size_t pre_topk = o->align_to_words ? (size_t)o->top_k * 2 + 10 : o->top_k, most = 0;
     for (size_t i = 0; i < n_windows; i++)
         most = windows[i].n > most ? windows[i].n : most;
-    size_t longest = o->max_answer_len < most ? o->max_answer_len : most;
-    size_t max_spans = most * longest, cap = n_windows * pre_topk + 1;
+    size_t cap = n_windows * pre_topk + 1;
     double *ps = malloc((most + 1) * sizeof *ps), *pe = malloc((most + 1) * sizeof *pe);
-    struct span *spans = malloc((max_spans + 1) * sizeof *spans);
+    struct span *spans = malloc(pre_topk * sizeof *spans);
     struct qa_answer *ans = malloc(cap * sizeof *ans);
     int32_t *l0 = malloc(2 * (context->n_chars + 1) * sizeof *l0);
     int32_t *l1 = malloc(2 * (context->n_chars + 1) * sizeof *l1);
@@ -118,12 +129,12 @@ bool qa_postprocess(const struct extract_text *context, const struct qa_window *
                 continue;
             for (size_t e = s; e < w->n && e < s + o->max_answer_len; e++)
                 if (pe[e] > 0.0)
-                    spans[n++] = (struct span){ps[s] * pe[e], (uint32_t)s, (uint32_t)e};
+                    keep_best(spans, &n, pre_topk,
+                              (struct span){ps[s] * pe[e], (uint32_t)s, (uint32_t)e});
         }
-        qsort(spans, n, sizeof *spans, by_score);
         /* Fewer real spans than asked for: the pipeline would add zero-score
          * ones; bertserve keeps the real ones (tests/extraction/README.md). */
-        for (size_t k = 0; k < n && k < pre_topk; k++) {
+        for (size_t k = 0; k < n; k++) {
             uint32_t s = spans[k].s, e = spans[k].e, a = w->start[s], b = w->end[e];
             if (o->align_to_words && w->word[s] != UINT32_MAX && w->word[e] != UINT32_MAX) {
                 uint32_t unused;
