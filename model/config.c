@@ -433,7 +433,7 @@ enum bert_status bert_config_parse(const char *name, const char *json, size_t le
     memset(cfg, 0, sizeof *cfg);
     cfg->pooling = BERT_POOLING_MEAN;
     json_error_t jerr;
-    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = file_parse_json(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL)
         return bert_error_set(err, BERT_E_FORMAT, "%s:%d:%d: invalid JSON: %s", name, jerr.line,
                               jerr.column, jerr.text);

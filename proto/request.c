@@ -257,13 +257,24 @@ static bool get_bool(struct parse *p, enum proto_param i, bool *out)
     return true;
 }
 
+/* Texts may hold U+0000 (the tokenizer drops or encodes it as Hugging Face
+ * does); a name, a choice or a label may not, since it is compared and
+ * echoed as a C string. */
+static bool no_nul(struct parse *p, const char *field, const json_t *v)
+{
+    if (strlen(json_string_value(v)) == json_string_length(v))
+        return true;
+    proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not contain \\u0000", field);
+    return false;
+}
+
 static bool get_string(struct parse *p, enum proto_param i, const char **out)
 {
     json_t *v = p->params[i];
     if (!json_is_string(v))
         return wrong_type(p, param_names[i], "a string", v);
     *out = json_string_value(v);
-    return true;
+    return no_nul(p, param_names[i], v);
 }
 
 static bool bad_choice(struct parse *p, enum proto_param i, const char *choices, const char *got)
@@ -313,6 +324,8 @@ static bool parse_string_list(struct parse *p, enum proto_param i, const char **
             snprintf(field, sizeof field, "%s[%zu]", param_names[i], k);
             return wrong_type(p, field, "a string", t);
         }
+        if (!no_nul(p, param_names[i], t))
+            return false;
         (*out)[k] = json_string_value(t);
     }
     return true;
@@ -354,6 +367,8 @@ static bool parse_targets(struct parse *p)
                             field);
             return false;
         }
+        if (!no_nul(p, field, t))
+            return false;
         req->targets[k] = json_string_value(t);
     }
     return true;
@@ -478,8 +493,11 @@ static bool parse_params(struct parse *p)
         case PROTO_PARAM_USER:
             ok = get_string(p, PROTO_PARAM_USER, &s);
             break;
-        case PROTO_PARAM_QUERY:
-            ok = get_string(p, PROTO_PARAM_QUERY, &req->query);
+        case PROTO_PARAM_QUERY: /* a text: U+0000 allowed */
+            if (!json_is_string(p->params[PROTO_PARAM_QUERY]))
+                ok = wrong_type(p, "query", "a string", p->params[PROTO_PARAM_QUERY]);
+            else
+                req->query = json_string_value(p->params[PROTO_PARAM_QUERY]);
             req->query_len = ok ? json_string_length(p->params[PROTO_PARAM_QUERY]) : 0;
             break;
         case PROTO_PARAM_RETURN_TEXT:
@@ -550,14 +568,6 @@ static bool pair_with_query(struct parse *p)
     return true;
 }
 
-/* jansson's sentence, minus its API vocabulary. */
-static const char *json_error_text(const json_error_t *jerr)
-{
-    if (json_error_code(jerr) == json_error_null_character)
-        return "\\u0000 is not allowed in strings";
-    return jerr->text;
-}
-
 bool proto_request_parse(enum proto_route route, const char *body, size_t len,
                          const struct proto_limits *limits, struct proto_request *req,
                          struct proto_error *err)
@@ -575,10 +585,14 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
     }
 
     json_error_t jerr;
-    req->root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    /* U+0000 is valid JSON, and Hugging Face's normalizers drop it like any
+     * control character: one scraped document with a NUL must not fail a
+     * batch (keys with it are still refused by jansson). */
+    req->root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                           &jerr);
     if (req->root == NULL) {
         proto_error_set(err, PROTO_ERR_MALFORMED, "malformed JSON at line %d, column %d: %s",
-                        jerr.line, jerr.column, json_error_text(&jerr));
+                        jerr.line, jerr.column, jerr.text);
         return false;
     }
     struct parse p = {

@@ -92,7 +92,7 @@ static const struct config_key config_keys[] = {
     KEY_NUMBER(server, port, "--port", "N", "8080", 1, 65535, "TCP port to listen on"),
     KEY_NUMBER(server, max_body_bytes, "--max-body-bytes", "N", "2097152", 1, 1 << 30,
                "largest request body; larger ones get 413"),
-    KEY_NUMBER(server, max_client_batch, "--max-client-batch", "N", "32", 1, 65536,
+    KEY_NUMBER(server, max_client_batch, "--max-client-batch", "N", "2048", 1, 65536,
                "most inputs in one request; more get 413"),
     KEY_NUMBER(server, max_connections, "--max-connections", "N", "1024", 1, 1000000,
                "most open client connections"),

@@ -48,7 +48,7 @@ static const struct key_case key_cases[] = {
     NUMBER_CASE(server, port, "--port", 8080, 9000, 1, 65535, 0, 65536),
     NUMBER_CASE(server, max_body_bytes, "--max-body-bytes", 2097152, 1048576, 1, 1073741824, 0,
                 1073741825),
-    NUMBER_CASE(server, max_client_batch, "--max-client-batch", 32, 64, 1, 65536, 0, 65537),
+    NUMBER_CASE(server, max_client_batch, "--max-client-batch", 2048, 64, 1, 65536, 0, 65537),
     NUMBER_CASE(server, max_connections, "--max-connections", 1024, 10, 1, 1000000, 0, 1000001),
     NUMBER_CASE(server, max_concurrent_requests, "--max-concurrent-requests", 512, 8, 1, 1000000,
                 -1, 1000001),

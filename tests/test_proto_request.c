@@ -156,7 +156,25 @@ static void test_malformed(void)
     EXPECT_ERR(EMBED, "{\"inputs\":\"\xff\"}", E400, "unable to decode byte 0xff");
     EXPECT_ERR(EMBED, "{\"inputs\":\"\xc3\"}", E400, "unable to decode byte");
     EXPECT_ERR(EMBED, "{\"inputs\":\"\xed\xa0\x80\"}", E400, "malformed JSON");
-    EXPECT_ERR(EMBED, "{\"inputs\":\"a\\u0000b\"}", E400, "\\u0000 is not allowed in strings");
+    /* U+0000 in a text is a character like any other (issue 20); in a name,
+     * a choice or a label it is refused; in a key jansson refuses it. */
+    {
+        struct proto_request req;
+        EXPECT_OK(EMBED, "{\"inputs\":[\"a\\u0000b\", \"\\u0000\"]}", &req);
+        CHECK(req.n_inputs == 2 && req.inputs[0].text_len == 3 && req.inputs[1].text_len == 1);
+        CHECK(req.n_inputs == 2 && memcmp(req.inputs[0].text, "a\0b", 3) == 0);
+        proto_request_free(&req);
+        EXPECT_OK(PROTO_ROUTE_RERANK, "{\"query\":\"q\\u0000\",\"texts\":[\"d\\u0000\"]}", &req);
+        CHECK(req.n_inputs == 1 && req.inputs[0].text_len == 2 && req.inputs[0].pair_len == 2);
+        proto_request_free(&req);
+    }
+    EXPECT_ERR(EMBED, "{\"inputs\":\"a\",\"pooling\":\"mean\\u0000x\"}", E422,
+               "\"pooling\" must not contain \\u0000");
+    EXPECT_ERR(FILL, "{\"inputs\":\"[MASK]\",\"targets\":[\"a\\u0000\"]}", E422,
+               "\"targets[0]\" must not contain \\u0000");
+    EXPECT_ERR(OPENAI, "{\"input\":\"a\",\"model\":\"m\\u0000\"}", E422,
+               "\"model\" must not contain \\u0000");
+    EXPECT_ERR(EMBED, "{\"inputs\":\"a\",\"k\\u0000\":1}", E400, "NUL byte in object key");
     EXPECT_ERR(EMBED, "{\"inputs\":\"\\ud800\"}", E400, "invalid Unicode");
     EXPECT_ERR(EMBED, "{\"inputs\":\"a\x01\"}", E400, "control character");
     EXPECT_ERR(FILL, "{\"inputs\":\"[MASK]\",\"top_k\":99999999999999999999}", E400,

@@ -190,7 +190,7 @@ class Routes(unittest.TestCase):
                     "payload_too_large", "max_fill_mask_decode")
         self.expect("POST", "/classify", {"inputs": "a", "function_to_apply": "relu"}, 422,
                     "validation")
-        self.expect("POST", "/embed", {"inputs": ["x"] * 33}, 413, "payload_too_large")
+        self.expect("POST", "/embed", {"inputs": ["x"] * 2049}, 413, "payload_too_large")
         self.assertIn(b"payload_too_large", self.raw_request(
             b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n"))
         chunk = b"%x\r\n%s\r\n" % (1 << 20, b"x" * (1 << 20))
