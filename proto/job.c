@@ -79,13 +79,14 @@ bool proto_check_replaced(const struct proto_request *r, const struct bert_model
     return true;
 }
 
-/* OpenAI's "dimensions": only the model's own width can be given. */
+/* OpenAI's "dimensions": the first N components (Matryoshka truncation),
+ * so at most the model's width. */
 bool proto_check_dimensions(const struct proto_request *r, const struct bert_model *model,
                             struct proto_error *err)
 {
-    if (r->dimensions && r->dimensions != model->config.hidden_size) {
+    if (r->dimensions > model->config.hidden_size) {
         proto_error_set(err, PROTO_ERR_INVALID,
-                        "\"dimensions\" must equal the model's embedding size %zu, got %u",
+                        "\"dimensions\" must be at most the model's embedding size %zu, got %u",
                         model->config.hidden_size, (unsigned)r->dimensions);
         return false;
     }
@@ -290,6 +291,24 @@ bool proto_setup_embed(struct proto_job *job, const struct bert_model *model,
     return true;
 }
 
+/* /embed's task with OpenAI's default: unit length unless the request or
+ * the config says otherwise. The renderer cuts to "dimensions" and
+ * normalises what is left (normalising before the cut would not give
+ * a unit vector). */
+bool proto_setup_openai_embed(struct proto_job *job, const struct bert_model *model,
+                              const struct proto_limits *limits,
+                              const struct proto_defaults *defaults, struct proto_error *err)
+{
+    if (!proto_setup_embed(job, model, limits, defaults, err))
+        return false;
+    const struct proto_request *r = &job->req;
+    bool unit = r->has_normalize ? r->normalize
+                                 : defaults->openai_unit_length || defaults->normalize;
+    for (size_t i = 0; i < job->n_seqs; i++)
+        job->seqs[i].task.normalize = unit;
+    return true;
+}
+
 bool proto_setup_classify(struct proto_job *job, const struct bert_model *model,
                           const struct proto_limits *limits,
                           const struct proto_defaults *defaults, struct proto_error *err)
@@ -400,7 +419,7 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
         goto fail;
     /* A route that takes a "model" answers with one. */
     if (route->params & PROTO_PARAM(MODEL)) {
-        const char *name = r->model ? r->model : defaults->model_name ? defaults->model_name : "";
+        const char *name = defaults->model_name ? defaults->model_name : "";
         job->model_name = strdup(name);
         if (job->model_name == NULL) {
             proto_error_set(err, PROTO_ERR_INTERNAL, "out of memory");

@@ -106,8 +106,13 @@ struct proto_defaults {
     enum bert_pooling pooling;
     bool normalize;
     bool truncate;
-    const char *model_name;   /* reported by /v1/embeddings when the request names none;
-                                 copied, so it need only live through proto_job_prepare */
+    /* /v1/embeddings answers unit-length vectors, as OpenAI's API does, unless
+     * the request says "normalized": false; false: as `normalize` above. */
+    bool openai_unit_length;
+    const char *model_name;   /* the served model's name: the "model" of every answer that
+                                 has one (/v1/embeddings, /v1/rerank), whatever the request
+                                 named; copied, so it need only live through
+                                 proto_job_prepare */
 };
 
 enum proto_activation {
@@ -137,15 +142,15 @@ struct proto_request {
     /* embed, openai embed, and every route that tokenizes */
     bool has_pooling;
     enum bert_pooling pooling;
-    bool has_normalize;
+    bool has_normalize;       /* "normalize" (/embed) or Jina's "normalized" */
     bool normalize;
     bool has_truncate;
     bool truncate;
     enum bert_truncation_side truncation_side;
     bool base64;              /* openai: encoding_format == "base64" */
-    const char *model;        /* openai: echoed "model", or NULL */
     uint32_t dimensions;      /* openai: requested width, 0 when not given (checked by
-                                 proto_job_prepare: it must equal the model's) */
+                                 proto_job_prepare: at most the model's); the vector is
+                                 cut to it, then made unit length again (Matryoshka) */
 
     /* fill-mask */
     uint32_t top_k;           /* default 5 */
@@ -227,5 +232,13 @@ char *proto_job_respond(const struct proto_job *job, const struct bert_model *mo
 
 /* Safe on a zeroed or already freed job. */
 void proto_job_free(struct proto_job *job);
+
+/* OpenAI's model list (GET /v1/models: `id` NULL) or one model object (GET
+ * /v1/models/{id}), for the one model served as `name`, loaded at Unix time
+ * `created`. Returns a malloc'd body and its length, or NULL with err set:
+ * 404 when `id` is not `name`, 500 out of memory. Errors go in OpenAI's
+ * envelope (proto_error_body with PROTO_ROUTE_OPENAI_EMBED). */
+char *proto_models_body(const char *name, int64_t created, const char *id, size_t *len,
+                        struct proto_error *err);
 
 #endif

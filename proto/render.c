@@ -52,32 +52,55 @@ static void write_base64_f32le(struct json_writer *w, const float *v, size_t n)
 #endif
 }
 
+/* The first `dims` of `e` into `out`, scaled to unit length when `unit`
+ * (sums in double): Matryoshka truncation as sentence-transformers'
+ * truncate_dim then normalize. False for a zero or non-finite vector. */
+static bool cut_vector(const float *e, size_t dims, bool unit, float *out)
+{
+    double sq = 0;
+    for (size_t k = 0; k < dims; k++)
+        sq += (double)e[k] * e[k];
+    double scale = unit ? 1.0 / fmax(sqrt(sq), 1e-12) : 1.0; /* torch F.normalize's eps */
+    for (size_t k = 0; k < dims; k++)
+        out[k] = (float)(e[k] * scale);
+    return isfinite(sq);
+}
+
 bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
                          const struct bert_model *model)
 {
     size_t hidden = model->config.hidden_size;
+    size_t dims = job->req.dimensions ? job->req.dimensions : hidden;
+    float *cut = malloc(dims * sizeof *cut);
+    if (cut == NULL)
+        return false;
     json_writer_begin_object(w);
     json_writer_key(w, "object");
     json_writer_cstring(w, "list");
     json_writer_key(w, "data");
     json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs; i++) {
-        const float *e = job->seqs[i].task.embedding;
+        const struct bert_seq_task *t = &job->seqs[i].task;
+        /* The engine already made the whole vector unit length; a cut one
+         * is made so again. */
+        bool renormalize = t->normalize && dims < hidden;
+        if (!cut_vector(t->embedding, dims, renormalize, cut) || !all_finite(cut, dims)) {
+            free(cut);
+            return false;
+        }
         json_writer_begin_object(w);
         json_writer_key(w, "object");
         json_writer_cstring(w, "embedding");
         json_writer_key(w, "index");
         json_writer_int(w, (int64_t)i);
         json_writer_key(w, "embedding");
-        if (job->req.base64) {
-            if (!all_finite(e, hidden))
-                return false;
-            write_base64_f32le(w, e, hidden);
-        } else {
-            json_writer_float_array(w, e, hidden);
-        }
+        if (job->req.base64)
+            write_base64_f32le(w, cut, dims);
+        else
+            json_writer_float_array(w, cut, dims);
         json_writer_end_object(w);
     }
+    free(cut);
     json_writer_end_array(w);
     json_writer_key(w, "model");
     json_writer_cstring(w, job->model_name ? job->model_name : "");

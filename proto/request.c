@@ -33,6 +33,10 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_AGGREGATION_STRATEGY] = "aggregation_strategy",
     [PROTO_PARAM_IGNORE_LABELS] = "ignore_labels",
     [PROTO_PARAM_STRIDE] = "stride",
+    [PROTO_PARAM_NORMALIZED] = "normalized",
+    [PROTO_PARAM_EMBEDDING_TYPE] = "embedding_type",
+    [PROTO_PARAM_TASK] = "task",
+    [PROTO_PARAM_LATE_CHUNKING] = "late_chunking",
 };
 
 /* The shapes of a route's inputs (struct proto_inputs in proto_internal.h). */
@@ -475,17 +479,38 @@ static bool parse_params(struct parse *p)
             ok = get_bool(p, PROTO_PARAM_ADD_SPECIAL_TOKENS, &req->add_special_tokens);
             break;
         case PROTO_PARAM_MODEL:
-            ok = get_string(p, PROTO_PARAM_MODEL, &req->model);
+            ok = get_string(p, PROTO_PARAM_MODEL, &s); /* any name: one model is served */
             break;
         case PROTO_PARAM_ENCODING_FORMAT:
-            ok = get_string(p, PROTO_PARAM_ENCODING_FORMAT, &s);
+        case PROTO_PARAM_EMBEDDING_TYPE: /* Jina's name for it */
+            ok = get_string(p, (enum proto_param)i, &s);
             if (!ok)
                 break;
             if (strcmp(s, "base64") == 0)
                 req->base64 = true;
             else if (strcmp(s, "float") != 0)
-                ok = bad_choice(p, PROTO_PARAM_ENCODING_FORMAT, "\"float\" or \"base64\"", s);
+                ok = bad_choice(p, (enum proto_param)i, "\"float\" or \"base64\"", s);
             break;
+        case PROTO_PARAM_NORMALIZED:
+            ok = get_bool(p, PROTO_PARAM_NORMALIZED, &req->normalize);
+            req->has_normalize = true;
+            break;
+        case PROTO_PARAM_TASK:
+            /* Jina's adapters (retrieval.query, ...) belong to its own
+             * checkpoints; any name is accepted and changes nothing. */
+            ok = get_string(p, PROTO_PARAM_TASK, &s);
+            break;
+        case PROTO_PARAM_LATE_CHUNKING: {
+            bool late = false;
+            ok = get_bool(p, PROTO_PARAM_LATE_CHUNKING, &late);
+            if (ok && late) {
+                proto_error_set(p->err, PROTO_ERR_INVALID,
+                                "\"late_chunking\": true is not supported; send false or leave "
+                                "it out");
+                ok = false;
+            }
+            break;
+        }
         case PROTO_PARAM_DIMENSIONS:
             ok = get_integer(p, PROTO_PARAM_DIMENSIONS, 1, 0, &x);
             req->dimensions = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;

@@ -7,14 +7,9 @@
  * functions where routes do the same thing (/embed and /v1/embeddings: one
  * setup, each its own body, renderer and envelope). Where the next routes
  * need more than the table has today, the row grows a field whose zero
- * leaves the routes above unchanged:
- *   - a GET route without inference (GET /v1/models): methods
- *     PROTO_METHOD_GET, no setup (nothing reaches the batcher), a render
- *     that needs only the served model's name, and inputs that take an
- *     empty body;
- *   - a path with a parameter (/v1/models/{id}): a row whose path ends in
- *     "/{id}" matches one more segment in proto_route_from_path, which
- *     hands it to the parser;
+ * leaves the routes above unchanged. (GET routes without a body or
+ * inference, GET /v1/models and /v1/models/{id}, are the server's own, as
+ * /info is: server/http.c's get_routes, with proto_models_body.)
  *   - a body of another shape (/similarity's source_sentence and sentences,
  *     /decode's ids, question-answering's question and context): its own
  *     struct proto_inputs in request.c;
@@ -64,8 +59,9 @@ const struct proto_route_desc proto_routes[] = {
         .path = "/v1/embeddings", .name = "openai-embeddings", .methods = PROTO_METHOD_POST,
         .inputs_name = "input", .inputs = &proto_inputs_texts, .flat_body = true,
         .params = PROTO_PARAM(MODEL) | PROTO_PARAM(ENCODING_FORMAT) | PROTO_PARAM(DIMENSIONS) |
-                  PROTO_PARAM(USER),
-        .check = proto_check_dimensions, .setup = proto_setup_embed,
+                  PROTO_PARAM(USER) | PROTO_PARAM(NORMALIZED) | PROTO_PARAM(EMBEDDING_TYPE) |
+                  PROTO_PARAM(TASK) | PROTO_PARAM(LATE_CHUNKING) | PROTO_PARAM(TRUNCATE),
+        .check = proto_check_dimensions, .setup = proto_setup_openai_embed,
         .render = proto_render_openai, .envelope = PROTO_ENVELOPE_OPENAI,
     },
     [PROTO_ROUTE_RERANK] = {

@@ -24,7 +24,7 @@ enum proto_param {
     PROTO_PARAM_RAW_SCORES,
     PROTO_PARAM_FUNCTION_TO_APPLY,
     PROTO_PARAM_ADD_SPECIAL_TOKENS,
-    PROTO_PARAM_MODEL,          /* echoed: a route that takes it answers with a "model" */
+    PROTO_PARAM_MODEL,          /* a route that takes it answers with the served "model" */
     PROTO_PARAM_ENCODING_FORMAT,
     PROTO_PARAM_DIMENSIONS,
     PROTO_PARAM_USER,
@@ -35,6 +35,10 @@ enum proto_param {
     PROTO_PARAM_AGGREGATION_STRATEGY,
     PROTO_PARAM_IGNORE_LABELS,
     PROTO_PARAM_STRIDE,
+    PROTO_PARAM_NORMALIZED,     /* Jina: unit length or not (/v1/embeddings) */
+    PROTO_PARAM_EMBEDDING_TYPE, /* Jina: "float" or "base64" */
+    PROTO_PARAM_TASK,           /* Jina: an adapter name; accepted, ignored */
+    PROTO_PARAM_LATE_CHUNKING,  /* Jina: false only */
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 32, "a route's parameters are a 32-bit mask");
@@ -101,7 +105,7 @@ extern const struct proto_route_desc proto_routes[PROTO_ROUTE_COUNT];
 proto_check_fn proto_check_fill_mask, proto_check_classify, proto_check_rerank,
     proto_check_replaced, proto_check_dimensions;               /* job.c */
 proto_setup_fn proto_setup_embed, proto_setup_classify, proto_setup_fill_mask,
-    proto_setup_replaced;                                        /* job.c */
+    proto_setup_replaced, proto_setup_openai_embed;              /* job.c */
 proto_render_fn proto_render_embed, proto_render_openai, proto_render_fill_mask,
     proto_render_classify, proto_render_tokenize, proto_render_replaced; /* render.c */
 proto_render_fn proto_render_rerank, proto_render_v1_rerank;     /* rerank.c */

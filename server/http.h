@@ -36,7 +36,8 @@ struct http_engine {
     const struct bert_model *model;
     struct batcher *batcher;
     struct proto_limits limits;
-    struct proto_defaults defaults;
+    struct proto_defaults defaults; /* defaults.model_name: GET /v1/models's one model */
+    int64_t created;            /* Unix time the model was loaded: /v1/models "created" */
     size_t max_queue_tokens;
     struct response_budget *answers; /* rendered answers not yet written */
     char *info_json;            /* GET /info body, owned by the http layer once set */

@@ -31,7 +31,7 @@
  * accepting. */
 #define HTTP_CONNECTION_RESERVE(max) ((max) / 8 + 8)
 
-enum endpoint { EP_INFERENCE, EP_HEALTH, EP_READY, EP_INFO, EP_METRICS, EP_NOT_FOUND };
+enum endpoint { EP_INFERENCE, EP_HEALTH, EP_READY, EP_INFO, EP_METRICS, EP_MODELS, EP_NOT_FOUND };
 
 /* Per-connection state (MHD's socket context). */
 struct http_conn {

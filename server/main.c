@@ -1,10 +1,12 @@
 /* bertserve: load a checkpoint, start the workers, serve HTTP until SIGTERM,
  * then drain and exit 0. */
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cblas.h>
@@ -38,6 +40,7 @@ struct server {
     struct bert_error load_err;
     uv_signal_t sigterm, sigint;
     int exit_code;
+    char served_name[256];     /* [model] served_model_name, or the folder's name */
 };
 
 static void on_signal(uv_signal_t *handle, int signum)
@@ -133,6 +136,29 @@ static void on_engine_ready(uv_async_t *async)
             pool_scratch_bytes(s->pool) >> 20);
 }
 
+/* [model] served_model_name, else the last component of the checkpoint's
+ * folder (its real path for "." or ".."): a name, never a path of this
+ * machine. */
+static void choose_served_name(struct server *s)
+{
+    const char *name = s->cfg.model.served_model_name;
+    char real[PATH_MAX];
+    if (name[0] == '\0') {
+        const char *dir = realpath(s->model->dir, real) ? real : s->model->dir;
+        size_t len = strlen(dir);
+        while (len > 1 && dir[len - 1] == '/')
+            len--;
+        size_t start = len;
+        while (start > 0 && dir[start - 1] != '/')
+            start--;
+        snprintf(s->served_name, sizeof s->served_name, "%.*s", (int)(len - start), dir + start);
+        if (s->served_name[0] == '\0')
+            snprintf(s->served_name, sizeof s->served_name, "default");
+        return;
+    }
+    snprintf(s->served_name, sizeof s->served_name, "%s", name);
+}
+
 /* Effective limits and defaults from the config and the checkpoint. */
 static void configure_engine(struct server *s)
 {
@@ -167,7 +193,9 @@ static void configure_engine(struct server *s)
                                       ? m->config.normalize
                                       : cfg->model.normalize == SERVER_CONFIG_TRUE,
                      .truncate = cfg->model.truncate,
-                     .model_name = m->dir},
+                     .openai_unit_length = cfg->model.openai_unit_length,
+                     .model_name = s->served_name},
+        .created = (int64_t)time(NULL),
         .max_queue_tokens = cfg->batching.max_queue_tokens,
         .answers = &s->answers,
     };
@@ -235,6 +263,7 @@ static int run(struct server *s)
         else
             log_msg(LOG_WARN, "%s; running f32", bf16_err.message);
     }
+    choose_served_name(s);
     configure_engine(s);
     choose_threads(s);
 

@@ -56,6 +56,19 @@ static const char *config_check_token(const char *value)
     return NULL;
 }
 
+/* A served model's name travels in JSON and in URLs (/v1/models/{id}, whose
+ * path the server keeps 95 bytes of): printable, no spaces or control
+ * characters, at most 80 bytes; "" means the folder's name. */
+static const char *config_check_model_name(const char *value)
+{
+    if (strlen(value) > 80)
+        return "must be at most 80 bytes long";
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+        if (*p <= ' ' || *p == 0x7F || *p == '?' || *p == '#' || *p == '%')
+            return "must have no spaces, control characters, '?', '#' or '%'";
+    return NULL;
+}
+
 static const char *const config_pooling_names[] = {"", "cls", "mean", "max", NULL};
 static const char *const config_dtype_names[] = {"f32", "bf16", NULL};
 static const char *const config_log_level_names[] = {"debug", "info", "warn", "error", NULL};
@@ -130,6 +143,11 @@ static const struct config_key config_keys[] = {
              "cut too-long inputs instead of answering 413"),
     KEY_ENUM(model, dtype, "--dtype", enum server_config_dtype, config_dtype_names, "f32",
              "weight type for inference"),
+    KEY_STRING(model, served_model_name, "--served-model-name", "NAME", "",
+               config_check_model_name, false,
+               "name in answers, /v1/models (\"\": folder)"),
+    KEY_BOOL(model, openai_unit_length, "--openai-unit-length", "true",
+             "/v1/embeddings answers unit-length vectors"),
 
     KEY_NUMBER(batching, max_batch_tokens, "--max-batch-tokens", "N", "4096", 1, 1 << 24,
                "most tokens in one forward pass"),

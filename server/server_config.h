@@ -89,6 +89,8 @@ struct server_config {
         size_t max_input_tokens;     /* 0 = the model's own maximum */
         bool truncate;
         enum server_config_dtype dtype;
+        char *served_model_name;     /* "" = the checkpoint folder's name */
+        bool openai_unit_length;     /* /v1/embeddings vectors of length 1 by default */
     } model;
     struct {
         size_t max_batch_tokens;

@@ -210,7 +210,8 @@ static void test_openai(void)
     const float one[4] = {1.0f, 1.0f, 1.0f, -2.0f};
     memcpy(job.outputs, one, sizeof one);
     j = respond(&job, &m);
-    CHECK_STR_EQ(json_string_value(json_object_get(j, "model")), "mine");
+    /* The served model's name, whatever the request named. */
+    CHECK_STR_EQ(json_string_value(json_object_get(j, "model")), "tiny-bert");
     CHECK_STR_EQ(json_string_value(
                      json_object_get(json_array_get(json_object_get(j, "data"), 0), "embedding")),
                  "AACAPwAAgD8AAIA/AAAAwA==");
@@ -220,9 +221,50 @@ static void test_openai(void)
     CHECK(proto_job_respond(&job, &m, &len) == NULL);
     proto_job_free(&job);
 
-    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"cat\",\"dimensions\":384}",
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"cat\",\"dimensions\":5}",
                        PROTO_ERR_INVALID,
-                       "\"dimensions\" must equal the model's embedding size 4, got 384");
+                       "\"dimensions\" must be at most the model's embedding size 4, got 5");
+
+    /* Unit length by default; "dimensions" cuts, then makes the cut unit
+     * length again (3, 4 -> 0.6, 0.8); "normalized": false cuts only. The
+     * engine's own normalisation of the whole vector is not run here. */
+    CHECK(prepare(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"cat\",\"dimensions\":2}", &job,
+                  &err));
+    CHECK(job.seqs[0].task.normalize);
+    const float v[4] = {3.0f, 4.0f, 12.0f, 0.0f};
+    memcpy(job.outputs, v, sizeof v);
+    j = respond(&job, &m);
+    json_t *cut = json_object_get(json_array_get(json_object_get(j, "data"), 0), "embedding");
+    CHECK_INT_EQ(json_array_size(cut), 2);
+    CHECK_NEAR(json_real_value(json_array_get(cut, 0)), 0.6, 1e-7);
+    CHECK_NEAR(json_real_value(json_array_get(cut, 1)), 0.8, 1e-7);
+    json_decref(j);
+    proto_job_free(&job);
+    CHECK(prepare(&m, PROTO_ROUTE_OPENAI_EMBED,
+                  "{\"input\":\"cat\",\"dimensions\":3,\"normalized\":false}", &job, &err));
+    CHECK(!job.seqs[0].task.normalize);
+    memcpy(job.outputs, v, sizeof v);
+    j = respond(&job, &m);
+    cut = json_object_get(json_array_get(json_object_get(j, "data"), 0), "embedding");
+    CHECK_INT_EQ(json_array_size(cut), 3);
+    CHECK_NEAR(json_real_value(json_array_get(cut, 2)), 12.0, 1e-7);
+    json_decref(j);
+    proto_job_free(&job);
+    /* openai_unit_length false: as /embed, the checkpoint's normalisation. */
+    struct proto_defaults as_embed = defaults;
+    as_embed.normalize = false;
+    struct proto_request req;
+    CHECK(proto_request_parse(PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"a\"}", 13, &limits, &req,
+                              &err));
+    CHECK(proto_job_prepare(&job, &m, &limits, &as_embed, &req, &err));
+    CHECK(job.n_seqs == 1 && !job.seqs[0].task.normalize);
+    proto_job_free(&job);
+    as_embed.openai_unit_length = true;
+    CHECK(proto_request_parse(PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"a\"}", 13, &limits, &req,
+                              &err));
+    CHECK(proto_job_prepare(&job, &m, &limits, &as_embed, &req, &err));
+    CHECK(job.n_seqs == 1 && job.seqs[0].task.normalize);
+    proto_job_free(&job);
 }
 
 /* Put (id, prob) predictions for mask `k` of sequence `s`. */

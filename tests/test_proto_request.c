@@ -544,7 +544,7 @@ static void test_openai(void)
 {
     struct proto_request req;
     EXPECT_OK(OPENAI, "{\"input\":\"x\"}", &req);
-    CHECK(req.model == NULL && !req.base64 && req.dimensions == 0);
+    CHECK(!req.base64 && req.dimensions == 0 && !req.has_normalize);
     CHECK(!req.batched);
     proto_request_free(&req);
     EXPECT_OK(OPENAI,
@@ -552,18 +552,36 @@ static void test_openai(void)
               "\"encoding_format\":\"base64\",\"dimensions\":384,\"user\":\"u-1\"}",
               &req);
     CHECK(req.batched && req.n_inputs == 2);
-    CHECK_STR_EQ(req.model, "text-embedding-3-small");
     CHECK(req.base64);
     CHECK_INT_EQ(req.dimensions, 384);
     proto_request_free(&req);
     EXPECT_OK(OPENAI, "{\"input\":\"x\",\"encoding_format\":\"float\",\"model\":null}", &req);
-    CHECK(!req.base64 && req.model == NULL);
+    CHECK(!req.base64);
     proto_request_free(&req);
+    /* Jina's fields: normalized honoured, embedding_type as encoding_format,
+     * task accepted and ignored, late_chunking false only. */
+    EXPECT_OK(OPENAI,
+              "{\"input\":[\"x\"],\"model\":\"jina-embeddings-v3\",\"task\":\"retrieval.query\","
+              "\"normalized\":false,\"embedding_type\":\"base64\",\"dimensions\":64,"
+              "\"late_chunking\":false,\"truncate\":true}",
+              &req);
+    CHECK(req.has_normalize && !req.normalize && req.base64 && req.dimensions == 64);
+    CHECK(req.has_truncate && req.truncate);
+    proto_request_free(&req);
+    EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"late_chunking\":true}", E422,
+               "\"late_chunking\": true is not supported; send false or leave it out");
+    EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"embedding_type\":\"binary\"}", E422,
+               "\"embedding_type\" must be \"float\" or \"base64\", got \"binary\"");
+    EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"normalized\":1}", E422,
+               "\"normalized\" must be a boolean, got an integer");
+    EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"task\":[]}", E422,
+               "\"task\" must be a string, got a list");
 
     EXPECT_ERR(OPENAI, "{}", E422, "missing field \"input\"");
     EXPECT_ERR(OPENAI, "{\"inputs\":\"x\"}", E422,
-               "unknown field \"inputs\"; accepted: \"input\", "
-               "\"model\", \"encoding_format\", \"dimensions\", \"user\"");
+               "unknown field \"inputs\"; accepted: \"input\", \"truncate\", "
+               "\"model\", \"encoding_format\", \"dimensions\", \"user\", \"normalized\", "
+               "\"embedding_type\", \"task\", \"late_chunking\"");
     EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"parameters\":{}}", E422, "unknown field \"parameters\"");
     EXPECT_ERR(OPENAI, "{\"input\":[]}", E422, "\"input\" must not be an empty list");
     EXPECT_ERR(OPENAI, "{\"input\":[1,2,3]}", E422,

@@ -126,7 +126,7 @@ class Family:
                                                     "return_documents": True})
         self.assertEqual(status, 200, got)
         self.assertEqual(set(got), {"model", "results", "usage"})
-        self.assertEqual(got["model"], "m")
+        self.assertEqual(got["model"], os.path.basename(self.model))  # the served name
         self.assertEqual([r["index"] for r in got["results"]], want[:3])
         for r in got["results"]:
             self.assertAlmostEqual(r["relevance_score"], sigmoid(logits[r["index"]]), places=5)

@@ -118,7 +118,7 @@ class Routes(unittest.TestCase):
                                                         "model": "m"})
         self.assertEqual(status, 200)
         self.assertEqual(out["object"], "list")
-        self.assertEqual(out["model"], "m")
+        self.assertEqual(out["model"], "model")  # the served name: the folder's, not "m"
         self.assertEqual([d["index"] for d in out["data"]], [0, 1])
         self.assertEqual(out["usage"]["prompt_tokens"], 6)
         status, _, b64 = self.s.post("/v1/embeddings", {"input": "hello",
@@ -128,6 +128,60 @@ class Routes(unittest.TestCase):
         status, _, err = self.s.post("/v1/embeddings", {"input": 5})
         self.assertEqual(status, 422)
         self.assertEqual(set(err["error"]), {"message", "type", "code"})
+
+    def test_openai_unit_length_and_dimensions(self):
+        """Issue 20: unit length by default (this checkpoint has no Normalize
+        module, so /embed's vectors are not); "dimensions" cuts /embed's
+        vector and makes the cut unit length; Jina's "normalized": false
+        gives /embed's raw vector."""
+        texts = ["hello world", "The cat sat on the mat."]
+        status, _, raw = self.s.post("/embed", {"inputs": texts, "normalize": False})
+        self.assertEqual(status, 200)
+        self.assertGreater(abs(math.sqrt(sum(x * x for x in raw[0])) - 1), 0.1)
+
+        def unit(v):
+            n = math.sqrt(sum(x * x for x in v))
+            return [x / n for x in v]
+        status, _, out = self.s.post("/v1/embeddings", {"input": texts})
+        for d, r in zip(out["data"], raw):
+            self.assertEqual(len(d["embedding"]), HIDDEN)
+            self.assertAlmostEqual(sum(x * x for x in d["embedding"]), 1.0, 5)
+            self.assertTrue(close_floats(d["embedding"], unit(r), 1e-5))
+        for dims in (1, 16, HIDDEN - 1, HIDDEN):
+            status, _, out = self.s.post("/v1/embeddings", {"input": texts, "dimensions": dims})
+            self.assertEqual(status, 200, out)
+            for d, r in zip(out["data"], raw):
+                self.assertEqual(len(d["embedding"]), dims)
+                self.assertAlmostEqual(sum(x * x for x in d["embedding"]), 1.0, 5)
+                self.assertTrue(close_floats(d["embedding"], unit(r[:dims]), 1e-5))
+        status, _, out = self.s.post("/v1/embeddings", {"input": texts, "dimensions": 16,
+                                                        "normalized": False, "task": "x",
+                                                        "embedding_type": "float"})
+        self.assertEqual(status, 200, out)
+        self.assertTrue(close_floats(out["data"][1]["embedding"], raw[1][:16], 1e-5))
+        status, _, err = self.s.post("/v1/embeddings", {"input": "a", "dimensions": HIDDEN + 1})
+        self.assertEqual(status, 422)
+        self.assertEqual(err["error"]["message"],
+                         "\"dimensions\" must be at most the model's embedding size %d, got %d"
+                         % (HIDDEN, HIDDEN + 1))
+
+    def test_models(self):
+        status, models = self.s.get_json("/v1/models")
+        self.assertEqual(status, 200)
+        self.assertEqual(models["object"], "list")
+        self.assertEqual(len(models["data"]), 1)
+        model = models["data"][0]
+        self.assertEqual((model["id"], model["object"], model["owned_by"]),
+                         ("model", "model", "bertserve"))
+        self.assertIsInstance(model["created"], int)
+        self.assertEqual(self.s.get_json("/v1/models/model"), (200, model))
+        status, _, data = self.s.request("GET", "/v1/models/other")
+        self.assertEqual(status, 404)
+        self.assertEqual(json.loads(data)["error"],
+                         {"message": "the model \"other\" does not exist; this server has model",
+                          "type": "invalid_request_error", "code": "not_found"})
+        status, hdrs, _ = self.s.request("POST", "/v1/models", {})
+        self.assertEqual(status, 405)
 
     def test_timing_and_truncation_headers(self):
         long_text = " ".join(["word"] * 600)
