@@ -109,8 +109,10 @@ static bool encode_failed(const struct proto_job *job, const struct bert_model *
         whole.max_length = 0;
         struct bert_encoding enc = {0};
         size_t n = 0;
-        if (bert_tokenizer_encode(model->tokenizer, in->text, in->text_len, in->pair,
-                                  in->pair_len, &whole, &enc, NULL) == BERT_OK)
+        if (in->token_ids)
+            n = json_array_size(in->token_ids);
+        else if (bert_tokenizer_encode(model->tokenizer, in->text, in->text_len, in->pair,
+                                       in->pair_len, &whole, &enc, NULL) == BERT_OK)
             n = enc.n;
         bert_encoding_free(&enc);
         const char *hint = route->params & PROTO_PARAM(TRUNCATE)
@@ -135,6 +137,22 @@ static bool encode_failed(const struct proto_job *job, const struct bert_model *
     }
 }
 
+/* OpenAI's token-array input (validated integers) as an encoding. */
+static enum bert_status encode_token_ids(const struct bert_model *model, const json_t *list,
+                                         const struct bert_encode_options *opts,
+                                         struct bert_encoding *enc, struct bert_error *berr)
+{
+    size_t n = json_array_size(list);
+    int32_t *ids = malloc(n * sizeof *ids);
+    if (ids == NULL)
+        return bert_error_set(berr, BERT_E_NOMEM, "out of memory for %zu token ids", n);
+    for (size_t k = 0; k < n; k++)
+        ids[k] = (int32_t)json_integer_value(json_array_get(list, k));
+    enum bert_status st = bert_encoding_from_ids(model->tokenizer, ids, n, opts, enc, berr);
+    free(ids);
+    return st;
+}
+
 static bool tokenize_inputs(struct proto_job *job, const struct bert_model *model,
                             const struct proto_limits *limits,
                             const struct proto_defaults *defaults, struct proto_error *err)
@@ -150,8 +168,15 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
         const struct proto_input *in = &r->inputs[i];
         struct bert_encoding *enc = &job->seqs[i].enc;
         struct bert_error berr = {0};
-        enum bert_status st = bert_tokenizer_encode(model->tokenizer, in->text, in->text_len,
-                                                    in->pair, in->pair_len, &opts, enc, &berr);
+        enum bert_status st =
+            in->token_ids ? encode_token_ids(model, in->token_ids, &opts, enc, &berr)
+                          : bert_tokenizer_encode(model->tokenizer, in->text, in->text_len,
+                                                  in->pair, in->pair_len, &opts, enc, &berr);
+        if (st == BERT_E_INVALID && in->token_ids) {
+            proto_error_set(err, PROTO_ERR_INVALID, "%s[%zu]: %s",
+                            proto_routes[r->route].inputs_name, i, berr.message);
+            return false;
+        }
         if (st != BERT_OK)
             return encode_failed(job, model, i, &opts, st, &berr, err);
         /* Models with one token type (RoBERTa, XLM-R) have no pair types: a

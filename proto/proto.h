@@ -128,6 +128,9 @@ struct proto_input {
     size_t text_len;
     const char *pair;         /* NULL unless the input was [a, b] */
     size_t pair_len;
+    const json_t *token_ids;  /* /v1/embeddings: a list of token ids instead of a text
+                                 (text NULL); every item an integer 0 .. INT32_MAX,
+                                 the vocabulary checked when tokenizing */
 };
 
 /* A parsed, validated request. Parameters may appear at the top level or in

@@ -46,9 +46,14 @@ struct proto_inputs {
     bool pairs;             /* an item may be a pair [text, text_pair] */
     bool objects;           /* an item may be an object {"text": ...} (Jina, Cohere) */
     bool with_query;        /* every item becomes the pair (query, item) */
+    bool token_ids;         /* an item may be a list of token ids, and the whole value
+                               one such list (OpenAI) */
 };
 
 const struct proto_inputs proto_inputs_texts = {.expected = "a string or a list of strings"};
+const struct proto_inputs proto_inputs_texts_or_token_ids = {
+    .expected = "a string, a list of strings, a list of token ids or a list of lists of token ids",
+    .token_ids = true};
 const struct proto_inputs proto_inputs_texts_or_pairs = {
     .expected = "a string, a list of strings or a list of pairs [text, text_pair]",
     .pairs = true};
@@ -172,6 +177,32 @@ static bool collect_fields(struct parse *p, json_t *root)
     return true;
 }
 
+/* OpenAI's tokens input: a non-empty list of integers 0 .. INT32_MAX
+ * (`field` names it in messages). */
+static bool parse_token_ids(struct parse *p, const char *field, json_t *v, struct proto_input *in)
+{
+    if (json_array_size(v) == 0) {
+        proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not be an empty list", field);
+        return false;
+    }
+    for (size_t k = 0; k < json_array_size(v); k++) {
+        json_t *id = json_array_get(v, k);
+        char sub[64];
+        snprintf(sub, sizeof sub, "%s[%zu]", field, k);
+        if (!json_is_integer(id))
+            return wrong_type(p, sub, "a token id (an integer)", id);
+        json_int_t x = json_integer_value(id);
+        if (x < 0 || x > INT32_MAX) {
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "\"%s\" must be a token id between 0 and %d, got %lld", sub,
+                            INT32_MAX, (long long)x);
+            return false;
+        }
+    }
+    in->token_ids = v;
+    return true;
+}
+
 static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input *in)
 {
     const struct proto_inputs *shape = p->route->inputs;
@@ -183,6 +214,10 @@ static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input
     }
     char field[48];
     snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
+    if (shape->token_ids && json_is_array(v))
+        return parse_token_ids(p, field, v, in);
+    if (shape->token_ids)
+        return wrong_type(p, field, "a string or a list of token ids", v);
     if (shape->objects)
         return wrong_type(p, field, "a string or an object {\"text\": string}", v);
     if (!shape->pairs)
@@ -220,6 +255,14 @@ static bool parse_inputs(struct parse *p)
         return false;
     }
     size_t n;
+    if (p->route->inputs->token_ids && json_is_array(v) && json_is_integer(json_array_get(v, 0))) {
+        /* [7592, 2088]: one input, already tokenized. */
+        req->inputs = calloc(1, sizeof *req->inputs);
+        if (req->inputs == NULL)
+            return out_of_memory(p);
+        req->n_inputs = 1;
+        return parse_token_ids(p, name, v, &req->inputs[0]);
+    }
     if (json_is_string(v) && !p->route->inputs->list_only) {
         n = 1;
     } else if (json_is_array(v)) {

@@ -57,7 +57,7 @@ const struct proto_route_desc proto_routes[] = {
     },
     [PROTO_ROUTE_OPENAI_EMBED] = {
         .path = "/v1/embeddings", .name = "openai-embeddings", .methods = PROTO_METHOD_POST,
-        .inputs_name = "input", .inputs = &proto_inputs_texts, .flat_body = true,
+        .inputs_name = "input", .inputs = &proto_inputs_texts_or_token_ids, .flat_body = true,
         .params = PROTO_PARAM(MODEL) | PROTO_PARAM(ENCODING_FORMAT) | PROTO_PARAM(DIMENSIONS) |
                   PROTO_PARAM(USER) | PROTO_PARAM(NORMALIZED) | PROTO_PARAM(EMBEDDING_TYPE) |
                   PROTO_PARAM(TASK) | PROTO_PARAM(LATE_CHUNKING) | PROTO_PARAM(TRUNCATE),

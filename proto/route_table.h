@@ -48,6 +48,7 @@ _Static_assert(PROTO_PARAM_COUNT <= 32, "a route's parameters are a 32-bit mask"
  * message for anything else, and what each input becomes. */
 struct proto_inputs;
 extern const struct proto_inputs proto_inputs_texts;   /* a string or a list of them */
+extern const struct proto_inputs proto_inputs_texts_or_token_ids; /* or token ids (OpenAI) */
 extern const struct proto_inputs proto_inputs_texts_or_pairs; /* or of [text, text_pair] */
 extern const struct proto_inputs proto_inputs_documents; /* a list, each paired with "query" */
 extern const struct proto_inputs proto_inputs_document_objects; /* or of {"text": ...} */

@@ -140,6 +140,19 @@ static void test_truncation_and_limits(void)
     EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, body, PROTO_ERR_TOO_LARGE,
                        "input[0] is 14 tokens long, more than the limit of 12");
 
+    /* Token ids: as given (no specials), the vocabulary and the limit checked. */
+    CHECK(prepare(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":[[2,6,3],\"cat\"]}", &job, &err));
+    CHECK(job.n_seqs == 2 && job.seqs[0].enc.n == 3 && job.seqs[0].enc.ids[1] == 6);
+    CHECK(job.n_seqs == 2 && job.seqs[1].enc.n == 3 && job.seqs[1].enc.ids[1] == 6);
+    CHECK_INT_EQ(job.n_tokens, 6);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":[2,99,3]}", PROTO_ERR_INVALID,
+                       "input[0]: token id 99 at position 1 is not in the vocabulary (0 to 23)");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED,
+                       "{\"input\":[[\"x\"]]}", PROTO_ERR_INVALID, "\"input[0][0]\" must be a token id");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":[[1,1,1,1,1,1,1,1,1,1,1,1,1]]}",
+                       PROTO_ERR_TOO_LARGE, "input[0] is 13 tokens long, more than the limit of 12");
+
     snprintf(body, sizeof body, "{\"inputs\":[\"cat\",%s],\"truncate\":true}", long_text);
     CHECK(prepare(&m, PROTO_ROUTE_EMBED, body, &job, &err));
     CHECK_INT_EQ(job.seqs[1].enc.n, 12);

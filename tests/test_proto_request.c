@@ -584,8 +584,30 @@ static void test_openai(void)
                "\"embedding_type\", \"task\", \"late_chunking\"");
     EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"parameters\":{}}", E422, "unknown field \"parameters\"");
     EXPECT_ERR(OPENAI, "{\"input\":[]}", E422, "\"input\" must not be an empty list");
-    EXPECT_ERR(OPENAI, "{\"input\":[1,2,3]}", E422,
-               "\"input[0]\" must be a string, got an integer");
+    /* OpenAI's token arrays: one list of ids, or a list of them (mixed with
+     * strings too); ids are checked against the vocabulary when tokenizing. */
+    EXPECT_OK(OPENAI, "{\"input\":[7592,2088]}", &req);
+    CHECK(req.n_inputs == 1 && req.inputs[0].text == NULL && req.inputs[0].token_ids != NULL);
+    CHECK(req.n_inputs == 1 && json_array_size(req.inputs[0].token_ids) == 2);
+    proto_request_free(&req);
+    EXPECT_OK(OPENAI, "{\"input\":[[1,2],\"text\",[3]]}", &req);
+    CHECK(req.n_inputs == 3 && req.inputs[0].token_ids && !req.inputs[1].token_ids &&
+          req.inputs[2].token_ids);
+    proto_request_free(&req);
+    EXPECT_ERR(OPENAI, "{\"input\":[1,\"a\"]}", E422,
+               "\"input[1]\" must be a token id (an integer), got a string");
+    EXPECT_ERR(OPENAI, "{\"input\":[[1,-1]]}", E422,
+               "\"input[0][1]\" must be a token id between 0 and 2147483647, got -1");
+    EXPECT_ERR(OPENAI, "{\"input\":[[1,2147483648]]}", E422,
+               "\"input[0][1]\" must be a token id between 0 and 2147483647, got 2147483648");
+    EXPECT_ERR(OPENAI, "{\"input\":[[]]}", E422, "\"input[0]\" must not be an empty list");
+    EXPECT_ERR(OPENAI, "{\"input\":[[1.5]]}", E422,
+               "\"input[0][0]\" must be a token id (an integer), got a float");
+    EXPECT_ERR(OPENAI, "{\"input\":[{}]}", E422,
+               "\"input[0]\" must be a string or a list of token ids, got an object");
+    EXPECT_ERR(OPENAI, "{\"input\":5}", E422,
+               "\"input\" must be a string, a list of strings, a list of token ids or a list of "
+               "lists of token ids, got an integer");
     EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"encoding_format\":\"int8\"}", E422,
                "\"encoding_format\" must be \"float\" or \"base64\", got \"int8\"");
     EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"dimensions\":0}", E422,

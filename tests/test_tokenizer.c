@@ -788,6 +788,33 @@ static void test_big_integers_in_configs(void)
     remove_dir(dirpath);
 }
 
+/* Client-tokenized input (OpenAI's token arrays): ids as given, the
+ * vocabulary and the limit checked, truncation on either side. */
+static void test_encoding_from_ids(void)
+{
+    struct bert_tokenizer *tok = load_or_die("dir", DATA "minilm");
+    struct bert_encoding enc = {0};
+    struct bert_error err = {0};
+    const int32_t ids[] = {101, 7592, 2088, 102};
+    struct bert_encode_options o = bert_encode_options_default();
+    CHECK_INT_EQ(bert_encoding_from_ids(tok, ids, 4, &o, &enc, &err), BERT_OK);
+    CHECK(enc.n == 4 && memcmp(enc.ids, ids, sizeof ids) == 0 && !enc.truncated);
+    CHECK(enc.n == 4 && enc.type_ids[3] == 0 && enc.special[0] == 0 && enc.word[2] == 2);
+    o.max_length = 3;
+    CHECK_INT_EQ(bert_encoding_from_ids(tok, ids, 4, &o, &enc, &err), BERT_E_TOO_LONG);
+    CHECK_CONTAINS(err.message, "input is 4 tokens long, more than the limit of 3");
+    o.truncate = true;
+    o.side = BERT_TRUNCATE_LEFT;
+    CHECK_INT_EQ(bert_encoding_from_ids(tok, ids, 4, &o, &enc, &err), BERT_OK);
+    CHECK(enc.n == 3 && enc.ids[0] == 7592 && enc.truncated && enc.n_untruncated == 4);
+    const int32_t bad[] = {101, 30522};
+    CHECK_INT_EQ(bert_encoding_from_ids(tok, bad, 2, &o, &enc, &err), BERT_E_INVALID);
+    CHECK_CONTAINS(err.message, "token id 30522 at position 1 is not in the vocabulary (0 to 30521)");
+    CHECK_INT_EQ(enc.n, 0);
+    bert_encoding_free(&enc);
+    bert_tokenizer_free(tok);
+}
+
 static void check_offsets_sane(const struct bert_encoding *enc, size_t text_len)
 {
     bool ok = true;
@@ -1020,5 +1047,6 @@ int main(int argc, char **argv)
     test_decode();
     test_load_errors();
     test_big_integers_in_configs();
+    test_encoding_from_ids();
     return check_exit();
 }

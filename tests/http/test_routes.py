@@ -165,6 +165,25 @@ class Routes(unittest.TestCase):
                          "\"dimensions\" must be at most the model's embedding size %d, got %d"
                          % (HIDDEN, HIDDEN + 1))
 
+    def test_openai_token_ids(self):
+        """OpenAI's token arrays are the model's input as given: the ids
+        /tokenize gives (specials included) embed as the text does."""
+        status, _, toks = self.s.post("/tokenize", {"inputs": ["hello world", "a cat"]})
+        ids = [[t["id"] for t in seq] for seq in toks]
+        status, _, by_text = self.s.post("/v1/embeddings", {"input": ["hello world", "a cat"]})
+        status, _, by_ids = self.s.post("/v1/embeddings", {"input": ids})
+        self.assertEqual(status, 200, by_ids)
+        for a, b in zip(by_text["data"], by_ids["data"]):
+            self.assertTrue(close_floats(a["embedding"], b["embedding"], 1e-6))
+        self.assertEqual(by_ids["usage"], by_text["usage"])
+        status, _, one = self.s.post("/v1/embeddings", {"input": ids[0]})
+        self.assertTrue(close_floats(one["data"][0]["embedding"], by_text["data"][0]["embedding"],
+                                     1e-6))
+        status, _, err = self.s.post("/v1/embeddings", {"input": [[101, 30522]]})
+        self.assertEqual(status, 422)
+        self.assertEqual(err["error"]["message"], "input[0]: token id 30522 at position 1 is not "
+                         "in the vocabulary (0 to 30521)")
+
     def test_models(self):
         status, models = self.s.get_json("/v1/models")
         self.assertEqual(status, 200)
