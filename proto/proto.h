@@ -36,6 +36,8 @@ enum proto_route {
     PROTO_ROUTE_V1_RERANK,       /* POST /v1/rerank (Jina / Cohere shape) */
     PROTO_ROUTE_REPLACED_TOKENS, /* POST /replaced-tokens (ELECTRA discriminators) */
     PROTO_ROUTE_TOKEN_CLASSIFICATION, /* POST /token-classification (NER) */
+    PROTO_ROUTE_PREDICT,         /* POST /predict (text-embeddings-inference's /classify) */
+    PROTO_ROUTE_SIMILARITY,      /* POST /similarity (TEI, HF sentence-similarity) */
     PROTO_ROUTE_COUNT
 };
 

@@ -220,8 +220,10 @@ static void activate(enum proto_activation act, const float *logits, size_t n, f
     }
 }
 
-bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
-                           const struct bert_model *model)
+/* Every input's labels, best first; one list per input, inside a list when
+ * the request was a batch or `nest_single`. */
+static bool render_labels(struct json_writer *w, const struct proto_job *job,
+                          const struct bert_model *model, bool nest_single)
 {
     const struct bert_config *cfg = &model->config;
     size_t n = cfg->num_labels;
@@ -233,7 +235,8 @@ bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
     bool ok = scores != NULL && order != NULL;
     size_t keep = job->req.classify_top_k && job->req.classify_top_k < n ? job->req.classify_top_k
                                                                          : n;
-    if (job->req.batched)
+    bool nest = job->req.batched || nest_single;
+    if (nest)
         json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs && ok; i++) {
         activate(act, job->seqs[i].task.logits, n, scores);
@@ -264,11 +267,56 @@ bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
         }
         json_writer_end_array(w);
     }
-    if (job->req.batched)
+    if (nest)
         json_writer_end_array(w);
     free(scores);
     free(order);
     return ok;
+}
+
+/* The Hugging Face Inference API's text-classification answer: a list of
+ * label lists even for one text ([[{label, score}, ...]]), the shape its
+ * client (@huggingface/inference textClassification) reads. */
+bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
+                           const struct bert_model *model)
+{
+    return render_labels(w, job, model, true);
+}
+
+/* text-embeddings-inference's /predict: one input answers its list alone,
+ * a batch a list of lists. */
+bool proto_render_predict(struct json_writer *w, const struct proto_job *job,
+                          const struct bert_model *model)
+{
+    return render_labels(w, job, model, false);
+}
+
+/* /similarity: the cosine of the first input's embedding (the source
+ * sentence) with each other's, as sentence-transformers' cos_sim (sums in
+ * double; a zero vector gives 0, as torch's eps does). */
+bool proto_render_similarity(struct json_writer *w, const struct proto_job *job,
+                             const struct bert_model *model)
+{
+    size_t hidden = model->config.hidden_size;
+    const float *source = job->seqs[0].task.embedding;
+    double source_sq = 0;
+    for (size_t k = 0; k < hidden; k++)
+        source_sq += (double)source[k] * source[k];
+    json_writer_begin_array(w);
+    for (size_t i = 1; i < job->n_seqs; i++) {
+        const float *e = job->seqs[i].task.embedding;
+        double dot = 0, sq = 0;
+        for (size_t k = 0; k < hidden; k++) {
+            dot += (double)source[k] * e[k];
+            sq += (double)e[k] * e[k];
+        }
+        double cosine = dot / (fmax(sqrt(source_sq), 1e-8) * fmax(sqrt(sq), 1e-8));
+        if (!isfinite(cosine))
+            return false;
+        json_writer_float(w, (float)cosine);
+    }
+    json_writer_end_array(w);
+    return true;
 }
 
 /* text-embeddings-inference's /tokenize: template specials carry their

@@ -48,12 +48,27 @@ struct proto_inputs {
     bool with_query;        /* every item becomes the pair (query, item) */
     bool token_ids;         /* an item may be a list of token ids, and the whole value
                                one such list (OpenAI) */
+    bool pair_objects;      /* an item, or the whole value, may be {"text", "text_pair"}
+                               (the Hugging Face Inference API's pair) */
+    bool lone_pair;         /* a list of exactly two strings is one pair (TEI's /predict) */
+    bool similarity;        /* the value is {"source_sentence", "sentences"}: the inputs
+                               are the source, then each sentence */
 };
 
 const struct proto_inputs proto_inputs_texts = {.expected = "a string or a list of strings"};
 const struct proto_inputs proto_inputs_texts_or_token_ids = {
     .expected = "a string, a list of strings, a list of token ids or a list of lists of token ids",
     .token_ids = true};
+const struct proto_inputs proto_inputs_hf_classify = {
+    .expected = "a string, a list of strings, a list of pairs [text, text_pair], or "
+                "{\"text\", \"text_pair\"} objects",
+    .pairs = true, .pair_objects = true};
+const struct proto_inputs proto_inputs_tei_predict = {
+    .expected = "a string, a pair [text, text_pair] or a list of strings and pairs",
+    .pairs = true, .lone_pair = true};
+const struct proto_inputs proto_inputs_similarity = {
+    .expected = "an object {\"source_sentence\": string, \"sentences\": [string, ...]}",
+    .similarity = true};
 const struct proto_inputs proto_inputs_texts_or_pairs = {
     .expected = "a string, a list of strings or a list of pairs [text, text_pair]",
     .pairs = true};
@@ -203,6 +218,43 @@ static bool parse_token_ids(struct parse *p, const char *field, json_t *v, struc
     return true;
 }
 
+/* {"text": string, "text_pair": string?}: the Hugging Face Inference API's
+ * text-classification pair. */
+static bool parse_pair_object(struct parse *p, const char *field, json_t *v,
+                              struct proto_input *in)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(v, key, value) {
+        char sub[80];
+        snprintf(sub, sizeof sub, "%s.%s", field, key);
+        bool is_text = strcmp(key, "text") == 0, is_pair = strcmp(key, "text_pair") == 0;
+        if (!is_text && !is_pair) {
+            char q[PROTO_QUOTE_SIZE];
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "unknown field %s in \"%s\"; accepted: \"text\", \"text_pair\"",
+                            proto_quote(q, key, strlen(key)), field);
+            return false;
+        }
+        if (is_pair && json_is_null(value))
+            continue;
+        if (!json_is_string(value))
+            return wrong_type(p, sub, "a string", value);
+        if (is_text) {
+            in->text = json_string_value(value);
+            in->text_len = json_string_length(value);
+        } else {
+            in->pair = json_string_value(value);
+            in->pair_len = json_string_length(value);
+        }
+    }
+    if (in->text == NULL) {
+        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"text\" in \"%s\"", field);
+        return false;
+    }
+    return true;
+}
+
 static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input *in)
 {
     const struct proto_inputs *shape = p->route->inputs;
@@ -218,6 +270,8 @@ static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input
         return parse_token_ids(p, field, v, in);
     if (shape->token_ids)
         return wrong_type(p, field, "a string or a list of token ids", v);
+    if (shape->pair_objects && json_is_object(v))
+        return parse_pair_object(p, field, v, in);
     if (shape->objects)
         return wrong_type(p, field, "a string or an object {\"text\": string}", v);
     if (!shape->pairs)
@@ -245,6 +299,104 @@ static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input
     return true;
 }
 
+/* Room for `n` inputs, within max_client_batch. */
+static bool alloc_inputs(struct parse *p, size_t n)
+{
+    size_t limit = p->limits->max_client_batch;
+    if (limit && n > limit) {
+        proto_error_set(p->err, PROTO_ERR_TOO_LARGE,
+                        "too many inputs: %zu given, at most %zu are allowed per request", n,
+                        limit);
+        return false;
+    }
+    p->req->inputs = calloc(n, sizeof *p->req->inputs);
+    if (p->req->inputs == NULL)
+        return out_of_memory(p);
+    p->req->n_inputs = n;
+    return true;
+}
+
+/* {"source_sentence": s, "sentences": [t, ...]} -> inputs s, t, ... */
+static bool parse_similarity(struct parse *p, json_t *v)
+{
+    const char *name = p->route->inputs_name;
+    if (!json_is_object(v))
+        return wrong_type(p, name, p->route->inputs->expected, v);
+    json_t *source = NULL, *sentences = NULL;
+    const char *key;
+    json_t *value;
+    json_object_foreach(v, key, value) {
+        if (strcmp(key, "source_sentence") == 0) {
+            source = value;
+        } else if (strcmp(key, "sentences") == 0) {
+            sentences = value;
+        } else {
+            char q[PROTO_QUOTE_SIZE];
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "unknown field %s in \"%s\"; accepted: \"source_sentence\", "
+                            "\"sentences\"",
+                            proto_quote(q, key, strlen(key)), name);
+            return false;
+        }
+    }
+    if (source == NULL || sentences == NULL) {
+        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\" in \"%s\"",
+                        source == NULL ? "source_sentence" : "sentences", name);
+        return false;
+    }
+    if (!json_is_string(source))
+        return wrong_type(p, "inputs.source_sentence", "a string", source);
+    if (!json_is_array(sentences))
+        return wrong_type(p, "inputs.sentences", "a list of strings", sentences);
+    size_t n = json_array_size(sentences);
+    if (n == 0) {
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"inputs.sentences\" must not be an empty list");
+        return false;
+    }
+    if (!alloc_inputs(p, n + 1))
+        return false;
+    p->req->batched = true;
+    p->req->inputs[0].text = json_string_value(source);
+    p->req->inputs[0].text_len = json_string_length(source);
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = json_array_get(sentences, i);
+        if (!json_is_string(s)) {
+            char field[48];
+            snprintf(field, sizeof field, "inputs.sentences[%zu]", i);
+            return wrong_type(p, field, "a string", s);
+        }
+        p->req->inputs[i + 1].text = json_string_value(s);
+        p->req->inputs[i + 1].text_len = json_string_length(s);
+    }
+    return true;
+}
+
+/* The whole value as one input that is not a plain string: a token list
+ * (OpenAI), a {"text", "text_pair"} object (Hugging Face), two strings
+ * (TEI's pair). False with *handled false when the value is none of these. */
+static bool parse_single_input(struct parse *p, json_t *v, bool *handled)
+{
+    const struct proto_inputs *shape = p->route->inputs;
+    bool ids = shape->token_ids && json_is_array(v) && json_is_integer(json_array_get(v, 0));
+    bool object = shape->pair_objects && json_is_object(v);
+    bool pair = shape->lone_pair && json_is_array(v) && json_array_size(v) == 2 &&
+                json_is_string(json_array_get(v, 0)) && json_is_string(json_array_get(v, 1));
+    *handled = ids || object || pair;
+    if (!*handled || !alloc_inputs(p, 1))
+        return false;
+    struct proto_input *in = &p->req->inputs[0];
+    if (ids)
+        return parse_token_ids(p, p->route->inputs_name, v, in);
+    if (object)
+        return parse_pair_object(p, p->route->inputs_name, v, in);
+    in->text = json_string_value(json_array_get(v, 0));
+    in->text_len = json_string_length(json_array_get(v, 0));
+    in->pair = json_string_value(json_array_get(v, 1));
+    in->pair_len = json_string_length(json_array_get(v, 1));
+    return true;
+}
+
 static bool parse_inputs(struct parse *p)
 {
     struct proto_request *req = p->req;
@@ -254,15 +406,13 @@ static bool parse_inputs(struct parse *p)
         proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", name);
         return false;
     }
+    if (p->route->inputs->similarity)
+        return parse_similarity(p, v);
+    bool handled;
+    bool ok = parse_single_input(p, v, &handled);
+    if (handled)
+        return ok;
     size_t n;
-    if (p->route->inputs->token_ids && json_is_array(v) && json_is_integer(json_array_get(v, 0))) {
-        /* [7592, 2088]: one input, already tokenized. */
-        req->inputs = calloc(1, sizeof *req->inputs);
-        if (req->inputs == NULL)
-            return out_of_memory(p);
-        req->n_inputs = 1;
-        return parse_token_ids(p, name, v, &req->inputs[0]);
-    }
     if (json_is_string(v) && !p->route->inputs->list_only) {
         n = 1;
     } else if (json_is_array(v)) {
@@ -276,17 +426,8 @@ static bool parse_inputs(struct parse *p)
     } else {
         return wrong_type(p, name, p->route->inputs->expected, v);
     }
-    size_t limit = p->limits->max_client_batch;
-    if (limit && n > limit) {
-        proto_error_set(p->err, PROTO_ERR_TOO_LARGE,
-                        "too many inputs: %zu given, at most %zu are allowed per request", n,
-                        limit);
+    if (!alloc_inputs(p, n))
         return false;
-    }
-    req->inputs = calloc(n, sizeof *req->inputs);
-    if (req->inputs == NULL)
-        return out_of_memory(p);
-    req->n_inputs = n;
     if (!req->batched)
         return parse_input(p, 0, v, &req->inputs[0]);
     for (size_t i = 0; i < n; i++)

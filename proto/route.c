@@ -43,7 +43,7 @@ const struct proto_route_desc proto_routes[] = {
     },
     [PROTO_ROUTE_CLASSIFY] = {
         .path = "/classify", .name = "classify", .methods = PROTO_METHOD_POST, .cli = true,
-        .inputs_name = "inputs", .inputs = &proto_inputs_texts_or_pairs,
+        .inputs_name = "inputs", .inputs = &proto_inputs_hf_classify,
         .params = PROTO_PARAM(RAW_SCORES) | PROTO_PARAM(FUNCTION_TO_APPLY) |
                   PROTO_PARAM(TOP_K_LABELS) | TRUNCATION,
         .check = proto_check_classify, .setup = proto_setup_classify,
@@ -95,6 +95,19 @@ const struct proto_route_desc proto_routes[] = {
         .params = TRUNCATION,
         .check = proto_check_replaced, .setup = proto_setup_replaced,
         .render = proto_render_replaced,
+    },
+    [PROTO_ROUTE_PREDICT] = {
+        .path = "/predict", .name = "predict", .methods = PROTO_METHOD_POST,
+        .inputs_name = "inputs", .inputs = &proto_inputs_tei_predict,
+        .params = PROTO_PARAM(RAW_SCORES) | TRUNCATION,
+        .check = proto_check_classify, .setup = proto_setup_classify,
+        .render = proto_render_predict,
+    },
+    [PROTO_ROUTE_SIMILARITY] = {
+        .path = "/similarity", .name = "similarity", .methods = PROTO_METHOD_POST,
+        .inputs_name = "inputs", .inputs = &proto_inputs_similarity,
+        .params = TRUNCATION,
+        .setup = proto_setup_embed, .render = proto_render_similarity,
     },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route

@@ -50,6 +50,9 @@ struct proto_inputs;
 extern const struct proto_inputs proto_inputs_texts;   /* a string or a list of them */
 extern const struct proto_inputs proto_inputs_texts_or_token_ids; /* or token ids (OpenAI) */
 extern const struct proto_inputs proto_inputs_texts_or_pairs; /* or of [text, text_pair] */
+extern const struct proto_inputs proto_inputs_hf_classify; /* or {"text", "text_pair"} */
+extern const struct proto_inputs proto_inputs_tei_predict; /* TEI: [a, b] alone is one pair */
+extern const struct proto_inputs proto_inputs_similarity; /* {"source_sentence", "sentences"} */
 extern const struct proto_inputs proto_inputs_documents; /* a list, each paired with "query" */
 extern const struct proto_inputs proto_inputs_document_objects; /* or of {"text": ...} */
 
@@ -110,6 +113,7 @@ proto_setup_fn proto_setup_embed, proto_setup_classify, proto_setup_fill_mask,
 proto_render_fn proto_render_embed, proto_render_openai, proto_render_fill_mask,
     proto_render_classify, proto_render_tokenize, proto_render_replaced; /* render.c */
 proto_render_fn proto_render_rerank, proto_render_v1_rerank;     /* rerank.c */
+proto_render_fn proto_render_predict, proto_render_similarity;   /* render.c */
 proto_check_fn proto_check_token_classification;                /* extract_routes.c */
 proto_tokenize_fn proto_tokenize_windows;
 proto_setup_fn proto_setup_tokens;

@@ -474,7 +474,8 @@ static void test_classify(void)
     struct bert_model m = make_model();
     struct proto_job job;
     struct proto_error err;
-    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"the cat\"}", &job, &err));
+    /* /predict (TEI): one text answers its list alone. */
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":\"the cat\"}", &job, &err));
     CHECK_INT_EQ(job.seqs[0].task.task, BERT_TASK_CLASSIFY);
     CHECK(job.seqs[0].task.logits == job.outputs);
     /* Default for 3 labels: softmax. */
@@ -489,8 +490,36 @@ static void test_classify(void)
     CHECK_NEAR(json_real_value(json_object_get(json_array_get(j, 1), "score")), e2 / sum, 1e-7);
     CHECK_STR_EQ(json_string_value(json_object_get(json_array_get(j, 2), "label")), "NEGATIVE");
     CHECK_NEAR(json_real_value(json_object_get(json_array_get(j, 2), "score")), e1 / sum, 1e-7);
+    /* /classify (the Hugging Face Inference API): the same list, in a list,
+     * for one text and for one {"text", "text_pair"} object. */
+    static const char *const single_bodies[] = {
+        "{\"inputs\":\"the cat\"}", "{\"inputs\":{\"text\":\"the cat\",\"text_pair\":null}}"};
+    for (size_t b = 0; b < 2; b++) {
+        struct proto_job one;
+        CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, single_bodies[b], &one, &err));
+        memcpy(one.outputs, logits, sizeof logits);
+        json_t *nested = respond(&one, &m);
+        CHECK(json_is_array(nested) && json_array_size(nested) == 1);
+        CHECK(json_equal(json_array_get(nested, 0), j));
+        json_decref(nested);
+        proto_job_free(&one);
+    }
     json_decref(j);
     proto_job_free(&job);
+    /* {"text", "text_pair"} is the pair [text, text_pair]; TEI's /predict
+     * reads a lone two-string list as one pair. */
+    struct proto_job a, b2, c;
+    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY,
+                  "{\"inputs\":[{\"text\":\"the cat\",\"text_pair\":\"a dog\"}]}", &a, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":[[\"the cat\",\"a dog\"]]}", &b2, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":[\"the cat\",\"a dog\"]}", &c, &err));
+    CHECK(a.n_seqs == 1 && b2.n_seqs == 1 && c.n_seqs == 1 && !c.req.batched);
+    CHECK(a.n_seqs == 1 && a.seqs[0].enc.n == 7 && c.seqs[0].enc.n == 7 &&
+          memcmp(a.seqs[0].enc.type_ids, b2.seqs[0].enc.type_ids, 7 * sizeof(int32_t)) == 0 &&
+          memcmp(c.seqs[0].enc.ids, b2.seqs[0].enc.ids, 7 * sizeof(int32_t)) == 0);
+    proto_job_free(&a);
+    proto_job_free(&b2);
+    proto_job_free(&c);
 
     /* A batch with a pair, raw scores, top_k, and a tie (lower index first). */
     CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY,
@@ -540,7 +569,7 @@ static void test_classify(void)
     char *one_label[] = {"SCORE"};
     m.config.num_labels = 1;
     m.config.id2label = one_label;
-    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"cat\"}", &job, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":\"cat\"}", &job, &err));
     job.outputs[0] = 0.0f;
     body = proto_job_respond(&job, &m, &len);
     CHECK_STR_EQ(body, "[{\"label\":\"SCORE\",\"score\":0.5}]");
@@ -550,7 +579,7 @@ static void test_classify(void)
     m.config.num_labels = 2;
     m.config.id2label = NULL;
     m.config.problem_type = BERT_PROBLEM_MULTI_LABEL;
-    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"cat\"}", &job, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":\"cat\"}", &job, &err));
     job.outputs[0] = 0.0f;
     job.outputs[1] = 0.0f;
     body = proto_job_respond(&job, &m, &len);
@@ -560,7 +589,7 @@ static void test_classify(void)
     proto_job_free(&job);
 
     m.config.problem_type = BERT_PROBLEM_REGRESSION;
-    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"cat\"}", &job, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":\"cat\"}", &job, &err));
     job.outputs[0] = 5.0f;
     job.outputs[1] = 5.0f;
     body = proto_job_respond(&job, &m, &len);

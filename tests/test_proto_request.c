@@ -513,8 +513,52 @@ static void test_classify(void)
     EXPECT_ERR(CLASSIFY, "{\"inputs\":[5]}", E422,
                "\"inputs[0]\" must be a string or a pair [text, text_pair], got an integer");
     EXPECT_ERR(CLASSIFY, "{\"inputs\":5}", E422,
-               "\"inputs\" must be a string, a list of strings or a list of pairs [text, "
-               "text_pair], got an integer");
+               "\"inputs\" must be a string, a list of strings, a list of pairs [text, "
+               "text_pair], or {\"text\", \"text_pair\"} objects, got an integer");
+    EXPECT_ERR(CLASSIFY, "{\"inputs\":{\"text_pair\":\"b\"}}", E422,
+               "missing field \"text\" in \"inputs\"");
+    EXPECT_ERR(CLASSIFY, "{\"inputs\":[{\"text\":\"a\",\"pair\":\"b\"}]}", E422,
+               "unknown field \"pair\" in \"inputs[0]\"; accepted: \"text\", \"text_pair\"");
+    EXPECT_ERR(CLASSIFY, "{\"inputs\":{\"text\":5}}", E422,
+               "\"inputs.text\" must be a string, got an integer");
+    /* TEI's /predict: [a, b] alone is one pair; a list of three is a batch. */
+    {
+        EXPECT_OK(PROTO_ROUTE_PREDICT, "{\"inputs\":[\"a\",\"b\"]}", &req);
+        CHECK(req.n_inputs == 1 && !req.batched && text_is(&req.inputs[0], "a") &&
+              req.inputs[0].pair_len == 1);
+        proto_request_free(&req);
+        EXPECT_OK(PROTO_ROUTE_PREDICT, "{\"inputs\":[\"a\",\"b\",[\"c\",\"d\"]]}", &req);
+        CHECK(req.n_inputs == 3 && req.batched && req.inputs[2].pair != NULL);
+        proto_request_free(&req);
+    }
+    EXPECT_ERR(PROTO_ROUTE_PREDICT, "{\"inputs\":\"a\",\"top_k\":1}", E422,
+               "unknown field \"top_k\"");
+    /* /similarity (TEI, Hugging Face sentence-similarity). */
+    {
+        EXPECT_OK(PROTO_ROUTE_SIMILARITY,
+                  "{\"inputs\":{\"source_sentence\":\"s\",\"sentences\":[\"a\",\"b\"]},"
+                  "\"parameters\":{\"truncate\":true}}",
+                  &req);
+        CHECK(req.n_inputs == 3 && text_is(&req.inputs[0], "s") && text_is(&req.inputs[2], "b"));
+        proto_request_free(&req);
+    }
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY, "{\"inputs\":\"s\"}", E422,
+               "\"inputs\" must be an object {\"source_sentence\": string, \"sentences\": "
+               "[string, ...]}, got a string");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY, "{\"inputs\":{\"source_sentence\":\"s\"}}", E422,
+               "missing field \"sentences\" in \"inputs\"");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY,
+               "{\"inputs\":{\"source_sentence\":\"s\",\"sentences\":[]}}", E422,
+               "\"inputs.sentences\" must not be an empty list");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY,
+               "{\"inputs\":{\"source_sentence\":\"s\",\"sentences\":[1]}}", E422,
+               "\"inputs.sentences[0]\" must be a string, got an integer");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY,
+               "{\"inputs\":{\"source_sentence\":1,\"sentences\":[\"a\"]}}", E422,
+               "\"inputs.source_sentence\" must be a string, got an integer");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY,
+               "{\"inputs\":{\"source_sentence\":\"s\",\"sentences\":[\"a\"],\"x\":1}}", E422,
+               "unknown field \"x\" in \"inputs\"; accepted: \"source_sentence\", \"sentences\"");
     EXPECT_ERR(CLASSIFY, "{\"inputs\":\"x\",\"targets\":[\"a\"]}", E422,
                "unknown field \"targets\"");
 }

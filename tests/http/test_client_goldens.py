@@ -68,5 +68,14 @@ class ClientGoldens(unittest.TestCase):
         print("dimensions: worst abs error %.3g" % worst)
 
 
+    def test_similarity(self):
+        sim = GOLDEN["similarity"]
+        status, _, got = self.s.post("/similarity", {"inputs": {
+            "source_sentence": sim["source_sentence"], "sentences": sim["sentences"]}})
+        self.assertEqual(status, 200, got)
+        print("similarity: worst abs error %.3g"
+              % self.assert_close(got, sim["cosines"], "similarity"))
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -88,7 +88,9 @@ class Routes(unittest.TestCase):
         self.assertEqual(sorted(p["token_str"] for p in targeted), ["cats", "dogs"])
 
     def test_classify(self):
-        one = self.same_as_cli("classify", {"inputs": "I loved this film."})
+        nested = self.same_as_cli("classify", {"inputs": "I loved this film."})
+        self.assertEqual(len(nested), 1)  # the HF Inference API's [[...]] for one text
+        one = nested[0]
         self.assertEqual(sorted(p["label"] for p in one), ["NEGATIVE", "POSITIVE"])
         self.assertAlmostEqual(sum(p["score"] for p in one), 1.0, places=5)
         self.assertGreaterEqual(one[0]["score"], one[1]["score"])
@@ -96,11 +98,49 @@ class Routes(unittest.TestCase):
         self.assertEqual([len(x) for x in batch], [1, 1])
         pairs = self.same_as_cli("classify", {"inputs": [["what is it?", "a cat"]]})
         self.assertEqual(len(pairs), 1)
-        raw = self.same_as_cli("classify", {"inputs": "fine", "raw_scores": True})
-        sig = self.same_as_cli("classify", {"inputs": "fine", "function_to_apply": "sigmoid"})
+        raw = self.same_as_cli("classify", {"inputs": "fine", "raw_scores": True})[0]
+        sig = self.same_as_cli("classify", {"inputs": "fine", "function_to_apply": "sigmoid"})[0]
         by_label = {p["label"]: p["score"] for p in raw}
         for p in sig:
             self.assertAlmostEqual(p["score"], 1 / (1 + math.exp(-by_label[p["label"]])), 5)
+
+    def test_classify_pairs_and_predict(self):
+        """{"text", "text_pair"} is the pair [text, text_pair]; TEI's /predict
+        answers one input flat, reads a lone [a, b] as one pair, and scores
+        as /classify does."""
+        status, _, obj = self.s.post("/classify", {"inputs": {"text": "what is it?",
+                                                              "text_pair": "a cat"}})
+        self.assertEqual(status, 200, obj)
+        status, _, pair = self.s.post("/classify", {"inputs": [["what is it?", "a cat"]]})
+        self.assertEqual(obj, pair)
+        status, _, flat = self.s.post("/predict", {"inputs": ["what is it?", "a cat"]})
+        self.assertEqual(status, 200, flat)
+        self.assertEqual(flat, pair[0])
+        status, _, one = self.s.post("/predict", {"inputs": "fine", "raw_scores": True})
+        status, _, cls = self.s.post("/classify", {"inputs": "fine", "raw_scores": True})
+        self.assertEqual(one, cls[0])
+        status, _, batch = self.s.post("/predict", {"inputs": ["good", "bad", ["a", "b"]]})
+        self.assertEqual(len(batch), 3)
+        self.assertEqual(batch[2], self.s.post("/predict", {"inputs": ["a", "b"]})[2])
+
+    def test_similarity(self):
+        """Cosines of the source's /embed vector with each sentence's."""
+        sentences = ["a cat sat", "stock markets fell", "The cat sat on the mat."]
+        status, _, got = self.s.post("/similarity", {"inputs": {
+            "source_sentence": "The cat sat on the mat.", "sentences": sentences}})
+        self.assertEqual(status, 200, got)
+        status, _, vecs = self.s.post("/embed", {"inputs": ["The cat sat on the mat."] + sentences})
+        src = vecs[0]
+
+        def cos(a, b):
+            return sum(x * y for x, y in zip(a, b)) / math.sqrt(
+                sum(x * x for x in a) * sum(y * y for y in b))
+        self.assertEqual(len(got), 3)
+        for g, v in zip(got, vecs[1:]):
+            self.assertAlmostEqual(g, cos(src, v), 5)
+        self.assertAlmostEqual(got[2], 1.0, 5)
+        status, _, err = self.s.post("/similarity", {"inputs": {"source_sentence": "x"}})
+        self.assertEqual((status, err["error"]), (422, 'missing field "sentences" in "inputs"'))
 
     def test_tokenize(self):
         toks = self.same_as_cli("tokenize", {"inputs": "Héllo wörld"})
