@@ -4,10 +4,10 @@
 #include <string.h>
 
 #include "proto.h"
+#include "proto_internal.h"
 #include "route_table.h"
 
-/* The tighter of the configured limit and the model's own (0: unset). */
-static size_t max_tokens(const struct bert_model *model, const struct proto_limits *limits)
+size_t proto_max_tokens(const struct bert_model *model, const struct proto_limits *limits)
 {
     size_t a = limits->max_input_tokens, b = model->max_input_tokens;
     if (a == 0)
@@ -160,7 +160,7 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
     const struct proto_request *r = &job->req;
     struct bert_encode_options opts = {
         .add_special_tokens = r->add_special_tokens, /* true unless /tokenize says false */
-        .max_length = max_tokens(model, limits),
+        .max_length = proto_max_tokens(model, limits),
         .truncate = r->has_truncate ? r->truncate : defaults->truncate,
         .side = r->truncation_side,
     };

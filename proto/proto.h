@@ -38,6 +38,7 @@ enum proto_route {
     PROTO_ROUTE_TOKEN_CLASSIFICATION, /* POST /token-classification (NER) */
     PROTO_ROUTE_PREDICT,         /* POST /predict (text-embeddings-inference's /classify) */
     PROTO_ROUTE_SIMILARITY,      /* POST /similarity (TEI, HF sentence-similarity) */
+    PROTO_ROUTE_V2_RERANK,       /* POST /v2/rerank (Cohere's v2) */
     PROTO_ROUTE_COUNT
 };
 
@@ -130,6 +131,9 @@ struct proto_input {
     size_t text_len;
     const char *pair;         /* NULL unless the input was [a, b] */
     size_t pair_len;
+    const json_t *document;   /* /v1/rerank, /v2/rerank: the document object as given (its
+                                 "text" in pair, or pair NULL when it has none), or NULL
+                                 for a string */
     const json_t *token_ids;  /* /v1/embeddings: a list of token ids instead of a text
                                  (text NULL); every item an integer 0 .. INT32_MAX,
                                  the vocabulary checked when tokenizing */
@@ -176,6 +180,13 @@ struct proto_request {
     size_t query_len;
     bool return_text;         /* /rerank "return_text", /v1/rerank "return_documents" */
     uint32_t top_n;           /* best results to return; 0: all */
+    const char **rank_fields; /* Cohere v1: (n_rank_fields) the object fields ranked on, in
+                                 order, or NULL: "text" */
+    size_t n_rank_fields;
+    uint32_t max_chunks_per_doc; /* Cohere v1: a document over the token limit is read in
+                                    this many chunks at most, scored by the best; 0: none */
+    uint32_t max_tokens_per_doc; /* Cohere v2: each document cut to this many tokens first;
+                                    0: no cut */
 
     /* token-classification (proto/extract.h's enum ner_strategy) */
     int ner_strategy;         /* default NER_STRATEGY_SIMPLE */

@@ -37,6 +37,9 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_EMBEDDING_TYPE] = "embedding_type",
     [PROTO_PARAM_TASK] = "task",
     [PROTO_PARAM_LATE_CHUNKING] = "late_chunking",
+    [PROTO_PARAM_RANK_FIELDS] = "rank_fields",
+    [PROTO_PARAM_MAX_CHUNKS_PER_DOC] = "max_chunks_per_doc",
+    [PROTO_PARAM_MAX_TOKENS_PER_DOC] = "max_tokens_per_doc",
 };
 
 /* The shapes of a route's inputs (struct proto_inputs in proto_internal.h). */
@@ -255,10 +258,52 @@ static bool parse_pair_object(struct parse *p, const char *field, json_t *v,
     return true;
 }
 
+/* Levels of objects and lists in v (a string is 0): documents are echoed
+ * by a writer with a bounded depth. */
+static size_t json_depth(const json_t *v)
+{
+    size_t deepest = 0, i;
+    const char *key;
+    json_t *item;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, key, item) {
+            size_t d = json_depth(item);
+            deepest = d > deepest ? d : deepest;
+        }
+        return deepest + 1;
+    }
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, item) {
+            size_t d = json_depth(item);
+            deepest = d > deepest ? d : deepest;
+        }
+        return deepest + 1;
+    }
+    return 0;
+}
+
+#define PROTO_DOCUMENT_MAX_DEPTH 16
+
 static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input *in)
 {
     const struct proto_inputs *shape = p->route->inputs;
-    json_t *text = shape->objects && json_is_object(v) ? json_object_get(v, "text") : v;
+    if (shape->objects && json_is_object(v)) {
+        /* Its "text", or with "rank_fields" other fields: read when
+         * tokenizing (proto_tokenize_documents), which says what is
+         * missing. */
+        if (json_depth(v) > PROTO_DOCUMENT_MAX_DEPTH) {
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "\"%s[%zu]\" nests objects and lists deeper than %d levels",
+                            p->route->inputs_name, i, PROTO_DOCUMENT_MAX_DEPTH);
+            return false;
+        }
+        json_t *text = json_object_get(v, "text");
+        in->document = v;
+        in->text = json_is_string(text) ? json_string_value(text) : NULL;
+        in->text_len = json_is_string(text) ? json_string_length(text) : 0;
+        return true;
+    }
+    json_t *text = v;
     if (json_is_string(text)) {
         in->text = json_string_value(text);
         in->text_len = json_string_length(text);
@@ -684,6 +729,23 @@ static bool parse_params(struct parse *p)
              * checkpoints; any name is accepted and changes nothing. */
             ok = get_string(p, PROTO_PARAM_TASK, &s);
             break;
+        case PROTO_PARAM_RANK_FIELDS:
+            ok = parse_string_list(p, PROTO_PARAM_RANK_FIELDS, &req->rank_fields,
+                                   &req->n_rank_fields);
+            if (ok && req->n_rank_fields == 0) {
+                proto_error_set(p->err, PROTO_ERR_INVALID,
+                                "\"rank_fields\" must not be an empty list");
+                ok = false;
+            }
+            break;
+        case PROTO_PARAM_MAX_CHUNKS_PER_DOC:
+            ok = get_integer(p, PROTO_PARAM_MAX_CHUNKS_PER_DOC, 1, 1000, &x);
+            req->max_chunks_per_doc = (uint32_t)x;
+            break;
+        case PROTO_PARAM_MAX_TOKENS_PER_DOC:
+            ok = get_integer(p, PROTO_PARAM_MAX_TOKENS_PER_DOC, 1, INT32_MAX, &x);
+            req->max_tokens_per_doc = (uint32_t)x;
+            break;
         case PROTO_PARAM_LATE_CHUNKING: {
             bool late = false;
             ok = get_bool(p, PROTO_PARAM_LATE_CHUNKING, &late);
@@ -829,5 +891,6 @@ void proto_request_free(struct proto_request *req)
     free(req->inputs);
     free(req->targets);
     free(req->ignore_labels);
+    free(req->rank_fields);
     memset(req, 0, sizeof *req);
 }

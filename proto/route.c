@@ -85,9 +85,10 @@ const struct proto_route_desc proto_routes[] = {
         .path = "/v1/rerank", .name = "v1-rerank", .methods = PROTO_METHOD_POST,
         .inputs_name = "documents", .inputs = &proto_inputs_document_objects, .flat_body = true,
         .params = PROTO_PARAM(QUERY) | PROTO_PARAM(MODEL) | PROTO_PARAM(RETURN_DOCUMENTS) |
-                  PROTO_PARAM(TOP_N) | TRUNCATION,
-        .check = proto_check_rerank, .setup = proto_setup_classify,
-        .render = proto_render_v1_rerank,
+                  PROTO_PARAM(TOP_N) | PROTO_PARAM(RANK_FIELDS) |
+                  PROTO_PARAM(MAX_CHUNKS_PER_DOC) | TRUNCATION,
+        .check = proto_check_rerank, .tokenize = proto_tokenize_documents,
+        .setup = proto_setup_classify, .render = proto_render_v1_rerank,
     },
     [PROTO_ROUTE_REPLACED_TOKENS] = {
         .path = "/replaced-tokens", .name = "replaced-tokens", .methods = PROTO_METHOD_POST,
@@ -108,6 +109,14 @@ const struct proto_route_desc proto_routes[] = {
         .inputs_name = "inputs", .inputs = &proto_inputs_similarity,
         .params = TRUNCATION,
         .setup = proto_setup_embed, .render = proto_render_similarity,
+    },
+    [PROTO_ROUTE_V2_RERANK] = {
+        .path = "/v2/rerank", .name = "v2-rerank", .methods = PROTO_METHOD_POST,
+        .inputs_name = "documents", .inputs = &proto_inputs_document_objects, .flat_body = true,
+        .params = PROTO_PARAM(QUERY) | PROTO_PARAM(MODEL) | PROTO_PARAM(TOP_N) |
+                  PROTO_PARAM(MAX_TOKENS_PER_DOC) | PROTO_PARAM(RETURN_DOCUMENTS) | TRUNCATION,
+        .check = proto_check_rerank, .tokenize = proto_tokenize_documents,
+        .setup = proto_setup_classify, .render = proto_render_v2_rerank,
     },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route

@@ -39,6 +39,9 @@ enum proto_param {
     PROTO_PARAM_EMBEDDING_TYPE, /* Jina: "float" or "base64" */
     PROTO_PARAM_TASK,           /* Jina: an adapter name; accepted, ignored */
     PROTO_PARAM_LATE_CHUNKING,  /* Jina: false only */
+    PROTO_PARAM_RANK_FIELDS,    /* Cohere v1 rerank */
+    PROTO_PARAM_MAX_CHUNKS_PER_DOC, /* Cohere v1 rerank */
+    PROTO_PARAM_MAX_TOKENS_PER_DOC, /* Cohere v2 rerank */
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 32, "a route's parameters are a 32-bit mask");
@@ -112,7 +115,8 @@ proto_setup_fn proto_setup_embed, proto_setup_classify, proto_setup_fill_mask,
     proto_setup_replaced, proto_setup_openai_embed;              /* job.c */
 proto_render_fn proto_render_embed, proto_render_openai, proto_render_fill_mask,
     proto_render_classify, proto_render_tokenize, proto_render_replaced; /* render.c */
-proto_render_fn proto_render_rerank, proto_render_v1_rerank;     /* rerank.c */
+proto_render_fn proto_render_rerank, proto_render_v1_rerank, proto_render_v2_rerank;
+proto_tokenize_fn proto_tokenize_documents;                      /* rerank.c */
 proto_render_fn proto_render_predict, proto_render_similarity;   /* render.c */
 proto_check_fn proto_check_token_classification;                /* extract_routes.c */
 proto_tokenize_fn proto_tokenize_windows;

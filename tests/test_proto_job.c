@@ -650,6 +650,80 @@ static void test_tokenize(void)
 }
 
 /* Rerank: every text paired with the query, one logit each, best first. */
+/* Cohere v1's rank_fields and max_chunks_per_doc, v2's max_tokens_per_doc
+ * (the fake tokenizer: a token per word, limit 12). */
+static void test_cohere_documents(struct bert_model *m)
+{
+    struct proto_job job;
+    struct proto_error err;
+    /* rank_fields: "title: paris\ntext: the cat", fields in the order named;
+     * the object is echoed whole. */
+    CHECK(prepare(m, PROTO_ROUTE_V1_RERANK,
+                  "{\"query\":\"cat\",\"documents\":[{\"text\":\"the cat\",\"title\":\"paris\","
+                  "\"n\":1.5}],\"rank_fields\":[\"title\",\"missing\",\"text\"],"
+                  "\"return_documents\":true}",
+                  &job, &err));
+    CHECK_INT_EQ(job.n_seqs, 1);
+    /* [CLS] cat [SEP] title : paris text : the cat [SEP]: ':' is unknown. */
+    CHECK_INT_EQ(job.seqs[0].enc.n, 11);
+    CHECK_INT_EQ(job.seqs[0].enc.ids[5], 12); /* paris */
+    job.outputs[0] = 0.0f;
+    size_t len;
+    char *body = proto_job_respond(&job, m, &len);
+    CHECK_CONTAINS(body, "\"document\":{\"text\":\"the cat\",\"title\":\"paris\",\"n\":1.5}");
+    free(body);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(m, PROTO_ROUTE_V1_RERANK,
+                       "{\"query\":\"cat\",\"documents\":[{\"a\":\"b\"}],\"rank_fields\":[\"t\"]}",
+                       PROTO_ERR_INVALID, "\"documents[0]\" has none of the \"rank_fields\"");
+    EXPECT_PREPARE_ERR(m, PROTO_ROUTE_V1_RERANK,
+                       "{\"query\":\"cat\",\"documents\":[{\"t\":5}],\"rank_fields\":[\"t\"]}",
+                       PROTO_ERR_INVALID, "\"documents[0]\" field \"t\" must be a string");
+    /* 14 words with "cat" as query: 18 tokens, over 12. Without chunks 413;
+     * with chunks of 12 - 4 = 8 words: 8, then the last 6; the best
+     * chunk's score is the document's. */
+    const char *long_doc = "the cat sat on the mat the dog sat on the mat a cat";
+    char body_text[512];
+    snprintf(body_text, sizeof body_text, "{\"query\":\"cat\",\"documents\":[\"mat\",\"%s\"]}",
+             long_doc);
+    EXPECT_PREPARE_ERR(m, PROTO_ROUTE_V1_RERANK, body_text, PROTO_ERR_TOO_LARGE,
+                       "documents[1] is 18 tokens long with the query, more than the limit of 12; "
+                       "send \"truncate\": true to cut it or \"max_chunks_per_doc\" to read it in "
+                       "chunks");
+    snprintf(body_text, sizeof body_text,
+             "{\"query\":\"cat\",\"documents\":[\"mat\",\"%s\"],\"max_chunks_per_doc\":2}", long_doc);
+    CHECK(prepare(m, PROTO_ROUTE_V1_RERANK, body_text, &job, &err));
+    CHECK_INT_EQ(job.n_seqs, 3);
+    CHECK(job.n_seqs == 3 && job.seq_input[0] == 0 && job.seq_input[1] == 1 &&
+          job.seq_input[2] == 1);
+    CHECK(job.n_seqs == 3 && job.seqs[1].enc.n == 12 && job.seqs[2].enc.n == 10);
+    const float chunk_logits[3] = {0.0f, -1.0f, 3.0f};
+    memcpy(job.outputs, chunk_logits, sizeof chunk_logits);
+    json_t *j = respond(&job, m);
+    json_t *best = json_array_get(json_object_get(j, "results"), 0);
+    CHECK_INT_EQ(json_integer_value(json_object_get(best, "index")), 1);
+    CHECK_NEAR(json_real_value(json_object_get(best, "relevance_score")), 1.0 / (1.0 + exp(-3.0)),
+               1e-7);
+    CHECK_INT_EQ(json_array_size(json_object_get(j, "results")), 2);
+    json_decref(j);
+    proto_job_free(&job);
+    /* v2: each document's first max_tokens_per_doc tokens. */
+    snprintf(body_text, sizeof body_text,
+             "{\"query\":\"cat\",\"documents\":[\"%s\"],\"max_tokens_per_doc\":3}", long_doc);
+    CHECK(prepare(m, PROTO_ROUTE_V2_RERANK, body_text, &job, &err));
+    CHECK(job.n_seqs == 1 && job.seqs[0].enc.n == 3 + 1 + 3);
+    job.outputs[0] = 0.0f;
+    j = respond(&job, m);
+    CHECK_STR_EQ(json_string_value(json_object_get(
+                     json_object_get(json_object_get(j, "meta"), "api_version"), "version")),
+                 "2");
+    json_decref(j);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(m, PROTO_ROUTE_V2_RERANK,
+                       "{\"query\":\"cat\",\"documents\":[\"a\"],\"max_chunks_per_doc\":2}",
+                       PROTO_ERR_INVALID, "unknown field \"max_chunks_per_doc\"");
+}
+
 static void test_rerank(void)
 {
     struct bert_model m = make_model();
@@ -676,7 +750,9 @@ static void test_rerank(void)
                        "\"texts[0]\" must be a string, got a list");
     EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_V1_RERANK,
                        "{\"query\":\"cat\",\"documents\":[{\"txt\":\"mat\"}]}",
-                       PROTO_ERR_INVALID, "\"documents[0]\" must be a string or an object");
+                       PROTO_ERR_INVALID,
+                       "\"documents[0]\" must be a string or an object {\"text\": string}, got an "
+                       "object without \"text\" (or name its fields in \"rank_fields\")");
     EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_RERANK,
                        "{\"query\":\"cat\",\"texts\":[\"mat\"],\"top_n\":0}",
                        PROTO_ERR_INVALID, "\"top_n\" must be at least 1, got 0");
@@ -735,8 +811,14 @@ static void test_rerank(void)
                  "mat");
     CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(j, "usage"), "total_tokens")),
                  job.n_tokens);
+    /* Cohere's id and meta. */
+    CHECK(json_is_string(json_object_get(j, "id")));
+    CHECK_STR_EQ(json_string_value(json_object_get(
+                     json_object_get(json_object_get(j, "meta"), "api_version"), "version")),
+                 "1");
     json_decref(j);
     proto_job_free(&job);
+    test_cohere_documents(&m);
 }
 
 int main(void)
