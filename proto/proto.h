@@ -39,6 +39,7 @@ enum proto_route {
     PROTO_ROUTE_PREDICT,         /* POST /predict (text-embeddings-inference's /classify) */
     PROTO_ROUTE_SIMILARITY,      /* POST /similarity (TEI, HF sentence-similarity) */
     PROTO_ROUTE_V2_RERANK,       /* POST /v2/rerank (Cohere's v2) */
+    PROTO_ROUTE_DECODE,          /* POST /decode (TEI: token ids -> text) */
     PROTO_ROUTE_COUNT
 };
 
@@ -173,6 +174,8 @@ struct proto_request {
 
     /* tokenize */
     bool add_special_tokens;  /* default true */
+    /* decode */
+    bool skip_special_tokens; /* default true, as TEI's */
 
     /* rerank: "texts" (/rerank) or "documents" (/v1/rerank) are the inputs,
      * each paired with the query */

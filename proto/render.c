@@ -319,6 +319,25 @@ bool proto_render_similarity(struct json_writer *w, const struct proto_job *job,
     return true;
 }
 
+/* text-embeddings-inference's /decode: one string per list of ids, always
+ * in a list. */
+bool proto_render_decode(struct json_writer *w, const struct proto_job *job,
+                         const struct bert_model *model)
+{
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        const struct bert_encoding *enc = &job->seqs[i].enc;
+        char *text = bert_tokenizer_decode(model->tokenizer, enc->ids, enc->n,
+                                           job->req.skip_special_tokens);
+        if (text == NULL)
+            return false;
+        json_writer_cstring(w, text);
+        free(text);
+    }
+    json_writer_end_array(w);
+    return true;
+}
+
 /* text-embeddings-inference's /tokenize: template specials carry their
  * token text and null offsets; other tokens the input bytes they cover.
  * /replaced-tokens adds each token's "probability" of having been replaced

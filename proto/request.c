@@ -40,6 +40,7 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_RANK_FIELDS] = "rank_fields",
     [PROTO_PARAM_MAX_CHUNKS_PER_DOC] = "max_chunks_per_doc",
     [PROTO_PARAM_MAX_TOKENS_PER_DOC] = "max_tokens_per_doc",
+    [PROTO_PARAM_SKIP_SPECIAL_TOKENS] = "skip_special_tokens",
 };
 
 /* The shapes of a route's inputs (struct proto_inputs in proto_internal.h). */
@@ -51,6 +52,7 @@ struct proto_inputs {
     bool with_query;        /* every item becomes the pair (query, item) */
     bool token_ids;         /* an item may be a list of token ids, and the whole value
                                one such list (OpenAI) */
+    bool ids_only;          /* token ids and nothing else (/decode) */
     bool pair_objects;      /* an item, or the whole value, may be {"text", "text_pair"}
                                (the Hugging Face Inference API's pair) */
     bool lone_pair;         /* a list of exactly two strings is one pair (TEI's /predict) */
@@ -62,6 +64,9 @@ const struct proto_inputs proto_inputs_texts = {.expected = "a string or a list 
 const struct proto_inputs proto_inputs_texts_or_token_ids = {
     .expected = "a string, a list of strings, a list of token ids or a list of lists of token ids",
     .token_ids = true};
+const struct proto_inputs proto_inputs_token_ids = {
+    .expected = "a list of token ids or a list of lists of token ids", .list_only = true,
+    .token_ids = true, .ids_only = true};
 const struct proto_inputs proto_inputs_hf_classify = {
     .expected = "a string, a list of strings, a list of pairs [text, text_pair], or "
                 "{\"text\", \"text_pair\"} objects",
@@ -302,6 +307,11 @@ static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input
         in->text = json_is_string(text) ? json_string_value(text) : NULL;
         in->text_len = json_is_string(text) ? json_string_length(text) : 0;
         return true;
+    }
+    if (shape->ids_only && !json_is_array(v)) {
+        char field[48];
+        snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
+        return wrong_type(p, field, "a list of token ids", v);
     }
     json_t *text = v;
     if (json_is_string(text)) {
@@ -746,6 +756,9 @@ static bool parse_params(struct parse *p)
             ok = get_integer(p, PROTO_PARAM_MAX_TOKENS_PER_DOC, 1, INT32_MAX, &x);
             req->max_tokens_per_doc = (uint32_t)x;
             break;
+        case PROTO_PARAM_SKIP_SPECIAL_TOKENS:
+            ok = get_bool(p, PROTO_PARAM_SKIP_SPECIAL_TOKENS, &req->skip_special_tokens);
+            break;
         case PROTO_PARAM_LATE_CHUNKING: {
             bool late = false;
             ok = get_bool(p, PROTO_PARAM_LATE_CHUNKING, &late);
@@ -847,6 +860,7 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
     req->route = route;
     req->top_k = 5;
     req->add_special_tokens = true;
+    req->skip_special_tokens = true;
     req->ner_strategy = NER_STRATEGY_SIMPLE;
     req->truncation_side = BERT_TRUNCATE_RIGHT;
     req->function_to_apply = PROTO_ACTIVATION_DEFAULT;

@@ -118,6 +118,12 @@ const struct proto_route_desc proto_routes[] = {
         .check = proto_check_rerank, .tokenize = proto_tokenize_documents,
         .setup = proto_setup_classify, .render = proto_render_v2_rerank,
     },
+    [PROTO_ROUTE_DECODE] = {
+        .path = "/decode", .name = "decode", .methods = PROTO_METHOD_POST,
+        .inputs_name = "ids", .inputs = &proto_inputs_token_ids, .flat_body = true,
+        .params = PROTO_PARAM(SKIP_SPECIAL_TOKENS),
+        .render = proto_render_decode,
+    },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route
  * checks that every row in between is filled. */

@@ -42,6 +42,7 @@ enum proto_param {
     PROTO_PARAM_RANK_FIELDS,    /* Cohere v1 rerank */
     PROTO_PARAM_MAX_CHUNKS_PER_DOC, /* Cohere v1 rerank */
     PROTO_PARAM_MAX_TOKENS_PER_DOC, /* Cohere v2 rerank */
+    PROTO_PARAM_SKIP_SPECIAL_TOKENS, /* /decode */
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 32, "a route's parameters are a 32-bit mask");
@@ -56,6 +57,7 @@ extern const struct proto_inputs proto_inputs_texts_or_pairs; /* or of [text, te
 extern const struct proto_inputs proto_inputs_hf_classify; /* or {"text", "text_pair"} */
 extern const struct proto_inputs proto_inputs_tei_predict; /* TEI: [a, b] alone is one pair */
 extern const struct proto_inputs proto_inputs_similarity; /* {"source_sentence", "sentences"} */
+extern const struct proto_inputs proto_inputs_token_ids; /* token ids only (/decode) */
 extern const struct proto_inputs proto_inputs_documents; /* a list, each paired with "query" */
 extern const struct proto_inputs proto_inputs_document_objects; /* or of {"text": ...} */
 
@@ -117,7 +119,7 @@ proto_render_fn proto_render_embed, proto_render_openai, proto_render_fill_mask,
     proto_render_classify, proto_render_tokenize, proto_render_replaced; /* render.c */
 proto_render_fn proto_render_rerank, proto_render_v1_rerank, proto_render_v2_rerank;
 proto_tokenize_fn proto_tokenize_documents;                      /* rerank.c */
-proto_render_fn proto_render_predict, proto_render_similarity;   /* render.c */
+proto_render_fn proto_render_predict, proto_render_similarity, proto_render_decode; /* render.c */
 proto_check_fn proto_check_token_classification;                /* extract_routes.c */
 proto_tokenize_fn proto_tokenize_windows;
 proto_setup_fn proto_setup_tokens;

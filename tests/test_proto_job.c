@@ -724,6 +724,36 @@ static void test_cohere_documents(struct bert_model *m)
                        PROTO_ERR_INVALID, "unknown field \"max_chunks_per_doc\"");
 }
 
+/* TEI's /decode: ids (one list or several) back to text, no compute. */
+static void test_decode(void)
+{
+    struct bert_model m = make_model();
+    struct proto_job job;
+    struct proto_error err;
+    CHECK(prepare(&m, PROTO_ROUTE_DECODE, "{\"ids\":[2,5,6,3]}", &job, &err));
+    CHECK(!proto_job_needs_compute(&job));
+    size_t len;
+    char *body = proto_job_respond(&job, &m, &len);
+    CHECK_STR_EQ(body, "[\"the cat\"]");
+    free(body);
+    proto_job_free(&job);
+    CHECK(prepare(&m, PROTO_ROUTE_DECODE,
+                  "{\"ids\":[[2,5,6,3],[20]],\"skip_special_tokens\":false}", &job, &err));
+    body = proto_job_respond(&job, &m, &len);
+    CHECK_STR_EQ(body, "[\"[CLS] the cat [SEP]\",\"hello\"]");
+    free(body);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_DECODE, "{\"ids\":[2,99]}", PROTO_ERR_INVALID,
+                       "ids[0]: token id 99 at position 1 is not in the vocabulary (0 to 23)");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_DECODE, "{\"ids\":\"the cat\"}", PROTO_ERR_INVALID,
+                       "\"ids\" must be a list of token ids or a list of lists of token ids, got a "
+                       "string");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_DECODE, "{\"ids\":[\"the\"]}", PROTO_ERR_INVALID,
+                       "\"ids[0]\" must be a list of token ids, got a string");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_DECODE, "{\"ids\":[1],\"skip_special_tokens\":1}",
+                       PROTO_ERR_INVALID, "\"skip_special_tokens\" must be a boolean, got an integer");
+}
+
 static void test_rerank(void)
 {
     struct bert_model m = make_model();
@@ -832,5 +862,6 @@ int main(void)
     test_classify();
     test_tokenize();
     test_rerank();
+    test_decode();
     return check_exit();
 }

@@ -224,6 +224,18 @@ class Routes(unittest.TestCase):
         self.assertEqual(err["error"]["message"], "input[0]: token id 30522 at position 1 is not "
                          "in the vocabulary (0 to 30521)")
 
+    def test_decode(self):
+        """TEI's /decode: /tokenize's ids back to the (lower-cased) text."""
+        status, _, toks = self.s.post("/tokenize", {"inputs": ["Hello world!", "a cat"]})
+        ids = [[t["id"] for t in seq] for seq in toks]
+        status, _, text = self.s.post("/decode", {"ids": ids})
+        self.assertEqual((status, text), (200, ["hello world!", "a cat"]))
+        status, _, text = self.s.post("/decode", {"ids": ids[0], "skip_special_tokens": False})
+        self.assertEqual(text, ["[CLS] hello world! [SEP]"])
+        status, _, err = self.s.post("/decode", {"ids": [5, 30522]})
+        self.assertEqual((status, err["error"]), (422, "ids[0]: token id 30522 at position 1 is "
+                                                       "not in the vocabulary (0 to 30521)"))
+
     def test_models(self):
         status, models = self.s.get_json("/v1/models")
         self.assertEqual(status, 200)
