@@ -153,11 +153,72 @@ static enum bert_status encode_token_ids(const struct bert_model *model, const j
     return st;
 }
 
+/* The prompt put before every input: the request's "prompt", its
+ * "prompt_name" among the checkpoint's prompts, or the checkpoint's
+ * default_prompt_name, on the routes that take prompts; else none (NULL,
+ * 0). False with err set for an unknown name. */
+static bool find_prompt(const struct proto_request *r, const struct bert_model *model,
+                        const char **prompt, size_t *len, struct proto_error *err)
+{
+    const struct bert_config *c = &model->config;
+    *prompt = NULL;
+    *len = 0;
+    if (!(proto_routes[r->route].params & PROTO_PARAM(PROMPT_NAME)))
+        return true;
+    if (r->prompt != NULL) {
+        *prompt = r->prompt;
+        *len = r->prompt_len;
+        return true;
+    }
+    if (r->prompt_name == NULL) {
+        if (c->default_prompt >= 0 && (size_t)c->default_prompt < c->n_prompts) {
+            *prompt = c->prompt_texts[c->default_prompt];
+            *len = strlen(*prompt);
+        }
+        return true;
+    }
+    for (size_t i = 0; i < c->n_prompts; i++)
+        if (strcmp(c->prompt_names[i], r->prompt_name) == 0) {
+            *prompt = c->prompt_texts[i];
+            *len = strlen(*prompt);
+            return true;
+        }
+    char q[PROTO_QUOTE_SIZE];
+    proto_error_set(err, PROTO_ERR_INVALID,
+                    "\"prompt_name\" %s is not one of this model's %zu prompts "
+                    "(config_sentence_transformers.json)",
+                    proto_quote(q, r->prompt_name, strlen(r->prompt_name)), c->n_prompts);
+    return false;
+}
+
+/* bert_tokenizer_encode of prompt + text (the prompt's tokens count
+ * toward the limit, as in sentence-transformers). */
+static enum bert_status encode_prompted(const struct bert_model *model, const char *prompt,
+                                        size_t prompt_len, const struct proto_input *in,
+                                        const struct bert_encode_options *opts,
+                                        struct bert_encoding *enc, struct bert_error *berr)
+{
+    char *joined = malloc(prompt_len + in->text_len + 1);
+    if (joined == NULL)
+        return bert_error_set(berr, BERT_E_NOMEM, "out of memory for a prompted input");
+    memcpy(joined, prompt, prompt_len);
+    memcpy(joined + prompt_len, in->text, in->text_len);
+    enum bert_status st = bert_tokenizer_encode(model->tokenizer, joined,
+                                                prompt_len + in->text_len, in->pair,
+                                                in->pair_len, opts, enc, berr);
+    free(joined);
+    return st;
+}
+
 static bool tokenize_inputs(struct proto_job *job, const struct bert_model *model,
                             const struct proto_limits *limits,
                             const struct proto_defaults *defaults, struct proto_error *err)
 {
     const struct proto_request *r = &job->req;
+    const char *prompt;
+    size_t prompt_len;
+    if (!find_prompt(r, model, &prompt, &prompt_len, err))
+        return false;
     struct bert_encode_options opts = {
         .add_special_tokens = r->add_special_tokens, /* true unless /tokenize says false */
         .max_length = proto_max_tokens(model, limits),
@@ -170,6 +231,7 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
         struct bert_error berr = {0};
         enum bert_status st =
             in->token_ids ? encode_token_ids(model, in->token_ids, &opts, enc, &berr)
+            : prompt      ? encode_prompted(model, prompt, prompt_len, in, &opts, enc, &berr)
                           : bert_tokenizer_encode(model->tokenizer, in->text, in->text_len,
                                                   in->pair, in->pair_len, &opts, enc, &berr);
         if (st == BERT_E_INVALID && in->token_ids) {

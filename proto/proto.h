@@ -177,6 +177,14 @@ struct proto_request {
     /* decode */
     bool skip_special_tokens; /* default true, as TEI's */
 
+    /* embed, similarity: text put before every input, as sentence-
+     * transformers' encode(prompt=...) or encode(prompt_name=...) (a name
+     * of config_sentence_transformers.json's "prompts", checked when
+     * preparing); neither: the checkpoint's default_prompt_name, if any */
+    const char *prompt;       /* points into the JSON; not NUL-safe, use prompt_len */
+    size_t prompt_len;
+    const char *prompt_name;
+
     /* rerank: "texts" (/rerank) or "documents" (/v1/rerank) are the inputs,
      * each paired with the query */
     const char *query;

@@ -19,16 +19,6 @@ static bool all_finite(const float *v, size_t n)
     return true;
 }
 
-bool proto_render_embed(struct json_writer *w, const struct proto_job *job,
-                        const struct bert_model *model)
-{
-    size_t hidden = model->config.hidden_size;
-    json_writer_begin_array(w);
-    for (size_t i = 0; i < job->n_seqs; i++)
-        json_writer_float_array(w, job->seqs[i].task.embedding, hidden);
-    json_writer_end_array(w);
-    return true;
-}
 
 /* OpenAI's base64 is of the little-endian float32 bytes. */
 static void write_base64_f32le(struct json_writer *w, const float *v, size_t n)
@@ -66,11 +56,49 @@ static bool cut_vector(const float *e, size_t dims, bool unit, float *out)
     return isfinite(sq);
 }
 
+/* The width answered: "dimensions", or the model's. */
+static size_t answer_dims(const struct proto_job *job, const struct bert_model *model)
+{
+    return job->req.dimensions ? job->req.dimensions : model->config.hidden_size;
+}
+
+/* Input i's embedding as answered, into `out` (answer_dims floats): cut to
+ * "dimensions" and, when the engine made the whole vector unit length,
+ * made so again. False for a non-finite one. */
+static bool answer_vector(const struct proto_job *job, const struct bert_model *model, size_t i,
+                          float *out)
+{
+    const struct bert_seq_task *t = &job->seqs[i].task;
+    size_t dims = answer_dims(job, model);
+    bool renormalize = t->normalize && dims < model->config.hidden_size;
+    return cut_vector(t->embedding, dims, renormalize, out) && all_finite(out, dims);
+}
+
+/* TEI's /embed: one vector per input. */
+bool proto_render_embed(struct json_writer *w, const struct proto_job *job,
+                        const struct bert_model *model)
+{
+    size_t dims = answer_dims(job, model);
+    float *cut = malloc(dims * sizeof *cut);
+    if (cut == NULL)
+        return false;
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        if (!answer_vector(job, model, i, cut)) {
+            free(cut);
+            return false;
+        }
+        json_writer_float_array(w, cut, dims);
+    }
+    json_writer_end_array(w);
+    free(cut);
+    return true;
+}
+
 bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
                          const struct bert_model *model)
 {
-    size_t hidden = model->config.hidden_size;
-    size_t dims = job->req.dimensions ? job->req.dimensions : hidden;
+    size_t dims = answer_dims(job, model);
     float *cut = malloc(dims * sizeof *cut);
     if (cut == NULL)
         return false;
@@ -80,11 +108,7 @@ bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
     json_writer_key(w, "data");
     json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs; i++) {
-        const struct bert_seq_task *t = &job->seqs[i].task;
-        /* The engine already made the whole vector unit length; a cut one
-         * is made so again. */
-        bool renormalize = t->normalize && dims < hidden;
-        if (!cut_vector(t->embedding, dims, renormalize, cut) || !all_finite(cut, dims)) {
+        if (!answer_vector(job, model, i, cut)) {
             free(cut);
             return false;
         }

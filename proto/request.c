@@ -41,6 +41,8 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_MAX_CHUNKS_PER_DOC] = "max_chunks_per_doc",
     [PROTO_PARAM_MAX_TOKENS_PER_DOC] = "max_tokens_per_doc",
     [PROTO_PARAM_SKIP_SPECIAL_TOKENS] = "skip_special_tokens",
+    [PROTO_PARAM_PROMPT_NAME] = "prompt_name",
+    [PROTO_PARAM_PROMPT] = "prompt",
 };
 
 /* The shapes of a route's inputs (struct proto_inputs in proto_internal.h). */
@@ -755,6 +757,16 @@ static bool parse_params(struct parse *p)
         case PROTO_PARAM_MAX_TOKENS_PER_DOC:
             ok = get_integer(p, PROTO_PARAM_MAX_TOKENS_PER_DOC, 1, INT32_MAX, &x);
             req->max_tokens_per_doc = (uint32_t)x;
+            break;
+        case PROTO_PARAM_PROMPT_NAME:
+            ok = get_string(p, PROTO_PARAM_PROMPT_NAME, &req->prompt_name);
+            break;
+        case PROTO_PARAM_PROMPT: /* a text: U+0000 allowed */
+            if (!json_is_string(p->params[PROTO_PARAM_PROMPT]))
+                ok = wrong_type(p, "prompt", "a string", p->params[PROTO_PARAM_PROMPT]);
+            else
+                req->prompt = json_string_value(p->params[PROTO_PARAM_PROMPT]);
+            req->prompt_len = ok ? json_string_length(p->params[PROTO_PARAM_PROMPT]) : 0;
             break;
         case PROTO_PARAM_SKIP_SPECIAL_TOKENS:
             ok = get_bool(p, PROTO_PARAM_SKIP_SPECIAL_TOKENS, &req->skip_special_tokens);

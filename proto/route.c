@@ -31,8 +31,10 @@ const struct proto_route_desc proto_routes[] = {
     [PROTO_ROUTE_EMBED] = {
         .path = "/embed", .name = "embed", .methods = PROTO_METHOD_POST, .cli = true,
         .inputs_name = "inputs", .inputs = &proto_inputs_texts,
-        .params = PROTO_PARAM(POOLING) | PROTO_PARAM(NORMALIZE) | TRUNCATION,
-        .setup = proto_setup_embed, .render = proto_render_embed,
+        .params = PROTO_PARAM(POOLING) | PROTO_PARAM(NORMALIZE) | PROTO_PARAM(DIMENSIONS) |
+                  PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | TRUNCATION,
+        .check = proto_check_dimensions, .setup = proto_setup_embed,
+        .render = proto_render_embed,
     },
     [PROTO_ROUTE_FILL_MASK] = {
         .path = "/fill-mask", .name = "fill-mask", .methods = PROTO_METHOD_POST, .cli = true,
@@ -107,7 +109,7 @@ const struct proto_route_desc proto_routes[] = {
     [PROTO_ROUTE_SIMILARITY] = {
         .path = "/similarity", .name = "similarity", .methods = PROTO_METHOD_POST,
         .inputs_name = "inputs", .inputs = &proto_inputs_similarity,
-        .params = TRUNCATION,
+        .params = PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | TRUNCATION,
         .setup = proto_setup_embed, .render = proto_render_similarity,
     },
     [PROTO_ROUTE_V2_RERANK] = {

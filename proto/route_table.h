@@ -43,6 +43,8 @@ enum proto_param {
     PROTO_PARAM_MAX_CHUNKS_PER_DOC, /* Cohere v1 rerank */
     PROTO_PARAM_MAX_TOKENS_PER_DOC, /* Cohere v2 rerank */
     PROTO_PARAM_SKIP_SPECIAL_TOKENS, /* /decode */
+    PROTO_PARAM_PROMPT_NAME,    /* sentence-transformers prompts (/embed, /similarity) */
+    PROTO_PARAM_PROMPT,
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 32, "a route's parameters are a 32-bit mask");

@@ -724,6 +724,45 @@ static void test_cohere_documents(struct bert_model *m)
                        PROTO_ERR_INVALID, "unknown field \"max_chunks_per_doc\"");
 }
 
+/* sentence-transformers prompts: prompt_name, prompt, the default. */
+static void test_prompts(void)
+{
+    struct bert_model m = make_model();
+    char *names[] = {"q", "d"}, *texts[] = {"paris ", "the "};
+    m.config.prompt_names = names;
+    m.config.prompt_texts = texts;
+    m.config.n_prompts = 2;
+    m.config.default_prompt = 1;
+    struct proto_job job;
+    struct proto_error err;
+    static const struct {
+        const char *body;
+        int32_t first; /* the id after [CLS] */
+        size_t n;
+    } cases[] = {
+        {"{\"inputs\":\"cat\",\"prompt_name\":\"q\"}", 12, 4},   /* paris cat */
+        {"{\"inputs\":\"cat\",\"prompt\":\"mat \"}", 9, 4},        /* mat cat */
+        {"{\"inputs\":\"cat\"}", 5, 4},                              /* the cat */
+        {"{\"inputs\":\"cat\",\"prompt\":\"\"}", 6, 3},              /* cat */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        CHECK(prepare(&m, PROTO_ROUTE_EMBED, cases[c].body, &job, &err));
+        CHECK(job.n_seqs == 1 && job.seqs[0].enc.n == cases[c].n &&
+              job.seqs[0].enc.ids[1] == cases[c].first);
+        proto_job_free(&job);
+    }
+    /* Routes without prompts ignore the default. */
+    CHECK(prepare(&m, PROTO_ROUTE_TOKENIZE, "{\"inputs\":\"cat\"}", &job, &err));
+    CHECK(job.n_seqs == 1 && job.seqs[0].enc.n == 3);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_EMBED, "{\"inputs\":\"cat\",\"prompt_name\":\"x\"}",
+                       PROTO_ERR_INVALID,
+                       "\"prompt_name\" \"x\" is not one of this model's 2 prompts "
+                       "(config_sentence_transformers.json)");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"cat\",\"prompt\":\"x\"}",
+                       PROTO_ERR_INVALID, "unknown field \"prompt\"");
+}
+
 /* TEI's /decode: ids (one list or several) back to text, no compute. */
 static void test_decode(void)
 {
@@ -863,5 +902,6 @@ int main(void)
     test_tokenize();
     test_rerank();
     test_decode();
+    test_prompts();
     return check_exit();
 }

@@ -103,6 +103,13 @@ struct bert_config {
     bool pooling_from_model;
     bool normalize;
     size_t st_max_seq_length;    /* sentence_bert_config.json max_seq_length, 0 if none */
+    /* config_sentence_transformers.json "prompts" (name -> text put before
+     * the input, as SentenceTransformer.encode(prompt_name=...)) and its
+     * "default_prompt_name" (an index into them, or -1). */
+    char **prompt_names;         /* (n_prompts) */
+    char **prompt_texts;         /* (n_prompts) */
+    size_t n_prompts;
+    long default_prompt;
 
     /* ModernBERT (zero / false for the other families). Layer i attends
      * globally when i % global_attn_every == 0, else to the tokens within

@@ -11,6 +11,7 @@ usage: test_client_goldens.py BIN_DIR SOURCE_DIR WORK_DIR
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import unittest
@@ -22,6 +23,10 @@ GOLDEN = json.load(open(os.path.join(SRC, "tests/data/golden/clients.json"), enc
 TOL = 5e-6
 
 
+PROMPTS = {"prompts": {"query": "query: ", "passage": "passage: "},
+           "default_prompt_name": "passage"}
+
+
 def build_checkpoint():
     out = os.path.join(WORK, "tiny-mlm")
     args = GOLDEN["command"].split()
@@ -30,13 +35,16 @@ def build_checkpoint():
     tok = args.index("--tokenizer") + 1
     args[tok] = os.path.join(SRC, args[tok])
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(out, "config_sentence_transformers.json"), "w") as f:
+        json.dump(PROMPTS, f)
     return out
 
 
 class ClientGoldens(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.s = Server(BIN, build_checkpoint(), flags=("--served-model-name", "org/tiny-mlm"))
+        cls.model = build_checkpoint()
+        cls.s = Server(BIN, cls.model, flags=("--served-model-name", "org/tiny-mlm"))
 
     @classmethod
     def tearDownClass(cls):
@@ -57,21 +65,68 @@ class ClientGoldens(unittest.TestCase):
         self.assertEqual(out["model"], "org/tiny-mlm")
 
     def test_dimensions(self):
+        """/v1/embeddings and /embed with "dimensions" (prompt "" so that the
+        checkpoint's default prompt does not apply)."""
         worst = 0
         for dims, want in GOLDEN["dimensions"].items():
             status, _, out = self.s.post("/v1/embeddings", {"input": GOLDEN["texts"],
                                                             "dimensions": int(dims)})
             self.assertEqual(status, 200, out)
-            for i, (d, w) in enumerate(zip(out["data"], want)):
+            status, _, tei = self.s.post("/embed", {"inputs": GOLDEN["texts"], "normalize": True,
+                                                    "dimensions": int(dims), "prompt": ""})
+            self.assertEqual(status, 200, tei)
+            for i, (d, t, w) in enumerate(zip(out["data"], tei, want)):
                 worst = max(worst, self.assert_close(d["embedding"], w, "dims %s, text %d"
-                                                     % (dims, i)))
+                                                     % (dims, i)),
+                            self.assert_close(t, w, "/embed dims %s, text %d" % (dims, i)))
         print("dimensions: worst abs error %.3g" % worst)
+
+    def test_prompts(self):
+        """config_sentence_transformers.json: prompt_name puts its prompt
+        before the text, "prompt" a given one, and without either the
+        default_prompt_name applies (/embed and /similarity); /v1/embeddings
+        takes none."""
+        def embed(body):
+            status, _, out = self.s.post("/embed", body)
+            self.assertEqual(status, 200, out)
+            return out[0]
+        plain = embed({"inputs": "query: Hello world!", "prompt": ""})
+        self.assertEqual(embed({"inputs": "Hello world!", "prompt_name": "query"}), plain)
+        self.assertEqual(embed({"inputs": "Hello world!", "prompt": "query: "}), plain)
+        self.assertEqual(embed({"inputs": "Hello world!"}),
+                         embed({"inputs": "passage: Hello world!", "prompt": ""}))
+        self.assertNotEqual(embed({"inputs": "Hello world!", "prompt": ""}), plain)
+        status, _, sim = self.s.post("/similarity", {"inputs": {
+            "source_sentence": "Hello world!", "sentences": ["Hello world!"]},
+            "parameters": {"prompt_name": "query"}})
+        self.assertAlmostEqual(sim[0], 1.0, 5)
+        status, _, err = self.s.post("/embed", {"inputs": "a", "prompt_name": "doc"})
+        self.assertEqual((status, err["error"]), (422, '"prompt_name" "doc" is not one of this '
+                                                       "model's 2 prompts "
+                                                       "(config_sentence_transformers.json)"))
+        status, _, err = self.s.post("/v1/embeddings", {"input": "a", "prompt_name": "query"})
+        self.assertEqual(status, 422)
+
+    def test_bad_prompts_file_fails_start_up(self):
+        bad = os.path.join(WORK, "bad-prompts")
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(self.model, bad)
+        with open(os.path.join(bad, "config_sentence_transformers.json"), "w") as f:
+            json.dump({"prompts": {"q": "q: "}, "default_prompt_name": "x"}, f)
+        s = Server(BIN, bad, ready=False)
+        rc = s.proc.wait(timeout=60)
+        out = s.output()
+        s.stop()
+        self.assertNotEqual(rc, 0)
+        self.assertIn("config_sentence_transformers.json: default_prompt_name 'x' is not one "
+                      "of its prompts", out)
 
 
     def test_similarity(self):
         sim = GOLDEN["similarity"]
         status, _, got = self.s.post("/similarity", {"inputs": {
-            "source_sentence": sim["source_sentence"], "sentences": sim["sentences"]}})
+            "source_sentence": sim["source_sentence"], "sentences": sim["sentences"]},
+            "prompt": ""})
         self.assertEqual(status, 200, got)
         print("similarity: worst abs error %.3g"
               % self.assert_close(got, sim["cosines"], "similarity"))
