@@ -9,6 +9,7 @@
 #include "extract.h"
 #include "proto.h"
 #include "proto_internal.h"
+#include "request_internal.h"
 #include "route_table.h"
 
 static const char *const param_names[PROTO_PARAM_COUNT] = {
@@ -45,56 +46,6 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_PROMPT] = "prompt",
 };
 
-/* The shapes of a route's inputs (struct proto_inputs in proto_internal.h). */
-struct proto_inputs {
-    const char *expected;   /* the `must be ...` of a value of any other shape */
-    bool list_only;         /* a lone string is refused, not read as a list of one */
-    bool pairs;             /* an item may be a pair [text, text_pair] */
-    bool objects;           /* an item may be an object {"text": ...} (Jina, Cohere) */
-    bool with_query;        /* every item becomes the pair (query, item) */
-    bool token_ids;         /* an item may be a list of token ids, and the whole value
-                               one such list (OpenAI) */
-    bool ids_only;          /* token ids and nothing else (/decode) */
-    bool pair_objects;      /* an item, or the whole value, may be {"text", "text_pair"}
-                               (the Hugging Face Inference API's pair) */
-    bool lone_pair;         /* a list of exactly two strings is one pair (TEI's /predict) */
-    bool similarity;        /* the value is {"source_sentence", "sentences"}: the inputs
-                               are the source, then each sentence */
-};
-
-const struct proto_inputs proto_inputs_texts = {.expected = "a string or a list of strings"};
-const struct proto_inputs proto_inputs_texts_or_token_ids = {
-    .expected = "a string, a list of strings, a list of token ids or a list of lists of token ids",
-    .token_ids = true};
-const struct proto_inputs proto_inputs_token_ids = {
-    .expected = "a list of token ids or a list of lists of token ids", .list_only = true,
-    .token_ids = true, .ids_only = true};
-const struct proto_inputs proto_inputs_hf_classify = {
-    .expected = "a string, a list of strings, a list of pairs [text, text_pair], or "
-                "{\"text\", \"text_pair\"} objects",
-    .pairs = true, .pair_objects = true};
-const struct proto_inputs proto_inputs_tei_predict = {
-    .expected = "a string, a pair [text, text_pair] or a list of strings and pairs",
-    .pairs = true, .lone_pair = true};
-const struct proto_inputs proto_inputs_similarity = {
-    .expected = "an object {\"source_sentence\": string, \"sentences\": [string, ...]}",
-    .similarity = true};
-const struct proto_inputs proto_inputs_texts_or_pairs = {
-    .expected = "a string, a list of strings or a list of pairs [text, text_pair]",
-    .pairs = true};
-const struct proto_inputs proto_inputs_documents = {
-    .expected = "a list of strings", .list_only = true, .with_query = true};
-const struct proto_inputs proto_inputs_document_objects = {
-    .expected = "a list of strings", .list_only = true, .objects = true, .with_query = true};
-
-struct parse {
-    const struct proto_route_desc *route;
-    const struct proto_limits *limits;
-    struct proto_request *req;
-    struct proto_error *err;
-    json_t *inputs;                     /* borrowed from req->root */
-    json_t *params[PROTO_PARAM_COUNT];  /* borrowed; NULL when absent */
-};
 
 /* "a string", "an integer", ...: the `got ...` half of type errors. */
 static const char *type_phrase(const json_t *v)
@@ -112,14 +63,15 @@ static const char *type_phrase(const json_t *v)
     return "an unknown type";
 }
 
-static bool wrong_type(struct parse *p, const char *field, const char *expected, const json_t *v)
+bool request_wrong_type(struct parse *p, const char *field, const char *expected,
+                        const json_t *v)
 {
     proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must be %s, got %s", field, expected,
                     type_phrase(v));
     return false;
 }
 
-static bool out_of_memory(struct parse *p)
+bool request_out_of_memory(struct parse *p)
 {
     proto_error_set(p->err, PROTO_ERR_INTERNAL, "out of memory while parsing the request");
     return false;
@@ -183,12 +135,12 @@ static bool collect_fields(struct parse *p, json_t *root)
             if (json_is_object(value))
                 parameters = value;
             else if (!json_is_null(value))
-                return wrong_type(p, "parameters", "an object", value);
+                return request_wrong_type(p, "parameters", "an object", value);
         } else if (!p->route->flat_body && strcmp(key, "options") == 0) {
             /* The Inference API's options (use_cache, wait_for_model) mean
              * nothing here; accept and ignore them. */
             if (!json_is_object(value) && !json_is_null(value))
-                return wrong_type(p, "options", "an object", value);
+                return request_wrong_type(p, "options", "an object", value);
         } else if (!take_param(p, key, value, false)) {
             return false;
         }
@@ -202,302 +154,12 @@ static bool collect_fields(struct parse *p, json_t *root)
     return true;
 }
 
-/* OpenAI's tokens input: a non-empty list of integers 0 .. INT32_MAX
- * (`field` names it in messages). */
-static bool parse_token_ids(struct parse *p, const char *field, json_t *v, struct proto_input *in)
-{
-    if (json_array_size(v) == 0) {
-        proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not be an empty list", field);
-        return false;
-    }
-    for (size_t k = 0; k < json_array_size(v); k++) {
-        json_t *id = json_array_get(v, k);
-        char sub[64];
-        snprintf(sub, sizeof sub, "%s[%zu]", field, k);
-        if (!json_is_integer(id))
-            return wrong_type(p, sub, "a token id (an integer)", id);
-        json_int_t x = json_integer_value(id);
-        if (x < 0 || x > INT32_MAX) {
-            proto_error_set(p->err, PROTO_ERR_INVALID,
-                            "\"%s\" must be a token id between 0 and %d, got %lld", sub,
-                            INT32_MAX, (long long)x);
-            return false;
-        }
-    }
-    in->token_ids = v;
-    return true;
-}
-
-/* {"text": string, "text_pair": string?}: the Hugging Face Inference API's
- * text-classification pair. */
-static bool parse_pair_object(struct parse *p, const char *field, json_t *v,
-                              struct proto_input *in)
-{
-    const char *key;
-    json_t *value;
-    json_object_foreach(v, key, value) {
-        char sub[80];
-        snprintf(sub, sizeof sub, "%s.%s", field, key);
-        bool is_text = strcmp(key, "text") == 0, is_pair = strcmp(key, "text_pair") == 0;
-        if (!is_text && !is_pair) {
-            char q[PROTO_QUOTE_SIZE];
-            proto_error_set(p->err, PROTO_ERR_INVALID,
-                            "unknown field %s in \"%s\"; accepted: \"text\", \"text_pair\"",
-                            proto_quote(q, key, strlen(key)), field);
-            return false;
-        }
-        if (is_pair && json_is_null(value))
-            continue;
-        if (!json_is_string(value))
-            return wrong_type(p, sub, "a string", value);
-        if (is_text) {
-            in->text = json_string_value(value);
-            in->text_len = json_string_length(value);
-        } else {
-            in->pair = json_string_value(value);
-            in->pair_len = json_string_length(value);
-        }
-    }
-    if (in->text == NULL) {
-        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"text\" in \"%s\"", field);
-        return false;
-    }
-    return true;
-}
-
-/* Levels of objects and lists in v (a string is 0): documents are echoed
- * by a writer with a bounded depth. */
-static size_t json_depth(const json_t *v)
-{
-    size_t deepest = 0, i;
-    const char *key;
-    json_t *item;
-    if (json_is_object(v)) {
-        json_object_foreach((json_t *)v, key, item) {
-            size_t d = json_depth(item);
-            deepest = d > deepest ? d : deepest;
-        }
-        return deepest + 1;
-    }
-    if (json_is_array(v)) {
-        json_array_foreach(v, i, item) {
-            size_t d = json_depth(item);
-            deepest = d > deepest ? d : deepest;
-        }
-        return deepest + 1;
-    }
-    return 0;
-}
-
-#define PROTO_DOCUMENT_MAX_DEPTH 16
-
-static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input *in)
-{
-    const struct proto_inputs *shape = p->route->inputs;
-    if (shape->objects && json_is_object(v)) {
-        /* Its "text", or with "rank_fields" other fields: read when
-         * tokenizing (proto_tokenize_documents), which says what is
-         * missing. */
-        if (json_depth(v) > PROTO_DOCUMENT_MAX_DEPTH) {
-            proto_error_set(p->err, PROTO_ERR_INVALID,
-                            "\"%s[%zu]\" nests objects and lists deeper than %d levels",
-                            p->route->inputs_name, i, PROTO_DOCUMENT_MAX_DEPTH);
-            return false;
-        }
-        json_t *text = json_object_get(v, "text");
-        in->document = v;
-        in->text = json_is_string(text) ? json_string_value(text) : NULL;
-        in->text_len = json_is_string(text) ? json_string_length(text) : 0;
-        return true;
-    }
-    if (shape->ids_only && !json_is_array(v)) {
-        char field[48];
-        snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
-        return wrong_type(p, field, "a list of token ids", v);
-    }
-    json_t *text = v;
-    if (json_is_string(text)) {
-        in->text = json_string_value(text);
-        in->text_len = json_string_length(text);
-        return true;
-    }
-    char field[48];
-    snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
-    if (shape->token_ids && json_is_array(v))
-        return parse_token_ids(p, field, v, in);
-    if (shape->token_ids)
-        return wrong_type(p, field, "a string or a list of token ids", v);
-    if (shape->pair_objects && json_is_object(v))
-        return parse_pair_object(p, field, v, in);
-    if (shape->objects)
-        return wrong_type(p, field, "a string or an object {\"text\": string}", v);
-    if (!shape->pairs)
-        return wrong_type(p, field, "a string", v);
-    if (!json_is_array(v))
-        return wrong_type(p, field, "a string or a pair [text, text_pair]", v);
-    if (json_array_size(v) != 2) {
-        proto_error_set(p->err, PROTO_ERR_INVALID,
-                        "\"%s\" must be a pair [text, text_pair], got a list of %zu", field,
-                        json_array_size(v));
-        return false;
-    }
-    for (size_t k = 0; k < 2; k++) {
-        json_t *part = json_array_get(v, k);
-        if (!json_is_string(part)) {
-            char sub[64];
-            snprintf(sub, sizeof sub, "%s[%zu]", field, k);
-            return wrong_type(p, sub, "a string", part);
-        }
-    }
-    in->text = json_string_value(json_array_get(v, 0));
-    in->text_len = json_string_length(json_array_get(v, 0));
-    in->pair = json_string_value(json_array_get(v, 1));
-    in->pair_len = json_string_length(json_array_get(v, 1));
-    return true;
-}
-
-/* Room for `n` inputs, within max_client_batch. */
-static bool alloc_inputs(struct parse *p, size_t n)
-{
-    size_t limit = p->limits->max_client_batch;
-    if (limit && n > limit) {
-        proto_error_set(p->err, PROTO_ERR_TOO_LARGE,
-                        "too many inputs: %zu given, at most %zu are allowed per request", n,
-                        limit);
-        return false;
-    }
-    p->req->inputs = calloc(n, sizeof *p->req->inputs);
-    if (p->req->inputs == NULL)
-        return out_of_memory(p);
-    p->req->n_inputs = n;
-    return true;
-}
-
-/* {"source_sentence": s, "sentences": [t, ...]} -> inputs s, t, ... */
-static bool parse_similarity(struct parse *p, json_t *v)
-{
-    const char *name = p->route->inputs_name;
-    if (!json_is_object(v))
-        return wrong_type(p, name, p->route->inputs->expected, v);
-    json_t *source = NULL, *sentences = NULL;
-    const char *key;
-    json_t *value;
-    json_object_foreach(v, key, value) {
-        if (strcmp(key, "source_sentence") == 0) {
-            source = value;
-        } else if (strcmp(key, "sentences") == 0) {
-            sentences = value;
-        } else {
-            char q[PROTO_QUOTE_SIZE];
-            proto_error_set(p->err, PROTO_ERR_INVALID,
-                            "unknown field %s in \"%s\"; accepted: \"source_sentence\", "
-                            "\"sentences\"",
-                            proto_quote(q, key, strlen(key)), name);
-            return false;
-        }
-    }
-    if (source == NULL || sentences == NULL) {
-        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\" in \"%s\"",
-                        source == NULL ? "source_sentence" : "sentences", name);
-        return false;
-    }
-    if (!json_is_string(source))
-        return wrong_type(p, "inputs.source_sentence", "a string", source);
-    if (!json_is_array(sentences))
-        return wrong_type(p, "inputs.sentences", "a list of strings", sentences);
-    size_t n = json_array_size(sentences);
-    if (n == 0) {
-        proto_error_set(p->err, PROTO_ERR_INVALID,
-                        "\"inputs.sentences\" must not be an empty list");
-        return false;
-    }
-    if (!alloc_inputs(p, n + 1))
-        return false;
-    p->req->batched = true;
-    p->req->inputs[0].text = json_string_value(source);
-    p->req->inputs[0].text_len = json_string_length(source);
-    for (size_t i = 0; i < n; i++) {
-        json_t *s = json_array_get(sentences, i);
-        if (!json_is_string(s)) {
-            char field[48];
-            snprintf(field, sizeof field, "inputs.sentences[%zu]", i);
-            return wrong_type(p, field, "a string", s);
-        }
-        p->req->inputs[i + 1].text = json_string_value(s);
-        p->req->inputs[i + 1].text_len = json_string_length(s);
-    }
-    return true;
-}
-
-/* The whole value as one input that is not a plain string: a token list
- * (OpenAI), a {"text", "text_pair"} object (Hugging Face), two strings
- * (TEI's pair). False with *handled false when the value is none of these. */
-static bool parse_single_input(struct parse *p, json_t *v, bool *handled)
-{
-    const struct proto_inputs *shape = p->route->inputs;
-    bool ids = shape->token_ids && json_is_array(v) && json_is_integer(json_array_get(v, 0));
-    bool object = shape->pair_objects && json_is_object(v);
-    bool pair = shape->lone_pair && json_is_array(v) && json_array_size(v) == 2 &&
-                json_is_string(json_array_get(v, 0)) && json_is_string(json_array_get(v, 1));
-    *handled = ids || object || pair;
-    if (!*handled || !alloc_inputs(p, 1))
-        return false;
-    struct proto_input *in = &p->req->inputs[0];
-    if (ids)
-        return parse_token_ids(p, p->route->inputs_name, v, in);
-    if (object)
-        return parse_pair_object(p, p->route->inputs_name, v, in);
-    in->text = json_string_value(json_array_get(v, 0));
-    in->text_len = json_string_length(json_array_get(v, 0));
-    in->pair = json_string_value(json_array_get(v, 1));
-    in->pair_len = json_string_length(json_array_get(v, 1));
-    return true;
-}
-
-static bool parse_inputs(struct parse *p)
-{
-    struct proto_request *req = p->req;
-    json_t *v = p->inputs;
-    const char *name = p->route->inputs_name;
-    if (v == NULL) {
-        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", name);
-        return false;
-    }
-    if (p->route->inputs->similarity)
-        return parse_similarity(p, v);
-    bool handled;
-    bool ok = parse_single_input(p, v, &handled);
-    if (handled)
-        return ok;
-    size_t n;
-    if (json_is_string(v) && !p->route->inputs->list_only) {
-        n = 1;
-    } else if (json_is_array(v)) {
-        n = json_array_size(v);
-        if (n == 0) {
-            proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not be an empty list",
-                            name);
-            return false;
-        }
-        req->batched = true;
-    } else {
-        return wrong_type(p, name, p->route->inputs->expected, v);
-    }
-    if (!alloc_inputs(p, n))
-        return false;
-    if (!req->batched)
-        return parse_input(p, 0, v, &req->inputs[0]);
-    for (size_t i = 0; i < n; i++)
-        if (!parse_input(p, i, json_array_get(v, i), &req->inputs[i]))
-            return false;
-    return true;
-}
 
 static bool get_bool(struct parse *p, enum proto_param i, bool *out)
 {
     json_t *v = p->params[i];
     if (!json_is_boolean(v))
-        return wrong_type(p, param_names[i], "a boolean", v);
+        return request_wrong_type(p, param_names[i], "a boolean", v);
     *out = json_is_true(v);
     return true;
 }
@@ -517,7 +179,7 @@ static bool get_string(struct parse *p, enum proto_param i, const char **out)
 {
     json_t *v = p->params[i];
     if (!json_is_string(v))
-        return wrong_type(p, param_names[i], "a string", v);
+        return request_wrong_type(p, param_names[i], "a string", v);
     *out = json_string_value(v);
     return no_nul(p, param_names[i], v);
 }
@@ -536,7 +198,7 @@ static bool get_integer(struct parse *p, enum proto_param i, json_int_t min, jso
 {
     json_t *v = p->params[i];
     if (!json_is_integer(v))
-        return wrong_type(p, param_names[i], "an integer", v);
+        return request_wrong_type(p, param_names[i], "an integer", v);
     json_int_t x = json_integer_value(v);
     if (x < min || (max > 0 && x > max)) {
         if (max > 0)
@@ -557,17 +219,17 @@ static bool parse_string_list(struct parse *p, enum proto_param i, const char **
 {
     json_t *v = p->params[i];
     if (!json_is_array(v))
-        return wrong_type(p, param_names[i], "a list of strings", v);
+        return request_wrong_type(p, param_names[i], "a list of strings", v);
     *n = json_array_size(v);
     *out = calloc(*n ? *n : 1, sizeof **out);
     if (*out == NULL)
-        return out_of_memory(p);
+        return request_out_of_memory(p);
     for (size_t k = 0; k < *n; k++) {
         json_t *t = json_array_get(v, k);
         if (!json_is_string(t)) {
             char field[48];
             snprintf(field, sizeof field, "%s[%zu]", param_names[i], k);
-            return wrong_type(p, field, "a string", t);
+            return request_wrong_type(p, field, "a string", t);
         }
         if (!no_nul(p, param_names[i], t))
             return false;
@@ -582,7 +244,7 @@ static bool parse_targets(struct parse *p)
     json_t *v = p->params[PROTO_PARAM_TARGETS];
     size_t n = json_is_string(v) ? 1 : json_is_array(v) ? json_array_size(v) : 0;
     if (!json_is_string(v) && !json_is_array(v))
-        return wrong_type(p, "targets", "a string or a list of strings", v);
+        return request_wrong_type(p, "targets", "a string or a list of strings", v);
     if (n == 0) {
         proto_error_set(p->err, PROTO_ERR_INVALID, "\"targets\" must not be an empty list");
         return false;
@@ -596,7 +258,7 @@ static bool parse_targets(struct parse *p)
     }
     req->targets = calloc(n, sizeof *req->targets);
     if (req->targets == NULL)
-        return out_of_memory(p);
+        return request_out_of_memory(p);
     req->n_targets = n;
     for (size_t k = 0; k < n; k++) {
         json_t *t = json_is_string(v) ? v : json_array_get(v, k);
@@ -606,7 +268,7 @@ static bool parse_targets(struct parse *p)
         else
             snprintf(field, sizeof field, "targets[%zu]", k);
         if (!json_is_string(t))
-            return wrong_type(p, field, "a non-empty string", t);
+            return request_wrong_type(p, field, "a non-empty string", t);
         if (json_string_length(t) == 0) {
             proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must be a non-empty string",
                             field);
@@ -763,7 +425,7 @@ static bool parse_params(struct parse *p)
             break;
         case PROTO_PARAM_PROMPT: /* a text: U+0000 allowed */
             if (!json_is_string(p->params[PROTO_PARAM_PROMPT]))
-                ok = wrong_type(p, "prompt", "a string", p->params[PROTO_PARAM_PROMPT]);
+                ok = request_wrong_type(p, "prompt", "a string", p->params[PROTO_PARAM_PROMPT]);
             else
                 req->prompt = json_string_value(p->params[PROTO_PARAM_PROMPT]);
             req->prompt_len = ok ? json_string_length(p->params[PROTO_PARAM_PROMPT]) : 0;
@@ -791,7 +453,7 @@ static bool parse_params(struct parse *p)
             break;
         case PROTO_PARAM_QUERY: /* a text: U+0000 allowed */
             if (!json_is_string(p->params[PROTO_PARAM_QUERY]))
-                ok = wrong_type(p, "query", "a string", p->params[PROTO_PARAM_QUERY]);
+                ok = request_wrong_type(p, "query", "a string", p->params[PROTO_PARAM_QUERY]);
             else
                 req->query = json_string_value(p->params[PROTO_PARAM_QUERY]);
             req->query_len = ok ? json_string_length(p->params[PROTO_PARAM_QUERY]) : 0;
@@ -900,9 +562,9 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
     };
     bool ok;
     if (!json_is_object(req->root))
-        ok = wrong_type(&p, "request body", "a JSON object", req->root);
+        ok = request_wrong_type(&p, "request body", "a JSON object", req->root);
     else
-        ok = collect_fields(&p, req->root) && parse_inputs(&p) && parse_params(&p) &&
+        ok = collect_fields(&p, req->root) && request_parse_inputs(&p) && parse_params(&p) &&
              pair_with_query(&p);
     if (!ok)
         proto_request_free(req);
