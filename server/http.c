@@ -290,6 +290,10 @@ static void on_head(struct http_request *hr, const char *url, const char *method
     }
     if (!framing_ok(hr, method, version))
         return;
+    if (http_cors_preflight(hr)) {
+        http_respond(hr, 204, NULL, NULL, 0, false, NULL);
+        return;
+    }
     if (!authorized(hr)) {
         http_respond_errorf(hr, PROTO_ERR_UNAUTHORIZED,
                             "missing or wrong API key (send Authorization: Bearer <key>)");
@@ -530,10 +534,11 @@ void http_drain(struct http *h)
 {
     if (h->draining)
         return;
+    /* The listener stays open until the drain ends, so that probes get
+     * their answers (/health 200, /ready 503) instead of "connection
+     * refused", and inference requests a 503 with Retry-After and
+     * Connection: close (handle_inference, http_respond). */
     h->draining = true;
-    MHD_socket listen_fd = MHD_quiesce_daemon(h->daemon);
-    if (listen_fd != MHD_INVALID_SOCKET)
-        close(listen_fd);
     if (h->engine_set)
         batcher_close(h->engine.batcher);
     h->drain_deadline = srv_now_ns() + (uint64_t)h->settings.shutdown_timeout_ms * 1000000u;

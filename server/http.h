@@ -29,6 +29,7 @@ struct http_settings {
     unsigned request_timeout_ms;
     unsigned shutdown_timeout_ms;
     const char *api_key;        /* "" or NULL: no authentication */
+    const char *cors_allow_origin; /* comma-separated origins, "*", or "" / NULL: no CORS */
 };
 
 /* What the engine serves once it is loaded and warm. */

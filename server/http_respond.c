@@ -127,7 +127,9 @@ void http_respond(struct http_request *hr, int status, const char *content_type,
         free(body);
         return;
     }
-    MHD_add_response_header(resp, "Content-Type", content_type);
+    if (content_type != NULL)
+        MHD_add_response_header(resp, "Content-Type", content_type);
+    http_cors_headers(hr, resp);
     if (hr->ep == EP_INFERENCE)
         add_timing_headers(resp, hr, now);
     if (status == 429 || status == 503)

@@ -17,6 +17,7 @@
 #include "batcher.h"
 #include "server_config.h"
 #include "cpu.h"
+#include "health_check.h"
 #include "http.h"
 #include "log.h"
 #include "pool.h"
@@ -292,6 +293,7 @@ static int run(struct server *s)
         .request_timeout_ms = (unsigned)cfg->server.request_timeout_ms,
         .shutdown_timeout_ms = (unsigned)cfg->server.shutdown_timeout_ms,
         .api_key = cfg->server.api_key,
+        .cors_allow_origin = cfg->server.cors_allow_origin,
     };
     char err[256];
     s->http = http_start(s->loop, &hs, &s->done, on_drained, s, err, sizeof err);
@@ -340,6 +342,11 @@ int main(int argc, char **argv)
         printf("bertserve %s\n", BERTSERVE_VERSION);
         server_config_free(&s.cfg);
         return EXIT_SUCCESS;
+    case SERVER_CONFIG_HEALTH_CHECK: {
+        int rc = health_check(&s.cfg, 2000);
+        server_config_free(&s.cfg);
+        return rc;
+    }
     case SERVER_CONFIG_ERROR:
         fprintf(stderr, "bertserve: %s\n", err);
         server_config_free(&s.cfg);

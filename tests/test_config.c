@@ -72,6 +72,13 @@ static const struct key_case key_cases[] = {
                 536870912, 1024, 1099511627776, 1023, 1099511627777),
     NUMBER_CASE(server, offload_parse_bytes, "--offload-parse-bytes", 65536, 0, 0, 1073741824, -1,
                 1073741825),
+    {"server", "cors_allow_origin", "--cors-allow-origin", "\"\"",
+     "\"https://a.example, http://localhost:3000\"", "https://a.example, http://localhost:3000",
+     "\"https://a.example, http://localhost:3000\"",
+     {{"a.example", "must be \"*\" or origins like https://app.example, separated by commas"},
+      {"https://a b", "must be \"*\" or origins like https://app.example, separated by commas"},
+      {"*, ftp://x", "must be \"*\" or origins like https://app.example, separated by commas"}},
+     {{"1", "must be a string"}}},
 
     {"model", "path", "--model", "\"models/default\"", "\"/srv/m\\u00e9\"", "/srv/m\xC3\xA9",
      "\"/srv/m\xC3\xA9\"",

@@ -236,6 +236,16 @@ class Routes(unittest.TestCase):
         self.assertEqual((status, err["error"]), (422, "ids[0]: token id 30522 at position 1 is "
                                                        "not in the vocabulary (0 to 30521)"))
 
+    def test_cors_off(self):
+        """Without [server] cors_allow_origin: no CORS headers, OPTIONS 405."""
+        status, hdrs, _ = self.s.request("POST", "/embed", {"inputs": "a"},
+                                         {"Origin": "https://app.example"})
+        self.assertEqual(status, 200)
+        self.assertNotIn("access-control-allow-origin", hdrs)
+        status, hdrs, _ = self.s.request("OPTIONS", "/embed", None,
+                                         {"Origin": "https://app.example"})
+        self.assertEqual(status, 405)
+
     def test_models(self):
         status, models = self.s.get_json("/v1/models")
         self.assertEqual(status, 200)
