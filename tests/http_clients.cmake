@@ -17,3 +17,10 @@ add_test(NAME http_clients
                  ${BERT_TEST_WORK}/clients)
 set_tests_properties(http_clients PROPERTIES FIXTURES_REQUIRED http_model TIMEOUT 300
                      LABELS http ENVIRONMENT "TMPDIR=${BERT_TEST_WORK}")
+
+# proto/openapi.yaml against the code and a real server (its error examples).
+add_test(NAME http_openapi
+         COMMAND ${SYSTEM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/http/test_openapi.py
+                 ${CMAKE_BINARY_DIR}/bin ${HTTP_MODEL} ${PROJECT_SOURCE_DIR})
+set_tests_properties(http_openapi PROPERTIES FIXTURES_REQUIRED http_model TIMEOUT 120
+                     LABELS http ENVIRONMENT "TMPDIR=${BERT_TEST_WORK}")
