@@ -412,6 +412,33 @@ bool proto_setup_classify(struct proto_job *job, const struct bert_model *model,
     return true;
 }
 
+/* Every token's hidden state (H floats), each sequence's after the one
+ * before (TEI's /embed_all). */
+bool proto_setup_hidden(struct proto_job *job, const struct bert_model *model,
+                        const struct proto_limits *limits, const struct proto_defaults *defaults,
+                        struct proto_error *err)
+{
+    (void)defaults;
+    size_t H = model->config.hidden_size;
+    size_t floor_bytes = job->n_tokens * H * sizeof(float);
+    if (limits->max_response_bytes && floor_bytes > limits->max_response_bytes) {
+        proto_error_set(err, PROTO_ERR_TOO_LARGE,
+                        "the answer would hold %zu token vectors of %zu numbers, more than "
+                        "max_response_bytes (%zu) allows: send fewer or shorter inputs",
+                        job->n_tokens, H, limits->max_response_bytes);
+        return false;
+    }
+    if (!alloc_outputs(job, job->n_tokens * H, err))
+        return false;
+    float *rows = job->outputs;
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        job->seqs[i].task.task = BERT_TASK_HIDDEN;
+        job->seqs[i].task.hidden_states = rows;
+        rows += job->seqs[i].enc.n * H;
+    }
+    return true;
+}
+
 /* One probability per token, each sequence's after the one before. */
 bool proto_setup_replaced(struct proto_job *job, const struct bert_model *model,
                           const struct proto_limits *limits,

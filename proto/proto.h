@@ -40,6 +40,7 @@ enum proto_route {
     PROTO_ROUTE_SIMILARITY,      /* POST /similarity (TEI, HF sentence-similarity) */
     PROTO_ROUTE_V2_RERANK,       /* POST /v2/rerank (Cohere's v2) */
     PROTO_ROUTE_DECODE,          /* POST /decode (TEI: token ids -> text) */
+    PROTO_ROUTE_EMBED_ALL,       /* POST /embed_all (TEI: every token's hidden state) */
     PROTO_ROUTE_COUNT
 };
 
@@ -103,6 +104,10 @@ struct proto_limits {
      * whole sequence, so masks x top_k x length (413 beyond); 0: no limit. */
     size_t max_fill_mask_decode;
     size_t max_fill_mask_targets; /* most fill-mask "targets" (413 beyond); 0: no limit */
+    /* Largest answer (the server's max_response_bytes). /embed_all, whose
+     * answer is tokens x width floats, is refused (413) before any work
+     * when those floats alone, 4 bytes each, are more; 0: no limit. */
+    size_t max_response_bytes;
 };
 
 /* Defaults that come from the checkpoint and the config. */

@@ -343,6 +343,24 @@ bool proto_render_similarity(struct json_writer *w, const struct proto_job *job,
     return true;
 }
 
+/* text-embeddings-inference's /embed_all: per input, one vector per token
+ * (specials included), always in a list. */
+bool proto_render_embed_all(struct json_writer *w, const struct proto_job *job,
+                            const struct bert_model *model)
+{
+    size_t H = model->config.hidden_size;
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        const float *rows = job->seqs[i].task.hidden_states;
+        json_writer_begin_array(w);
+        for (size_t t = 0; t < job->seqs[i].enc.n; t++)
+            json_writer_float_array(w, rows + t * H, H);
+        json_writer_end_array(w);
+    }
+    json_writer_end_array(w);
+    return true;
+}
+
 /* text-embeddings-inference's /decode: one string per list of ids, always
  * in a list. */
 bool proto_render_decode(struct json_writer *w, const struct proto_job *job,

@@ -126,6 +126,12 @@ const struct proto_route_desc proto_routes[] = {
         .params = PROTO_PARAM(SKIP_SPECIAL_TOKENS),
         .render = proto_render_decode,
     },
+    [PROTO_ROUTE_EMBED_ALL] = {
+        .path = "/embed_all", .name = "embed-all", .methods = PROTO_METHOD_POST,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .params = PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | TRUNCATION,
+        .setup = proto_setup_hidden, .render = proto_render_embed_all,
+    },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route
  * checks that every row in between is filled. */

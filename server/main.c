@@ -186,7 +186,8 @@ static void configure_engine(struct server *s)
                    .max_input_tokens = max_input,
                    .max_top_k = (uint32_t)cfg->server.max_top_k,
                    .max_fill_mask_decode = (size_t)cfg->server.max_fill_mask_decode,
-                   .max_fill_mask_targets = (size_t)cfg->server.max_fill_mask_targets},
+                   .max_fill_mask_targets = (size_t)cfg->server.max_fill_mask_targets,
+                   .max_response_bytes = cfg->server.max_response_bytes},
         .defaults = {.pooling = cfg->model.pooling == SERVER_CONFIG_POOLING_MODEL
                                     ? m->config.pooling
                                     : poolings[cfg->model.pooling],

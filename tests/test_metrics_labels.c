@@ -11,7 +11,7 @@
 static const char *const labels[] = {
     "embed", "fill-mask", "classify", "tokenize", "openai-embeddings", "rerank", "v1-rerank",
     "replaced-tokens", "token-classification", "predict", "similarity", "v2-rerank", "decode",
-    "health", "ready", "info", "metrics", "models", "other",
+    "embed-all", "health", "ready", "info", "metrics", "models", "other",
 };
 #define N_LABELS (sizeof labels / sizeof labels[0])
 

@@ -246,6 +246,7 @@ enum bert_task {
     BERT_TASK_CLASSIFY,
     BERT_TASK_REPLACED,
     BERT_TASK_TOKENS,  /* the per-token head: token classification or QA */
+    BERT_TASK_HIDDEN,  /* the final hidden state of every token (TEI's /embed_all) */
 };
 
 /* What to compute for one sequence of a batch, and where to put it. */
@@ -282,6 +283,9 @@ struct bert_seq_task {
     /* BERT_TASK_TOKENS: the per-token head's logits, row by row
      * (bert_token_head_width columns: the labels, or start and end). */
     float *token_logits;     /* (tokens of the sequence x width) out */
+
+    /* BERT_TASK_HIDDEN: bert_encode's rows of the sequence, as they are. */
+    float *hidden_states;    /* (tokens of the sequence x H) out */
 };
 
 /* Columns of BERT_TASK_TOKENS' logits: num_labels for token classification,

@@ -5,7 +5,8 @@ synthetic checkpoint, rebuilt here with `bert init`.
 
 Tolerances: float32 compute against float64; every component of a
 unit-length vector within 5e-6 absolute (measured worst 6.3e-7), every cosine
-within 5e-6.
+within 5e-6 (7.3e-8); /embed_all's hidden states within 1e-4 of tiny-mlm.json's
+(2.5e-6).
 
 usage: test_client_goldens.py BIN_DIR SOURCE_DIR WORK_DIR
 """
@@ -121,6 +122,32 @@ class ClientGoldens(unittest.TestCase):
         self.assertIn("config_sentence_transformers.json: default_prompt_name 'x' is not one "
                       "of its prompts", out)
 
+
+    def test_embed_all(self):
+        """TEI's /embed_all: every token's final hidden state, against the
+        float64 reference's in tests/data/golden/tiny-mlm.json (the engine's
+        own golden: 1e-4 absolute, test_golden's tolerance for hidden states)."""
+        src = json.load(open(os.path.join(SRC, "tests/data/golden/tiny-mlm.json"),
+                             encoding="utf-8"))
+        f32 = [v for v in src["variants"] if v["dtype"] == "f32"][0]["outputs"]
+        worst = 0
+        for i in (0, 2):
+            text = src["inputs"][i]["text"]
+            status, _, got = self.s.post("/embed_all", {"inputs": [text], "prompt": ""})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got), 1)
+            self.assertEqual(len(got[0]), len(src["inputs"][i]["ids"]))
+            flat = [x for row in got[0] for x in row]
+            hidden = f32[i]["hidden"]
+            want = [x for row in hidden for x in row] if isinstance(hidden[0], list) else hidden
+            self.assertEqual(len(flat), len(want))
+            worst = max(worst, max(abs(a - b) for a, b in zip(flat, want)))
+        self.assertLessEqual(worst, 1e-4)
+        print("embed_all: worst abs error %.3g" % worst)
+        # tokens x width floats over max_response_bytes (32 MiB): refused first.
+        status, _, err = self.s.post("/embed_all", {"inputs": ["word " * 500] * 200})
+        self.assertEqual(status, 413, err)
+        self.assertIn("token vectors of 128 numbers, more than max_response_bytes", err["error"])
 
     def test_similarity(self):
         sim = GOLDEN["similarity"]
