@@ -75,8 +75,9 @@ LABEL org.opencontainers.image.title="bertserve" \
 
 EXPOSE 8080
 STOPSIGNAL SIGTERM
-# /health: the model is loaded and the workers run. Follows
-# BERTSERVE_SERVER_PORT when the port is moved by the environment.
+# /health: the model is loaded and the workers run. `--health-check` reads
+# the server's own config (BERTSERVE_CONFIG file, environment, flags), so it
+# follows the port wherever it was set.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
-  CMD curl -fsS --max-time 2 "http://127.0.0.1:${BERTSERVE_SERVER_PORT:-8080}/health" || exit 1
+  CMD ["bertserve", "--health-check"]
 CMD ["bertserve"]

@@ -92,6 +92,94 @@ enum bert_status file_read_all(const char *path, char **out, size_t *len,
     return BERT_OK;
 }
 
+/* The length of the number literal at text[i], and whether it is an integer
+ * (no fraction, no exponent). */
+static size_t number_literal(const char *text, size_t len, size_t i, bool *integer)
+{
+    size_t k = i;
+    *integer = true;
+    while (k < len && strchr("+-0123456789.eE", text[k]) != NULL && text[k] != '\0') {
+        if (text[k] == '.' || text[k] == 'e' || text[k] == 'E')
+            *integer = false;
+        k++;
+    }
+    return k - i;
+}
+
+/* An integer literal outside int64_t: more than 18 digits and strtoll says so. */
+static bool integer_overflows(const char *lit, size_t n)
+{
+    size_t digits = n - (lit[0] == '-');
+    if (digits <= 18)
+        return false;
+    char buf[64];
+    if (n >= sizeof buf)
+        return true;
+    memcpy(buf, lit, n);
+    buf[n] = '\0';
+    errno = 0;
+    (void)strtoll(buf, NULL, 10);
+    return errno == ERANGE;
+}
+
+/* `text` with ".0" after every integer literal beyond 64 bits, so jansson
+ * reads it as a real; strings are copied untouched. NULL when out of
+ * memory. */
+static char *widen_big_integers(const char *text, size_t len, size_t *out_len)
+{
+    /* Each widened literal has at least 19 digits and grows by 2. */
+    size_t cap = len + 2 * (len / 19 + 1) + 1;
+    char *out = malloc(cap);
+    if (out == NULL)
+        return NULL;
+    size_t o = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len;) {
+        char c = text[i];
+        if (in_string) {
+            out[o++] = text[i++];
+            if (c == '\\' && i < len)
+                out[o++] = text[i++];
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        if (c == '"' || !(c == '-' || (c >= '0' && c <= '9'))) {
+            in_string = c == '"';
+            out[o++] = text[i++];
+            continue;
+        }
+        bool integer;
+        size_t n = number_literal(text, len, i, &integer);
+        memcpy(out + o, text + i, n);
+        o += n;
+        if (integer && integer_overflows(text + i, n)) {
+            memcpy(out + o, ".0", 2);
+            o += 2;
+        }
+        i += n;
+    }
+    out[o] = '\0';
+    *out_len = o;
+    return out;
+}
+
+json_t *file_parse_json(const char *text, size_t len, size_t flags, json_error_t *jerr)
+{
+    json_t *root = json_loadb(text, len, flags, jerr);
+    if (root != NULL || json_error_code(jerr) != json_error_numeric_overflow)
+        return root;
+    size_t wide_len;
+    char *wide = widen_big_integers(text, len, &wide_len);
+    if (wide == NULL)
+        return NULL; /* jerr still says why the text itself failed */
+    /* Any other fault is now the one to report (same lines, columns moved
+     * by the ".0"s before it on its line). */
+    root = json_loadb(wide, wide_len, flags, jerr);
+    free(wide);
+    return root;
+}
+
 enum bert_status file_load_json(const char *path, json_t **out, struct bert_error *err)
 {
     char *text;
@@ -100,7 +188,7 @@ enum bert_status file_load_json(const char *path, json_t **out, struct bert_erro
     if (st != BERT_OK)
         return st;
     json_error_t jerr;
-    *out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    *out = file_parse_json(text, len, JSON_REJECT_DUPLICATES, &jerr);
     free(text);
     if (*out == NULL)
         return bert_error_set(err, BERT_E_FORMAT, "%s:%d:%d: invalid JSON: %s", path, jerr.line,

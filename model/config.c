@@ -56,6 +56,15 @@ void bert_config_free(struct bert_config *cfg)
         free(cfg->id2label);
     }
     cfg->id2label = NULL;
+    for (size_t i = 0; i < cfg->n_prompts; i++) {
+        free(cfg->prompt_names[i]);
+        free(cfg->prompt_texts[i]);
+    }
+    free(cfg->prompt_names);
+    free(cfg->prompt_texts);
+    cfg->prompt_names = cfg->prompt_texts = NULL;
+    cfg->n_prompts = 0;
+    cfg->default_prompt = -1;
 }
 
 /* Read a positive integer key; `def` 0 means the key is required. */
@@ -432,8 +441,9 @@ enum bert_status bert_config_parse(const char *name, const char *json, size_t le
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->pooling = BERT_POOLING_MEAN;
+    cfg->default_prompt = -1;
     json_error_t jerr;
-    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = file_parse_json(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL)
         return bert_error_set(err, BERT_E_FORMAT, "%s:%d:%d: invalid JSON: %s", name, jerr.line,
                               jerr.column, jerr.text);
@@ -538,6 +548,58 @@ static enum bert_status read_sentence_transformers(const char *dir, struct bert_
     return BERT_OK;
 }
 
+/* config_sentence_transformers.json: "prompts" (an object of strings) and
+ * "default_prompt_name" (null or one of them). */
+static enum bert_status read_prompts(const char *path, struct bert_config *cfg,
+                                     struct bert_error *err)
+{
+    json_t *root;
+    enum bert_status st = file_load_json(path, &root, err);
+    if (st != BERT_OK)
+        return st;
+    json_t *prompts = json_object_get(root, "prompts");
+    json_t *def = json_object_get(root, "default_prompt_name");
+    size_t n = json_is_object(prompts) ? json_object_size(prompts) : 0;
+    if (prompts != NULL && !json_is_object(prompts) && !json_is_null(prompts))
+        st = bert_error_set(err, BERT_E_FORMAT, "%s: \"prompts\" must be an object of strings",
+                            path);
+    if (st == BERT_OK && n > 0) {
+        cfg->prompt_names = calloc(n, sizeof *cfg->prompt_names);
+        cfg->prompt_texts = calloc(n, sizeof *cfg->prompt_texts);
+        if (cfg->prompt_names == NULL || cfg->prompt_texts == NULL)
+            st = bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
+    }
+    const char *key;
+    json_t *v;
+    if (st == BERT_OK && n > 0) {
+        json_object_foreach(prompts, key, v) {
+            if (!json_is_string(v)) {
+                st = bert_error_set(err, BERT_E_FORMAT, "%s: prompt '%.64s' must be a string",
+                                    path, key);
+                break;
+            }
+            size_t i = cfg->n_prompts++;
+            cfg->prompt_names[i] = strdup(key);
+            cfg->prompt_texts[i] = strdup(json_string_value(v));
+            if (cfg->prompt_names[i] == NULL || cfg->prompt_texts[i] == NULL) {
+                st = bert_error_set(err, BERT_E_NOMEM, "%s: out of memory", path);
+                break;
+            }
+        }
+    }
+    if (st == BERT_OK && json_is_string(def)) {
+        for (size_t i = 0; i < cfg->n_prompts; i++)
+            if (strcmp(cfg->prompt_names[i], json_string_value(def)) == 0)
+                cfg->default_prompt = (long)i;
+        if (cfg->default_prompt < 0)
+            st = bert_error_set(err, BERT_E_FORMAT,
+                                "%s: default_prompt_name '%.64s' is not one of its prompts",
+                                path, json_string_value(def));
+    }
+    json_decref(root);
+    return st;
+}
+
 enum bert_status bert_config_load(const char *dir, struct bert_config *cfg,
                                   struct bert_error *err)
 {
@@ -553,6 +615,9 @@ enum bert_status bert_config_load(const char *dir, struct bert_config *cfg,
     if (st != BERT_OK)
         return st;
     st = read_sentence_transformers(dir, cfg, err);
+    snprintf(path, sizeof path, "%s/config_sentence_transformers.json", dir);
+    if (st == BERT_OK && file_exists(path))
+        st = read_prompts(path, cfg, err);
     if (st != BERT_OK)
         bert_config_free(cfg);
     return st;

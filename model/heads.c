@@ -331,6 +331,7 @@ static void poison_non_finite(const struct bert_model *model, const struct bert_
                        : t->task == BERT_TASK_CLASSIFY  ? t->logits
                        : t->task == BERT_TASK_REPLACED  ? t->replaced
                        : t->task == BERT_TASK_FILL_MASK ? t->top_probs
+                       : t->task == BERT_TASK_HIDDEN    ? t->hidden_states
                                                         : NULL;
         if (first != NULL &&
             (t->task != BERT_TASK_FILL_MASK || (t->top_k > 0 && t->n_masks > 0)))
@@ -378,6 +379,12 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
         return st;
     job.n_masks = find_masks(s, batch, tasks);
     bert_team_run(s->team, heads_member, &job);
+    /* The hidden states need no head: a copy of the sequence's rows. */
+    const size_t H = model->config.hidden_size;
+    for (size_t i = 0; i < batch->n_seqs; i++)
+        if (tasks[i].task == BERT_TASK_HIDDEN)
+            memcpy(tasks[i].hidden_states, job.hidden + batch->seq_start[i] * H,
+                   (batch->seq_start[i + 1] - batch->seq_start[i]) * H * sizeof(float));
     poison_non_finite(model, batch, job.hidden, tasks);
     return BERT_OK;
 }

@@ -4,10 +4,10 @@
 #include <string.h>
 
 #include "proto.h"
+#include "proto_internal.h"
 #include "route_table.h"
 
-/* The tighter of the configured limit and the model's own (0: unset). */
-static size_t max_tokens(const struct bert_model *model, const struct proto_limits *limits)
+size_t proto_max_tokens(const struct bert_model *model, const struct proto_limits *limits)
 {
     size_t a = limits->max_input_tokens, b = model->max_input_tokens;
     if (a == 0)
@@ -79,13 +79,14 @@ bool proto_check_replaced(const struct proto_request *r, const struct bert_model
     return true;
 }
 
-/* OpenAI's "dimensions": only the model's own width can be given. */
+/* OpenAI's "dimensions": the first N components (Matryoshka truncation),
+ * so at most the model's width. */
 bool proto_check_dimensions(const struct proto_request *r, const struct bert_model *model,
                             struct proto_error *err)
 {
-    if (r->dimensions && r->dimensions != model->config.hidden_size) {
+    if (r->dimensions > model->config.hidden_size) {
         proto_error_set(err, PROTO_ERR_INVALID,
-                        "\"dimensions\" must equal the model's embedding size %zu, got %u",
+                        "\"dimensions\" must be at most the model's embedding size %zu, got %u",
                         model->config.hidden_size, (unsigned)r->dimensions);
         return false;
     }
@@ -108,8 +109,10 @@ static bool encode_failed(const struct proto_job *job, const struct bert_model *
         whole.max_length = 0;
         struct bert_encoding enc = {0};
         size_t n = 0;
-        if (bert_tokenizer_encode(model->tokenizer, in->text, in->text_len, in->pair,
-                                  in->pair_len, &whole, &enc, NULL) == BERT_OK)
+        if (in->token_ids)
+            n = json_array_size(in->token_ids);
+        else if (bert_tokenizer_encode(model->tokenizer, in->text, in->text_len, in->pair,
+                                       in->pair_len, &whole, &enc, NULL) == BERT_OK)
             n = enc.n;
         bert_encoding_free(&enc);
         const char *hint = route->params & PROTO_PARAM(TRUNCATE)
@@ -134,14 +137,91 @@ static bool encode_failed(const struct proto_job *job, const struct bert_model *
     }
 }
 
+/* OpenAI's token-array input (validated integers) as an encoding. */
+static enum bert_status encode_token_ids(const struct bert_model *model, const json_t *list,
+                                         const struct bert_encode_options *opts,
+                                         struct bert_encoding *enc, struct bert_error *berr)
+{
+    size_t n = json_array_size(list);
+    int32_t *ids = malloc(n * sizeof *ids);
+    if (ids == NULL)
+        return bert_error_set(berr, BERT_E_NOMEM, "out of memory for %zu token ids", n);
+    for (size_t k = 0; k < n; k++)
+        ids[k] = (int32_t)json_integer_value(json_array_get(list, k));
+    enum bert_status st = bert_encoding_from_ids(model->tokenizer, ids, n, opts, enc, berr);
+    free(ids);
+    return st;
+}
+
+/* The prompt put before every input: the request's "prompt", its
+ * "prompt_name" among the checkpoint's prompts, or the checkpoint's
+ * default_prompt_name, on the routes that take prompts; else none (NULL,
+ * 0). False with err set for an unknown name. */
+static bool find_prompt(const struct proto_request *r, const struct bert_model *model,
+                        const char **prompt, size_t *len, struct proto_error *err)
+{
+    const struct bert_config *c = &model->config;
+    *prompt = NULL;
+    *len = 0;
+    if (!(proto_routes[r->route].params & PROTO_PARAM(PROMPT_NAME)))
+        return true;
+    if (r->prompt != NULL) {
+        *prompt = r->prompt;
+        *len = r->prompt_len;
+        return true;
+    }
+    if (r->prompt_name == NULL) {
+        if (c->default_prompt >= 0 && (size_t)c->default_prompt < c->n_prompts) {
+            *prompt = c->prompt_texts[c->default_prompt];
+            *len = strlen(*prompt);
+        }
+        return true;
+    }
+    for (size_t i = 0; i < c->n_prompts; i++)
+        if (strcmp(c->prompt_names[i], r->prompt_name) == 0) {
+            *prompt = c->prompt_texts[i];
+            *len = strlen(*prompt);
+            return true;
+        }
+    char q[PROTO_QUOTE_SIZE];
+    proto_error_set(err, PROTO_ERR_INVALID,
+                    "\"prompt_name\" %s is not one of this model's %zu prompts "
+                    "(config_sentence_transformers.json)",
+                    proto_quote(q, r->prompt_name, strlen(r->prompt_name)), c->n_prompts);
+    return false;
+}
+
+/* bert_tokenizer_encode of prompt + text (the prompt's tokens count
+ * toward the limit, as in sentence-transformers). */
+static enum bert_status encode_prompted(const struct bert_model *model, const char *prompt,
+                                        size_t prompt_len, const struct proto_input *in,
+                                        const struct bert_encode_options *opts,
+                                        struct bert_encoding *enc, struct bert_error *berr)
+{
+    char *joined = malloc(prompt_len + in->text_len + 1);
+    if (joined == NULL)
+        return bert_error_set(berr, BERT_E_NOMEM, "out of memory for a prompted input");
+    memcpy(joined, prompt, prompt_len);
+    memcpy(joined + prompt_len, in->text, in->text_len);
+    enum bert_status st = bert_tokenizer_encode(model->tokenizer, joined,
+                                                prompt_len + in->text_len, in->pair,
+                                                in->pair_len, opts, enc, berr);
+    free(joined);
+    return st;
+}
+
 static bool tokenize_inputs(struct proto_job *job, const struct bert_model *model,
                             const struct proto_limits *limits,
                             const struct proto_defaults *defaults, struct proto_error *err)
 {
     const struct proto_request *r = &job->req;
+    const char *prompt;
+    size_t prompt_len;
+    if (!find_prompt(r, model, &prompt, &prompt_len, err))
+        return false;
     struct bert_encode_options opts = {
         .add_special_tokens = r->add_special_tokens, /* true unless /tokenize says false */
-        .max_length = max_tokens(model, limits),
+        .max_length = proto_max_tokens(model, limits),
         .truncate = r->has_truncate ? r->truncate : defaults->truncate,
         .side = r->truncation_side,
     };
@@ -149,8 +229,16 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
         const struct proto_input *in = &r->inputs[i];
         struct bert_encoding *enc = &job->seqs[i].enc;
         struct bert_error berr = {0};
-        enum bert_status st = bert_tokenizer_encode(model->tokenizer, in->text, in->text_len,
-                                                    in->pair, in->pair_len, &opts, enc, &berr);
+        enum bert_status st =
+            in->token_ids ? encode_token_ids(model, in->token_ids, &opts, enc, &berr)
+            : prompt      ? encode_prompted(model, prompt, prompt_len, in, &opts, enc, &berr)
+                          : bert_tokenizer_encode(model->tokenizer, in->text, in->text_len,
+                                                  in->pair, in->pair_len, &opts, enc, &berr);
+        if (st == BERT_E_INVALID && in->token_ids) {
+            proto_error_set(err, PROTO_ERR_INVALID, "%s[%zu]: %s",
+                            proto_routes[r->route].inputs_name, i, berr.message);
+            return false;
+        }
         if (st != BERT_OK)
             return encode_failed(job, model, i, &opts, st, &berr, err);
         /* Models with one token type (RoBERTa, XLM-R) have no pair types: a
@@ -290,6 +378,24 @@ bool proto_setup_embed(struct proto_job *job, const struct bert_model *model,
     return true;
 }
 
+/* /embed's task with OpenAI's default: unit length unless the request or
+ * the config says otherwise. The renderer cuts to "dimensions" and
+ * normalises what is left (normalising before the cut would not give
+ * a unit vector). */
+bool proto_setup_openai_embed(struct proto_job *job, const struct bert_model *model,
+                              const struct proto_limits *limits,
+                              const struct proto_defaults *defaults, struct proto_error *err)
+{
+    if (!proto_setup_embed(job, model, limits, defaults, err))
+        return false;
+    const struct proto_request *r = &job->req;
+    bool unit = r->has_normalize ? r->normalize
+                                 : defaults->openai_unit_length || defaults->normalize;
+    for (size_t i = 0; i < job->n_seqs; i++)
+        job->seqs[i].task.normalize = unit;
+    return true;
+}
+
 bool proto_setup_classify(struct proto_job *job, const struct bert_model *model,
                           const struct proto_limits *limits,
                           const struct proto_defaults *defaults, struct proto_error *err)
@@ -302,6 +408,33 @@ bool proto_setup_classify(struct proto_job *job, const struct bert_model *model,
     for (size_t i = 0; i < job->n_seqs; i++) {
         job->seqs[i].task.task = BERT_TASK_CLASSIFY;
         job->seqs[i].task.logits = job->outputs + i * labels;
+    }
+    return true;
+}
+
+/* Every token's hidden state (H floats), each sequence's after the one
+ * before (TEI's /embed_all). */
+bool proto_setup_hidden(struct proto_job *job, const struct bert_model *model,
+                        const struct proto_limits *limits, const struct proto_defaults *defaults,
+                        struct proto_error *err)
+{
+    (void)defaults;
+    size_t H = model->config.hidden_size;
+    size_t floor_bytes = job->n_tokens * H * sizeof(float);
+    if (limits->max_response_bytes && floor_bytes > limits->max_response_bytes) {
+        proto_error_set(err, PROTO_ERR_TOO_LARGE,
+                        "the answer would hold %zu token vectors of %zu numbers, more than "
+                        "max_response_bytes (%zu) allows: send fewer or shorter inputs",
+                        job->n_tokens, H, limits->max_response_bytes);
+        return false;
+    }
+    if (!alloc_outputs(job, job->n_tokens * H, err))
+        return false;
+    float *rows = job->outputs;
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        job->seqs[i].task.task = BERT_TASK_HIDDEN;
+        job->seqs[i].task.hidden_states = rows;
+        rows += job->seqs[i].enc.n * H;
     }
     return true;
 }
@@ -400,7 +533,7 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
         goto fail;
     /* A route that takes a "model" answers with one. */
     if (route->params & PROTO_PARAM(MODEL)) {
-        const char *name = r->model ? r->model : defaults->model_name ? defaults->model_name : "";
+        const char *name = defaults->model_name ? defaults->model_name : "";
         job->model_name = strdup(name);
         if (job->model_name == NULL) {
             proto_error_set(err, PROTO_ERR_INTERNAL, "out of memory");

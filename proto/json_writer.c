@@ -1,5 +1,6 @@
 #include "json_writer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -507,4 +508,47 @@ void json_writer_base64(struct json_writer *w, const void *data, size_t n)
     }
     *o++ = '"';
     w->len = (size_t)(o - w->buf);
+}
+
+void json_writer_json(struct json_writer *w, const json_t *v)
+{
+    const char *key;
+    json_t *item;
+    size_t i;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        json_writer_begin_object(w);
+        json_object_foreach((json_t *)v, key, item) {
+            json_writer_key(w, key);
+            json_writer_json(w, item);
+        }
+        json_writer_end_object(w);
+        break;
+    case JSON_ARRAY:
+        json_writer_begin_array(w);
+        json_array_foreach(v, i, item)
+            json_writer_json(w, item);
+        json_writer_end_array(w);
+        break;
+    case JSON_STRING:
+        json_writer_string(w, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        json_writer_int(w, (int64_t)json_integer_value(v));
+        break;
+    case JSON_REAL: {
+        /* jansson's reals are finite; 17 digits read back exactly. */
+        char text[32];
+        int n = snprintf(text, sizeof text, "%.17g", json_real_value(v));
+        put_literal(w, text, n > 0 ? (size_t)n : 0);
+        break;
+    }
+    case JSON_TRUE:
+    case JSON_FALSE:
+        json_writer_bool(w, json_is_true(v));
+        break;
+    case JSON_NULL:
+        json_writer_null(w);
+        break;
+    }
 }

@@ -9,6 +9,7 @@
 #define PROTO_JSON_WRITER_H
 
 #include <stdbool.h>
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +68,11 @@ void json_writer_float(struct json_writer *w, float v);
 
 /* An array of `n` floats: the hot path for embeddings. */
 void json_writer_float_array(struct json_writer *w, const float *v, size_t n);
+
+/* A value parsed by jansson, written again (an echoed document). Nesting
+ * deeper than the writer's JSON_WRITER_MAX_DEPTH poisons it (out of memory);
+ * callers refuse such values when parsing. */
+void json_writer_json(struct json_writer *w, const json_t *v);
 
 /* A string holding the standard base64 (RFC 4648, padded) of `n` bytes. */
 void json_writer_base64(struct json_writer *w, const void *data, size_t n);

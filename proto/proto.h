@@ -38,6 +38,11 @@ enum proto_route {
     PROTO_ROUTE_TOKEN_CLASSIFICATION, /* POST /token-classification (NER) */
     PROTO_ROUTE_QUESTION_ANSWERING,   /* POST /question-answering (extractive) */
     PROTO_ROUTE_ZERO_SHOT,            /* POST /zero-shot-classification (NLI) */
+    PROTO_ROUTE_PREDICT,         /* POST /predict (text-embeddings-inference's /classify) */
+    PROTO_ROUTE_SIMILARITY,      /* POST /similarity (TEI, HF sentence-similarity) */
+    PROTO_ROUTE_V2_RERANK,       /* POST /v2/rerank (Cohere's v2) */
+    PROTO_ROUTE_DECODE,          /* POST /decode (TEI: token ids -> text) */
+    PROTO_ROUTE_EMBED_ALL,       /* POST /embed_all (TEI: every token's hidden state) */
     PROTO_ROUTE_COUNT
 };
 
@@ -101,6 +106,10 @@ struct proto_limits {
      * whole sequence, so masks x top_k x length (413 beyond); 0: no limit. */
     size_t max_fill_mask_decode;
     size_t max_fill_mask_targets; /* most fill-mask "targets" (413 beyond); 0: no limit */
+    /* Largest answer (the server's max_response_bytes). /embed_all, whose
+     * answer is tokens x width floats, is refused (413) before any work
+     * when those floats alone, 4 bytes each, are more; 0: no limit. */
+    size_t max_response_bytes;
 };
 
 /* Defaults that come from the checkpoint and the config. */
@@ -108,8 +117,13 @@ struct proto_defaults {
     enum bert_pooling pooling;
     bool normalize;
     bool truncate;
-    const char *model_name;   /* reported by /v1/embeddings when the request names none;
-                                 copied, so it need only live through proto_job_prepare */
+    /* /v1/embeddings answers unit-length vectors, as OpenAI's API does, unless
+     * the request says "normalized": false; false: as `normalize` above. */
+    bool openai_unit_length;
+    const char *model_name;   /* the served model's name: the "model" of every answer that
+                                 has one (/v1/embeddings, /v1/rerank), whatever the request
+                                 named; copied, so it need only live through
+                                 proto_job_prepare */
 };
 
 enum proto_activation {
@@ -125,6 +139,12 @@ struct proto_input {
     size_t text_len;
     const char *pair;         /* NULL unless the input was [a, b] */
     size_t pair_len;
+    const json_t *document;   /* /v1/rerank, /v2/rerank: the document object as given (its
+                                 "text" in pair, or pair NULL when it has none), or NULL
+                                 for a string */
+    const json_t *token_ids;  /* /v1/embeddings: a list of token ids instead of a text
+                                 (text NULL); every item an integer 0 .. INT32_MAX,
+                                 the vocabulary checked when tokenizing */
 };
 
 /* A parsed, validated request. Parameters may appear at the top level or in
@@ -139,15 +159,15 @@ struct proto_request {
     /* embed, openai embed, and every route that tokenizes */
     bool has_pooling;
     enum bert_pooling pooling;
-    bool has_normalize;
+    bool has_normalize;       /* "normalize" (/embed) or Jina's "normalized" */
     bool normalize;
     bool has_truncate;
     bool truncate;
     enum bert_truncation_side truncation_side;
     bool base64;              /* openai: encoding_format == "base64" */
-    const char *model;        /* openai: echoed "model", or NULL */
     uint32_t dimensions;      /* openai: requested width, 0 when not given (checked by
-                                 proto_job_prepare: it must equal the model's) */
+                                 proto_job_prepare: at most the model's); the vector is
+                                 cut to it, then made unit length again (Matryoshka) */
 
     /* fill-mask */
     uint32_t top_k;           /* default 5 */
@@ -161,6 +181,16 @@ struct proto_request {
 
     /* tokenize */
     bool add_special_tokens;  /* default true */
+    /* decode */
+    bool skip_special_tokens; /* default true, as TEI's */
+
+    /* embed, similarity: text put before every input, as sentence-
+     * transformers' encode(prompt=...) or encode(prompt_name=...) (a name
+     * of config_sentence_transformers.json's "prompts", checked when
+     * preparing); neither: the checkpoint's default_prompt_name, if any */
+    const char *prompt;       /* points into the JSON; not NUL-safe, use prompt_len */
+    size_t prompt_len;
+    const char *prompt_name;
 
     /* rerank: "texts" (/rerank) or "documents" (/v1/rerank) are the inputs,
      * each paired with the query */
@@ -168,6 +198,13 @@ struct proto_request {
     size_t query_len;
     bool return_text;         /* /rerank "return_text", /v1/rerank "return_documents" */
     uint32_t top_n;           /* best results to return; 0: all */
+    const char **rank_fields; /* Cohere v1: (n_rank_fields) the object fields ranked on, in
+                                 order, or NULL: "text" */
+    size_t n_rank_fields;
+    uint32_t max_chunks_per_doc; /* Cohere v1: a document over the token limit is read in
+                                    this many chunks at most, scored by the best; 0: none */
+    uint32_t max_tokens_per_doc; /* Cohere v2: each document cut to this many tokens first;
+                                    0: no cut */
 
     /* token-classification (proto/extract.h's enum ner_strategy) */
     int ner_strategy;         /* default NER_STRATEGY_SIMPLE */
@@ -251,5 +288,13 @@ char *proto_job_respond(const struct proto_job *job, const struct bert_model *mo
 
 /* Safe on a zeroed or already freed job. */
 void proto_job_free(struct proto_job *job);
+
+/* OpenAI's model list (GET /v1/models: `id` NULL) or one model object (GET
+ * /v1/models/{id}), for the one model served as `name`, loaded at Unix time
+ * `created`. Returns a malloc'd body and its length, or NULL with err set:
+ * 404 when `id` is not `name`, 500 out of memory. Errors go in OpenAI's
+ * envelope (proto_error_body with PROTO_ROUTE_OPENAI_EMBED). */
+char *proto_models_body(const char *name, int64_t created, const char *id, size_t *len,
+                        struct proto_error *err);
 
 #endif

@@ -9,6 +9,10 @@
 
 /* The route table's types and the functions its rows name: route_table.h. */
 
+/* The longest sequence a job may hold: the tighter of the configured limit
+ * and the model's own (0: neither is set). */
+size_t proto_max_tokens(const struct bert_model *model, const struct proto_limits *limits);
+
 /* User text quoted for an error message: at most PROTO_QUOTE_MAX_CHARS
  * characters of it, then "..." when it was longer. */
 #define PROTO_QUOTE_MAX_CHARS 64

@@ -19,16 +19,6 @@ static bool all_finite(const float *v, size_t n)
     return true;
 }
 
-bool proto_render_embed(struct json_writer *w, const struct proto_job *job,
-                        const struct bert_model *model)
-{
-    size_t hidden = model->config.hidden_size;
-    json_writer_begin_array(w);
-    for (size_t i = 0; i < job->n_seqs; i++)
-        json_writer_float_array(w, job->seqs[i].task.embedding, hidden);
-    json_writer_end_array(w);
-    return true;
-}
 
 /* OpenAI's base64 is of the little-endian float32 bytes. */
 static void write_base64_f32le(struct json_writer *w, const float *v, size_t n)
@@ -52,32 +42,89 @@ static void write_base64_f32le(struct json_writer *w, const float *v, size_t n)
 #endif
 }
 
+/* The first `dims` of `e` into `out`, scaled to unit length when `unit`
+ * (sums in double): Matryoshka truncation as sentence-transformers'
+ * truncate_dim then normalize. False for a zero or non-finite vector. */
+static bool cut_vector(const float *e, size_t dims, bool unit, float *out)
+{
+    double sq = 0;
+    for (size_t k = 0; k < dims; k++)
+        sq += (double)e[k] * e[k];
+    double scale = unit ? 1.0 / fmax(sqrt(sq), 1e-12) : 1.0; /* torch F.normalize's eps */
+    for (size_t k = 0; k < dims; k++)
+        out[k] = (float)(e[k] * scale);
+    return isfinite(sq);
+}
+
+/* The width answered: "dimensions", or the model's. */
+static size_t answer_dims(const struct proto_job *job, const struct bert_model *model)
+{
+    return job->req.dimensions ? job->req.dimensions : model->config.hidden_size;
+}
+
+/* Input i's embedding as answered, into `out` (answer_dims floats): cut to
+ * "dimensions" and, when the engine made the whole vector unit length,
+ * made so again. False for a non-finite one. */
+static bool answer_vector(const struct proto_job *job, const struct bert_model *model, size_t i,
+                          float *out)
+{
+    const struct bert_seq_task *t = &job->seqs[i].task;
+    size_t dims = answer_dims(job, model);
+    bool renormalize = t->normalize && dims < model->config.hidden_size;
+    return cut_vector(t->embedding, dims, renormalize, out) && all_finite(out, dims);
+}
+
+/* TEI's /embed: one vector per input. */
+bool proto_render_embed(struct json_writer *w, const struct proto_job *job,
+                        const struct bert_model *model)
+{
+    size_t dims = answer_dims(job, model);
+    float *cut = malloc(dims * sizeof *cut);
+    if (cut == NULL)
+        return false;
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        if (!answer_vector(job, model, i, cut)) {
+            free(cut);
+            return false;
+        }
+        json_writer_float_array(w, cut, dims);
+    }
+    json_writer_end_array(w);
+    free(cut);
+    return true;
+}
+
 bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
                          const struct bert_model *model)
 {
-    size_t hidden = model->config.hidden_size;
+    size_t dims = answer_dims(job, model);
+    float *cut = malloc(dims * sizeof *cut);
+    if (cut == NULL)
+        return false;
     json_writer_begin_object(w);
     json_writer_key(w, "object");
     json_writer_cstring(w, "list");
     json_writer_key(w, "data");
     json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs; i++) {
-        const float *e = job->seqs[i].task.embedding;
+        if (!answer_vector(job, model, i, cut)) {
+            free(cut);
+            return false;
+        }
         json_writer_begin_object(w);
         json_writer_key(w, "object");
         json_writer_cstring(w, "embedding");
         json_writer_key(w, "index");
         json_writer_int(w, (int64_t)i);
         json_writer_key(w, "embedding");
-        if (job->req.base64) {
-            if (!all_finite(e, hidden))
-                return false;
-            write_base64_f32le(w, e, hidden);
-        } else {
-            json_writer_float_array(w, e, hidden);
-        }
+        if (job->req.base64)
+            write_base64_f32le(w, cut, dims);
+        else
+            json_writer_float_array(w, cut, dims);
         json_writer_end_object(w);
     }
+    free(cut);
     json_writer_end_array(w);
     json_writer_key(w, "model");
     json_writer_cstring(w, job->model_name ? job->model_name : "");
@@ -197,8 +244,10 @@ static void activate(enum proto_activation act, const float *logits, size_t n, f
     }
 }
 
-bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
-                           const struct bert_model *model)
+/* Every input's labels, best first; one list per input, inside a list when
+ * the request was a batch or `nest_single`. */
+static bool render_labels(struct json_writer *w, const struct proto_job *job,
+                          const struct bert_model *model, bool nest_single)
 {
     const struct bert_config *cfg = &model->config;
     size_t n = cfg->num_labels;
@@ -210,7 +259,8 @@ bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
     bool ok = scores != NULL && order != NULL;
     size_t keep = job->req.classify_top_k && job->req.classify_top_k < n ? job->req.classify_top_k
                                                                          : n;
-    if (job->req.batched)
+    bool nest = job->req.batched || nest_single;
+    if (nest)
         json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs && ok; i++) {
         activate(act, job->seqs[i].task.logits, n, scores);
@@ -241,11 +291,93 @@ bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
         }
         json_writer_end_array(w);
     }
-    if (job->req.batched)
+    if (nest)
         json_writer_end_array(w);
     free(scores);
     free(order);
     return ok;
+}
+
+/* The Hugging Face Inference API's text-classification answer: a list of
+ * label lists even for one text ([[{label, score}, ...]]), the shape its
+ * client (@huggingface/inference textClassification) reads. */
+bool proto_render_classify(struct json_writer *w, const struct proto_job *job,
+                           const struct bert_model *model)
+{
+    return render_labels(w, job, model, true);
+}
+
+/* text-embeddings-inference's /predict: one input answers its list alone,
+ * a batch a list of lists. */
+bool proto_render_predict(struct json_writer *w, const struct proto_job *job,
+                          const struct bert_model *model)
+{
+    return render_labels(w, job, model, false);
+}
+
+/* /similarity: the cosine of the first input's embedding (the source
+ * sentence) with each other's, as sentence-transformers' cos_sim (sums in
+ * double; a zero vector gives 0, as torch's eps does). */
+bool proto_render_similarity(struct json_writer *w, const struct proto_job *job,
+                             const struct bert_model *model)
+{
+    size_t hidden = model->config.hidden_size;
+    const float *source = job->seqs[0].task.embedding;
+    double source_sq = 0;
+    for (size_t k = 0; k < hidden; k++)
+        source_sq += (double)source[k] * source[k];
+    json_writer_begin_array(w);
+    for (size_t i = 1; i < job->n_seqs; i++) {
+        const float *e = job->seqs[i].task.embedding;
+        double dot = 0, sq = 0;
+        for (size_t k = 0; k < hidden; k++) {
+            dot += (double)source[k] * e[k];
+            sq += (double)e[k] * e[k];
+        }
+        double cosine = dot / (fmax(sqrt(source_sq), 1e-8) * fmax(sqrt(sq), 1e-8));
+        if (!isfinite(cosine))
+            return false;
+        json_writer_float(w, (float)cosine);
+    }
+    json_writer_end_array(w);
+    return true;
+}
+
+/* text-embeddings-inference's /embed_all: per input, one vector per token
+ * (specials included), always in a list. */
+bool proto_render_embed_all(struct json_writer *w, const struct proto_job *job,
+                            const struct bert_model *model)
+{
+    size_t H = model->config.hidden_size;
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        const float *rows = job->seqs[i].task.hidden_states;
+        json_writer_begin_array(w);
+        for (size_t t = 0; t < job->seqs[i].enc.n; t++)
+            json_writer_float_array(w, rows + t * H, H);
+        json_writer_end_array(w);
+    }
+    json_writer_end_array(w);
+    return true;
+}
+
+/* text-embeddings-inference's /decode: one string per list of ids, always
+ * in a list. */
+bool proto_render_decode(struct json_writer *w, const struct proto_job *job,
+                         const struct bert_model *model)
+{
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        const struct bert_encoding *enc = &job->seqs[i].enc;
+        char *text = bert_tokenizer_decode(model->tokenizer, enc->ids, enc->n,
+                                           job->req.skip_special_tokens);
+        if (text == NULL)
+            return false;
+        json_writer_cstring(w, text);
+        free(text);
+    }
+    json_writer_end_array(w);
+    return true;
 }
 
 /* text-embeddings-inference's /tokenize: template specials carry their

@@ -10,6 +10,7 @@
 #include "extract.h"
 #include "proto.h"
 #include "proto_internal.h"
+#include "request_internal.h"
 #include "route_table.h"
 
 static const char *const param_names[PROTO_PARAM_COUNT] = {
@@ -44,38 +45,18 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_CANDIDATE_LABELS] = "candidate_labels",
     [PROTO_PARAM_HYPOTHESIS_TEMPLATE] = "hypothesis_template",
     [PROTO_PARAM_MULTI_LABEL] = "multi_label",
+    [PROTO_PARAM_NORMALIZED] = "normalized",
+    [PROTO_PARAM_EMBEDDING_TYPE] = "embedding_type",
+    [PROTO_PARAM_TASK] = "task",
+    [PROTO_PARAM_LATE_CHUNKING] = "late_chunking",
+    [PROTO_PARAM_RANK_FIELDS] = "rank_fields",
+    [PROTO_PARAM_MAX_CHUNKS_PER_DOC] = "max_chunks_per_doc",
+    [PROTO_PARAM_MAX_TOKENS_PER_DOC] = "max_tokens_per_doc",
+    [PROTO_PARAM_SKIP_SPECIAL_TOKENS] = "skip_special_tokens",
+    [PROTO_PARAM_PROMPT_NAME] = "prompt_name",
+    [PROTO_PARAM_PROMPT] = "prompt",
 };
 
-/* The shapes of a route's inputs (struct proto_inputs in proto_internal.h). */
-struct proto_inputs {
-    const char *expected;   /* the `must be ...` of a value of any other shape */
-    bool list_only;         /* a lone string is refused, not read as a list of one */
-    bool pairs;             /* an item may be a pair [text, text_pair] */
-    bool objects;           /* an item may be an object {"text": ...} (Jina, Cohere) */
-    bool with_query;        /* every item becomes the pair (query, item) */
-    bool questions;         /* an item is {"question", "context"}: the pair (question, context) */
-};
-
-const struct proto_inputs proto_inputs_texts = {.expected = "a string or a list of strings"};
-const struct proto_inputs proto_inputs_texts_or_pairs = {
-    .expected = "a string, a list of strings or a list of pairs [text, text_pair]",
-    .pairs = true};
-const struct proto_inputs proto_inputs_documents = {
-    .expected = "a list of strings", .list_only = true, .with_query = true};
-const struct proto_inputs proto_inputs_document_objects = {
-    .expected = "a list of strings", .list_only = true, .objects = true, .with_query = true};
-const struct proto_inputs proto_inputs_questions = {
-    .expected = "an object {\"question\": string, \"context\": string} or a list of them",
-    .questions = true};
-
-struct parse {
-    const struct proto_route_desc *route;
-    const struct proto_limits *limits;
-    struct proto_request *req;
-    struct proto_error *err;
-    json_t *inputs;                     /* borrowed from req->root */
-    json_t *params[PROTO_PARAM_COUNT];  /* borrowed; NULL when absent */
-};
 
 /* "a string", "an integer", ...: the `got ...` half of type errors. */
 static const char *type_phrase(const json_t *v)
@@ -93,14 +74,15 @@ static const char *type_phrase(const json_t *v)
     return "an unknown type";
 }
 
-static bool wrong_type(struct parse *p, const char *field, const char *expected, const json_t *v)
+bool request_wrong_type(struct parse *p, const char *field, const char *expected,
+                        const json_t *v)
 {
     proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must be %s, got %s", field, expected,
                     type_phrase(v));
     return false;
 }
 
-static bool out_of_memory(struct parse *p)
+bool request_out_of_memory(struct parse *p)
 {
     proto_error_set(p->err, PROTO_ERR_INTERNAL, "out of memory while parsing the request");
     return false;
@@ -164,12 +146,12 @@ static bool collect_fields(struct parse *p, json_t *root)
             if (json_is_object(value))
                 parameters = value;
             else if (!json_is_null(value))
-                return wrong_type(p, "parameters", "an object", value);
+                return request_wrong_type(p, "parameters", "an object", value);
         } else if (!p->route->flat_body && strcmp(key, "options") == 0) {
             /* The Inference API's options (use_cache, wait_for_model) mean
              * nothing here; accept and ignore them. */
             if (!json_is_object(value) && !json_is_null(value))
-                return wrong_type(p, "options", "an object", value);
+                return request_wrong_type(p, "options", "an object", value);
         } else if (!take_param(p, key, value, false)) {
             return false;
         }
@@ -183,148 +165,34 @@ static bool collect_fields(struct parse *p, json_t *root)
     return true;
 }
 
-/* One {"question": string, "context": string}: the pair (question,
- * context), both non-empty as the pipeline requires. */
-static bool parse_question(struct parse *p, const char *field, json_t *v, struct proto_input *in)
-{
-    if (!json_is_object(v))
-        return wrong_type(p, field, p->route->inputs->expected, v);
-    const char *key;
-    json_t *value;
-    json_object_foreach(v, key, value) {
-        if (strcmp(key, "question") != 0 && strcmp(key, "context") != 0) {
-            char q[PROTO_QUOTE_SIZE];
-            proto_error_set(p->err, PROTO_ERR_INVALID,
-                            "unknown field %s in \"%s\"; accepted: \"question\", \"context\"",
-                            proto_quote(q, key, strlen(key)), field);
-            return false;
-        }
-    }
-    static const char *const parts[2] = {"question", "context"};
-    for (size_t k = 0; k < 2; k++) {
-        json_t *s = json_object_get(v, parts[k]);
-        char sub[64];
-        snprintf(sub, sizeof sub, "%s.%s", field, parts[k]);
-        if (s == NULL) {
-            proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", sub);
-            return false;
-        }
-        if (!json_is_string(s))
-            return wrong_type(p, sub, "a string", s);
-        if (json_string_length(s) == 0) {
-            proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not be empty", sub);
-            return false;
-        }
-    }
-    in->text = json_string_value(json_object_get(v, "question"));
-    in->text_len = json_string_length(json_object_get(v, "question"));
-    in->pair = json_string_value(json_object_get(v, "context"));
-    in->pair_len = json_string_length(json_object_get(v, "context"));
-    return true;
-}
-
-static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input *in)
-{
-    const struct proto_inputs *shape = p->route->inputs;
-    if (shape->questions) {
-        char field[48];
-        snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
-        return parse_question(p, p->req->batched ? field : p->route->inputs_name, v, in);
-    }
-    json_t *text = shape->objects && json_is_object(v) ? json_object_get(v, "text") : v;
-    if (json_is_string(text)) {
-        in->text = json_string_value(text);
-        in->text_len = json_string_length(text);
-        return true;
-    }
-    char field[48];
-    snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
-    if (shape->objects)
-        return wrong_type(p, field, "a string or an object {\"text\": string}", v);
-    if (!shape->pairs)
-        return wrong_type(p, field, "a string", v);
-    if (!json_is_array(v))
-        return wrong_type(p, field, "a string or a pair [text, text_pair]", v);
-    if (json_array_size(v) != 2) {
-        proto_error_set(p->err, PROTO_ERR_INVALID,
-                        "\"%s\" must be a pair [text, text_pair], got a list of %zu", field,
-                        json_array_size(v));
-        return false;
-    }
-    for (size_t k = 0; k < 2; k++) {
-        json_t *part = json_array_get(v, k);
-        if (!json_is_string(part)) {
-            char sub[64];
-            snprintf(sub, sizeof sub, "%s[%zu]", field, k);
-            return wrong_type(p, sub, "a string", part);
-        }
-    }
-    in->text = json_string_value(json_array_get(v, 0));
-    in->text_len = json_string_length(json_array_get(v, 0));
-    in->pair = json_string_value(json_array_get(v, 1));
-    in->pair_len = json_string_length(json_array_get(v, 1));
-    return true;
-}
-
-static bool parse_inputs(struct parse *p)
-{
-    struct proto_request *req = p->req;
-    json_t *v = p->inputs;
-    const char *name = p->route->inputs_name;
-    if (v == NULL) {
-        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", name);
-        return false;
-    }
-    size_t n;
-    if (p->route->inputs->questions ? json_is_object(v)
-                                    : json_is_string(v) && !p->route->inputs->list_only) {
-        n = 1;
-    } else if (json_is_array(v)) {
-        n = json_array_size(v);
-        if (n == 0) {
-            proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not be an empty list",
-                            name);
-            return false;
-        }
-        req->batched = true;
-    } else {
-        return wrong_type(p, name, p->route->inputs->expected, v);
-    }
-    size_t limit = p->limits->max_client_batch;
-    if (limit && n > limit) {
-        proto_error_set(p->err, PROTO_ERR_TOO_LARGE,
-                        "too many inputs: %zu given, at most %zu are allowed per request", n,
-                        limit);
-        return false;
-    }
-    req->inputs = calloc(n, sizeof *req->inputs);
-    if (req->inputs == NULL)
-        return out_of_memory(p);
-    req->n_inputs = n;
-    if (!req->batched)
-        return parse_input(p, 0, v, &req->inputs[0]);
-    for (size_t i = 0; i < n; i++)
-        if (!parse_input(p, i, json_array_get(v, i), &req->inputs[i]))
-            return false;
-    return true;
-}
 
 static bool get_bool(struct parse *p, enum proto_param i, bool *out)
 {
     json_t *v = p->params[i];
     if (!json_is_boolean(v))
-        return wrong_type(p, param_names[i], "a boolean", v);
+        return request_wrong_type(p, param_names[i], "a boolean", v);
     *out = json_is_true(v);
     return true;
+}
+
+/* Texts may hold U+0000 (the tokenizer drops or encodes it as Hugging Face
+ * does); a name, a choice or a label may not, since it is compared and
+ * echoed as a C string. */
+static bool no_nul(struct parse *p, const char *field, const json_t *v)
+{
+    if (strlen(json_string_value(v)) == json_string_length(v))
+        return true;
+    proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not contain \\u0000", field);
+    return false;
 }
 
 static bool get_string(struct parse *p, enum proto_param i, const char **out)
 {
     json_t *v = p->params[i];
     if (!json_is_string(v))
-        return wrong_type(p, param_names[i], "a string", v);
+        return request_wrong_type(p, param_names[i], "a string", v);
     *out = json_string_value(v);
-    return true;
+    return no_nul(p, param_names[i], v);
 }
 
 static bool bad_choice(struct parse *p, enum proto_param i, const char *choices, const char *got)
@@ -341,7 +209,7 @@ static bool get_integer(struct parse *p, enum proto_param i, json_int_t min, jso
 {
     json_t *v = p->params[i];
     if (!json_is_integer(v))
-        return wrong_type(p, param_names[i], "an integer", v);
+        return request_wrong_type(p, param_names[i], "an integer", v);
     json_int_t x = json_integer_value(v);
     if (x < min || (max > 0 && x > max)) {
         if (max > 0)
@@ -362,18 +230,20 @@ static bool parse_string_list(struct parse *p, enum proto_param i, const char **
 {
     json_t *v = p->params[i];
     if (!json_is_array(v))
-        return wrong_type(p, param_names[i], "a list of strings", v);
+        return request_wrong_type(p, param_names[i], "a list of strings", v);
     *n = json_array_size(v);
     *out = calloc(*n ? *n : 1, sizeof **out);
     if (*out == NULL)
-        return out_of_memory(p);
+        return request_out_of_memory(p);
     for (size_t k = 0; k < *n; k++) {
         json_t *t = json_array_get(v, k);
         if (!json_is_string(t)) {
             char field[48];
             snprintf(field, sizeof field, "%s[%zu]", param_names[i], k);
-            return wrong_type(p, field, "a string", t);
+            return request_wrong_type(p, field, "a string", t);
         }
+        if (!no_nul(p, param_names[i], t))
+            return false;
         (*out)[k] = json_string_value(t);
     }
     return true;
@@ -385,7 +255,7 @@ static bool parse_targets(struct parse *p)
     json_t *v = p->params[PROTO_PARAM_TARGETS];
     size_t n = json_is_string(v) ? 1 : json_is_array(v) ? json_array_size(v) : 0;
     if (!json_is_string(v) && !json_is_array(v))
-        return wrong_type(p, "targets", "a string or a list of strings", v);
+        return request_wrong_type(p, "targets", "a string or a list of strings", v);
     if (n == 0) {
         proto_error_set(p->err, PROTO_ERR_INVALID, "\"targets\" must not be an empty list");
         return false;
@@ -399,7 +269,7 @@ static bool parse_targets(struct parse *p)
     }
     req->targets = calloc(n, sizeof *req->targets);
     if (req->targets == NULL)
-        return out_of_memory(p);
+        return request_out_of_memory(p);
     req->n_targets = n;
     for (size_t k = 0; k < n; k++) {
         json_t *t = json_is_string(v) ? v : json_array_get(v, k);
@@ -409,12 +279,14 @@ static bool parse_targets(struct parse *p)
         else
             snprintf(field, sizeof field, "targets[%zu]", k);
         if (!json_is_string(t))
-            return wrong_type(p, field, "a non-empty string", t);
+            return request_wrong_type(p, field, "a non-empty string", t);
         if (json_string_length(t) == 0) {
             proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must be a non-empty string",
                             field);
             return false;
         }
+        if (!no_nul(p, field, t))
+            return false;
         req->targets[k] = json_string_value(t);
     }
     return true;
@@ -479,7 +351,7 @@ static bool parse_candidate_labels(struct parse *p)
         req->labels_text = malloc(len + 1);
         req->candidate_labels = calloc(len / 2 + 1, sizeof *req->candidate_labels);
         if (req->labels_text == NULL || req->candidate_labels == NULL)
-            return out_of_memory(p);
+            return request_out_of_memory(p);
         memcpy(req->labels_text, json_string_value(v), len + 1);
         char *s = req->labels_text;
         for (size_t at = 0; at <= len;) {
@@ -497,7 +369,7 @@ static bool parse_candidate_labels(struct parse *p)
             at = end + 1;
         }
     } else {
-        return wrong_type(p, "candidate_labels", "a string or a list of strings", v);
+        return request_wrong_type(p, "candidate_labels", "a string or a list of strings", v);
     }
     if (req->n_candidate_labels == 0) {
         proto_error_set(p->err, PROTO_ERR_INVALID,
@@ -527,6 +399,168 @@ static bool parse_hypothesis_template(struct parse *p)
         return false;
     }
     p->req->hypothesis_template = s;
+    return true;
+}
+
+/* The parameters of /token-classification, /question-answering and
+ * /zero-shot-classification. */
+static bool parse_extraction_param(struct parse *p, enum proto_param i)
+{
+    struct proto_request *req = p->req;
+    bool ok = true;
+    const char *s = NULL;
+    json_int_t x = 0;
+    switch (i) {
+    case PROTO_PARAM_AGGREGATION_STRATEGY: {
+        enum ner_strategy st = NER_STRATEGY_SIMPLE;
+        ok = get_string(p, PROTO_PARAM_AGGREGATION_STRATEGY, &s);
+        if (ok && !ner_strategy_parse(s, &st))
+            ok = bad_choice(p, PROTO_PARAM_AGGREGATION_STRATEGY,
+                            "one of \"none\", \"simple\", \"first\", \"average\", \"max\"", s);
+        req->ner_strategy = (int)st;
+        break;
+    }
+    case PROTO_PARAM_IGNORE_LABELS:
+        ok = parse_string_list(p, PROTO_PARAM_IGNORE_LABELS, &req->ignore_labels,
+                               &req->n_ignore_labels);
+        break;
+    case PROTO_PARAM_STRIDE:
+        ok = get_integer(p, PROTO_PARAM_STRIDE, 0, INT32_MAX, &x);
+        req->has_stride = true;
+        req->stride = (uint32_t)x;
+        break;
+    case PROTO_PARAM_TOP_K_ANSWERS:
+        ok = get_integer(p, PROTO_PARAM_TOP_K_ANSWERS, 1, (json_int_t)p->limits->max_top_k,
+                         &x);
+        req->qa_top_k = (uint32_t)x;
+        break;
+    case PROTO_PARAM_DOC_STRIDE:
+        ok = get_integer(p, PROTO_PARAM_DOC_STRIDE, 0, INT32_MAX, &x);
+        req->has_doc_stride = true;
+        req->doc_stride = (uint32_t)x;
+        break;
+    case PROTO_PARAM_MAX_ANSWER_LEN:
+        ok = get_integer(p, PROTO_PARAM_MAX_ANSWER_LEN, 1, INT32_MAX, &x);
+        req->max_answer_len = (uint32_t)x;
+        break;
+    case PROTO_PARAM_MAX_SEQ_LEN:
+        ok = get_integer(p, PROTO_PARAM_MAX_SEQ_LEN, 1, INT32_MAX, &x);
+        req->max_seq_len = (uint32_t)x;
+        break;
+    case PROTO_PARAM_MAX_QUESTION_LEN:
+        ok = get_integer(p, PROTO_PARAM_MAX_QUESTION_LEN, 1, INT32_MAX, &x);
+        req->max_question_len = (uint32_t)x;
+        break;
+    case PROTO_PARAM_HANDLE_IMPOSSIBLE_ANSWER:
+        ok = get_bool(p, PROTO_PARAM_HANDLE_IMPOSSIBLE_ANSWER, &req->handle_impossible_answer);
+        break;
+    case PROTO_PARAM_ALIGN_TO_WORDS:
+        ok = get_bool(p, PROTO_PARAM_ALIGN_TO_WORDS, &req->align_to_words);
+        break;
+    case PROTO_PARAM_CANDIDATE_LABELS:
+        ok = parse_candidate_labels(p);
+        break;
+    case PROTO_PARAM_HYPOTHESIS_TEMPLATE:
+        ok = parse_hypothesis_template(p);
+        break;
+    case PROTO_PARAM_MULTI_LABEL:
+        ok = get_bool(p, PROTO_PARAM_MULTI_LABEL, &req->multi_label);
+        break;
+    default:
+        break;
+    }
+    return ok;
+}
+
+/* The parameters of the client ecosystems' own fields: OpenAI's and Jina's
+ * embeddings, Cohere's and Jina's rerank, TEI's /decode and prompts. */
+static bool parse_client_param(struct parse *p, enum proto_param i)
+{
+    struct proto_request *req = p->req;
+    bool ok = true;
+    const char *s = NULL;
+    json_int_t x = 0;
+    switch (i) {
+    case PROTO_PARAM_ENCODING_FORMAT:
+    case PROTO_PARAM_EMBEDDING_TYPE: /* Jina's name for it */
+        ok = get_string(p, i, &s);
+        if (!ok)
+            break;
+        if (strcmp(s, "base64") == 0)
+            req->base64 = true;
+        else if (strcmp(s, "float") != 0)
+            ok = bad_choice(p, i, "\"float\" or \"base64\"", s);
+        break;
+    case PROTO_PARAM_NORMALIZED:
+        ok = get_bool(p, PROTO_PARAM_NORMALIZED, &req->normalize);
+        req->has_normalize = true;
+        break;
+    case PROTO_PARAM_TASK:
+        /* Jina's adapters (retrieval.query, ...) belong to its own
+         * checkpoints; any name is accepted and changes nothing. */
+        ok = get_string(p, PROTO_PARAM_TASK, &s);
+        break;
+    case PROTO_PARAM_RANK_FIELDS:
+        ok = parse_string_list(p, PROTO_PARAM_RANK_FIELDS, &req->rank_fields,
+                               &req->n_rank_fields);
+        if (ok && req->n_rank_fields == 0) {
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "\"rank_fields\" must not be an empty list");
+            ok = false;
+        }
+        break;
+    case PROTO_PARAM_MAX_CHUNKS_PER_DOC:
+        ok = get_integer(p, PROTO_PARAM_MAX_CHUNKS_PER_DOC, 1, 1000, &x);
+        req->max_chunks_per_doc = (uint32_t)x;
+        break;
+    case PROTO_PARAM_MAX_TOKENS_PER_DOC:
+        ok = get_integer(p, PROTO_PARAM_MAX_TOKENS_PER_DOC, 1, INT32_MAX, &x);
+        req->max_tokens_per_doc = (uint32_t)x;
+        break;
+    case PROTO_PARAM_PROMPT_NAME:
+        ok = get_string(p, PROTO_PARAM_PROMPT_NAME, &req->prompt_name);
+        break;
+    case PROTO_PARAM_PROMPT: /* a text: U+0000 allowed */
+        if (!json_is_string(p->params[PROTO_PARAM_PROMPT]))
+            ok = request_wrong_type(p, "prompt", "a string", p->params[PROTO_PARAM_PROMPT]);
+        else
+            req->prompt = json_string_value(p->params[PROTO_PARAM_PROMPT]);
+        req->prompt_len = ok ? json_string_length(p->params[PROTO_PARAM_PROMPT]) : 0;
+        break;
+    case PROTO_PARAM_SKIP_SPECIAL_TOKENS:
+        ok = get_bool(p, PROTO_PARAM_SKIP_SPECIAL_TOKENS, &req->skip_special_tokens);
+        break;
+    case PROTO_PARAM_LATE_CHUNKING: {
+        bool late = false;
+        ok = get_bool(p, PROTO_PARAM_LATE_CHUNKING, &late);
+        if (ok && late) {
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "\"late_chunking\": true is not supported; send false or leave "
+                            "it out");
+            ok = false;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return ok;
+}
+
+/* raw_scores is text-embeddings-inference's spelling of function_to_apply
+ * "none": false with err set when both are given and disagree. */
+static bool apply_raw_scores(struct parse *p, bool function_given)
+{
+    struct proto_request *req = p->req;
+    if (!req->raw_scores)
+        return true;
+    if (function_given && req->function_to_apply != PROTO_ACTIVATION_NONE) {
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"raw_scores\": true conflicts with \"function_to_apply\": \"%s\"",
+                        json_string_value(p->params[PROTO_PARAM_FUNCTION_TO_APPLY]));
+        return false;
+    }
+    req->function_to_apply = PROTO_ACTIVATION_NONE;
     return true;
 }
 
@@ -587,16 +621,20 @@ static bool parse_params(struct parse *p)
             ok = get_bool(p, PROTO_PARAM_ADD_SPECIAL_TOKENS, &req->add_special_tokens);
             break;
         case PROTO_PARAM_MODEL:
-            ok = get_string(p, PROTO_PARAM_MODEL, &req->model);
+            ok = get_string(p, PROTO_PARAM_MODEL, &s); /* any name: one model is served */
             break;
         case PROTO_PARAM_ENCODING_FORMAT:
-            ok = get_string(p, PROTO_PARAM_ENCODING_FORMAT, &s);
-            if (!ok)
-                break;
-            if (strcmp(s, "base64") == 0)
-                req->base64 = true;
-            else if (strcmp(s, "float") != 0)
-                ok = bad_choice(p, PROTO_PARAM_ENCODING_FORMAT, "\"float\" or \"base64\"", s);
+        case PROTO_PARAM_EMBEDDING_TYPE:
+        case PROTO_PARAM_NORMALIZED:
+        case PROTO_PARAM_TASK:
+        case PROTO_PARAM_RANK_FIELDS:
+        case PROTO_PARAM_MAX_CHUNKS_PER_DOC:
+        case PROTO_PARAM_MAX_TOKENS_PER_DOC:
+        case PROTO_PARAM_PROMPT_NAME:
+        case PROTO_PARAM_PROMPT:
+        case PROTO_PARAM_SKIP_SPECIAL_TOKENS:
+        case PROTO_PARAM_LATE_CHUNKING:
+            ok = parse_client_param(p, (enum proto_param)i);
             break;
         case PROTO_PARAM_DIMENSIONS:
             ok = get_integer(p, PROTO_PARAM_DIMENSIONS, 1, 0, &x);
@@ -605,8 +643,11 @@ static bool parse_params(struct parse *p)
         case PROTO_PARAM_USER:
             ok = get_string(p, PROTO_PARAM_USER, &s);
             break;
-        case PROTO_PARAM_QUERY:
-            ok = get_string(p, PROTO_PARAM_QUERY, &req->query);
+        case PROTO_PARAM_QUERY: /* a text: U+0000 allowed */
+            if (!json_is_string(p->params[PROTO_PARAM_QUERY]))
+                ok = request_wrong_type(p, "query", "a string", p->params[PROTO_PARAM_QUERY]);
+            else
+                req->query = json_string_value(p->params[PROTO_PARAM_QUERY]);
             req->query_len = ok ? json_string_length(p->params[PROTO_PARAM_QUERY]) : 0;
             break;
         case PROTO_PARAM_RETURN_TEXT:
@@ -619,60 +660,20 @@ static bool parse_params(struct parse *p)
             ok = get_integer(p, PROTO_PARAM_TOP_N, 1, 0, &x);
             req->top_n = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
             break;
-        case PROTO_PARAM_AGGREGATION_STRATEGY: {
-            enum ner_strategy st = NER_STRATEGY_SIMPLE;
-            ok = get_string(p, PROTO_PARAM_AGGREGATION_STRATEGY, &s);
-            if (ok && !ner_strategy_parse(s, &st))
-                ok = bad_choice(p, PROTO_PARAM_AGGREGATION_STRATEGY,
-                                "one of \"none\", \"simple\", \"first\", \"average\", \"max\"", s);
-            req->ner_strategy = (int)st;
-            break;
-        }
+        case PROTO_PARAM_AGGREGATION_STRATEGY:
         case PROTO_PARAM_IGNORE_LABELS:
-            ok = parse_string_list(p, PROTO_PARAM_IGNORE_LABELS, &req->ignore_labels,
-                                   &req->n_ignore_labels);
-            break;
         case PROTO_PARAM_STRIDE:
-            ok = get_integer(p, PROTO_PARAM_STRIDE, 0, INT32_MAX, &x);
-            req->has_stride = true;
-            req->stride = (uint32_t)x;
-            break;
         case PROTO_PARAM_TOP_K_ANSWERS:
-            ok = get_integer(p, PROTO_PARAM_TOP_K_ANSWERS, 1, (json_int_t)p->limits->max_top_k,
-                             &x);
-            req->qa_top_k = (uint32_t)x;
-            break;
         case PROTO_PARAM_DOC_STRIDE:
-            ok = get_integer(p, PROTO_PARAM_DOC_STRIDE, 0, INT32_MAX, &x);
-            req->has_doc_stride = true;
-            req->doc_stride = (uint32_t)x;
-            break;
         case PROTO_PARAM_MAX_ANSWER_LEN:
-            ok = get_integer(p, PROTO_PARAM_MAX_ANSWER_LEN, 1, INT32_MAX, &x);
-            req->max_answer_len = (uint32_t)x;
-            break;
         case PROTO_PARAM_MAX_SEQ_LEN:
-            ok = get_integer(p, PROTO_PARAM_MAX_SEQ_LEN, 1, INT32_MAX, &x);
-            req->max_seq_len = (uint32_t)x;
-            break;
         case PROTO_PARAM_MAX_QUESTION_LEN:
-            ok = get_integer(p, PROTO_PARAM_MAX_QUESTION_LEN, 1, INT32_MAX, &x);
-            req->max_question_len = (uint32_t)x;
-            break;
         case PROTO_PARAM_HANDLE_IMPOSSIBLE_ANSWER:
-            ok = get_bool(p, PROTO_PARAM_HANDLE_IMPOSSIBLE_ANSWER, &req->handle_impossible_answer);
-            break;
         case PROTO_PARAM_ALIGN_TO_WORDS:
-            ok = get_bool(p, PROTO_PARAM_ALIGN_TO_WORDS, &req->align_to_words);
-            break;
         case PROTO_PARAM_CANDIDATE_LABELS:
-            ok = parse_candidate_labels(p);
-            break;
         case PROTO_PARAM_HYPOTHESIS_TEMPLATE:
-            ok = parse_hypothesis_template(p);
-            break;
         case PROTO_PARAM_MULTI_LABEL:
-            ok = get_bool(p, PROTO_PARAM_MULTI_LABEL, &req->multi_label);
+            ok = parse_extraction_param(p, (enum proto_param)i);
             break;
         case PROTO_PARAM_COUNT:
             break;
@@ -680,17 +681,7 @@ static bool parse_params(struct parse *p)
         if (!ok)
             return false;
     }
-    if (req->raw_scores) {
-        /* raw_scores is text-embeddings-inference's spelling of "none". */
-        if (function_given && req->function_to_apply != PROTO_ACTIVATION_NONE) {
-            proto_error_set(p->err, PROTO_ERR_INVALID,
-                            "\"raw_scores\": true conflicts with \"function_to_apply\": \"%s\"",
-                            json_string_value(p->params[PROTO_PARAM_FUNCTION_TO_APPLY]));
-            return false;
-        }
-        req->function_to_apply = PROTO_ACTIVATION_NONE;
-    }
-    return true;
+    return apply_raw_scores(p, function_given);
 }
 
 /* Rerank: every document becomes the pair (query, document), the input of
@@ -714,14 +705,6 @@ static bool pair_with_query(struct parse *p)
     return true;
 }
 
-/* jansson's sentence, minus its API vocabulary. */
-static const char *json_error_text(const json_error_t *jerr)
-{
-    if (json_error_code(jerr) == json_error_null_character)
-        return "\\u0000 is not allowed in strings";
-    return jerr->text;
-}
-
 bool proto_request_parse(enum proto_route route, const char *body, size_t len,
                          const struct proto_limits *limits, struct proto_request *req,
                          struct proto_error *err)
@@ -730,6 +713,7 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
     req->route = route;
     req->top_k = 5;
     req->add_special_tokens = true;
+    req->skip_special_tokens = true;
     req->ner_strategy = NER_STRATEGY_SIMPLE;
     req->qa_top_k = 1;
     req->max_answer_len = 15;
@@ -744,10 +728,14 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
     }
 
     json_error_t jerr;
-    req->root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    /* U+0000 is valid JSON, and Hugging Face's normalizers drop it like any
+     * control character: one scraped document with a NUL must not fail a
+     * batch (keys with it are still refused by jansson). */
+    req->root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                           &jerr);
     if (req->root == NULL) {
         proto_error_set(err, PROTO_ERR_MALFORMED, "malformed JSON at line %d, column %d: %s",
-                        jerr.line, jerr.column, json_error_text(&jerr));
+                        jerr.line, jerr.column, jerr.text);
         return false;
     }
     struct parse p = {
@@ -758,9 +746,9 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
     };
     bool ok;
     if (!json_is_object(req->root))
-        ok = wrong_type(&p, "request body", "a JSON object", req->root);
+        ok = request_wrong_type(&p, "request body", "a JSON object", req->root);
     else
-        ok = collect_fields(&p, req->root) && parse_inputs(&p) && parse_params(&p) &&
+        ok = collect_fields(&p, req->root) && request_parse_inputs(&p) && parse_params(&p) &&
              pair_with_query(&p);
     if (!ok)
         proto_request_free(req);
@@ -777,5 +765,6 @@ void proto_request_free(struct proto_request *req)
     free(req->ignore_labels);
     free(req->candidate_labels);
     free(req->labels_text);
+    free(req->rank_fields);
     memset(req, 0, sizeof *req);
 }

@@ -7,14 +7,9 @@
  * functions where routes do the same thing (/embed and /v1/embeddings: one
  * setup, each its own body, renderer and envelope). Where the next routes
  * need more than the table has today, the row grows a field whose zero
- * leaves the routes above unchanged:
- *   - a GET route without inference (GET /v1/models): methods
- *     PROTO_METHOD_GET, no setup (nothing reaches the batcher), a render
- *     that needs only the served model's name, and inputs that take an
- *     empty body;
- *   - a path with a parameter (/v1/models/{id}): a row whose path ends in
- *     "/{id}" matches one more segment in proto_route_from_path, which
- *     hands it to the parser;
+ * leaves the routes above unchanged. (GET routes without a body or
+ * inference, GET /v1/models and /v1/models/{id}, are the server's own, as
+ * /info is: server/http.c's get_routes, with proto_models_body.)
  *   - a body of another shape (/similarity's source_sentence and sentences,
  *     /decode's ids, question-answering's question and context): its own
  *     struct proto_inputs in request.c;
@@ -36,8 +31,10 @@ const struct proto_route_desc proto_routes[] = {
     [PROTO_ROUTE_EMBED] = {
         .path = "/embed", .name = "embed", .methods = PROTO_METHOD_POST, .cli = true,
         .inputs_name = "inputs", .inputs = &proto_inputs_texts,
-        .params = PROTO_PARAM(POOLING) | PROTO_PARAM(NORMALIZE) | TRUNCATION,
-        .setup = proto_setup_embed, .render = proto_render_embed,
+        .params = PROTO_PARAM(POOLING) | PROTO_PARAM(NORMALIZE) | PROTO_PARAM(DIMENSIONS) |
+                  PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | TRUNCATION,
+        .check = proto_check_dimensions, .setup = proto_setup_embed,
+        .render = proto_render_embed,
     },
     [PROTO_ROUTE_FILL_MASK] = {
         .path = "/fill-mask", .name = "fill-mask", .methods = PROTO_METHOD_POST, .cli = true,
@@ -48,7 +45,7 @@ const struct proto_route_desc proto_routes[] = {
     },
     [PROTO_ROUTE_CLASSIFY] = {
         .path = "/classify", .name = "classify", .methods = PROTO_METHOD_POST, .cli = true,
-        .inputs_name = "inputs", .inputs = &proto_inputs_texts_or_pairs,
+        .inputs_name = "inputs", .inputs = &proto_inputs_hf_classify,
         .params = PROTO_PARAM(RAW_SCORES) | PROTO_PARAM(FUNCTION_TO_APPLY) |
                   PROTO_PARAM(TOP_K_LABELS) | TRUNCATION,
         .check = proto_check_classify, .setup = proto_setup_classify,
@@ -62,10 +59,11 @@ const struct proto_route_desc proto_routes[] = {
     },
     [PROTO_ROUTE_OPENAI_EMBED] = {
         .path = "/v1/embeddings", .name = "openai-embeddings", .methods = PROTO_METHOD_POST,
-        .inputs_name = "input", .inputs = &proto_inputs_texts, .flat_body = true,
+        .inputs_name = "input", .inputs = &proto_inputs_texts_or_token_ids, .flat_body = true,
         .params = PROTO_PARAM(MODEL) | PROTO_PARAM(ENCODING_FORMAT) | PROTO_PARAM(DIMENSIONS) |
-                  PROTO_PARAM(USER),
-        .check = proto_check_dimensions, .setup = proto_setup_embed,
+                  PROTO_PARAM(USER) | PROTO_PARAM(NORMALIZED) | PROTO_PARAM(EMBEDDING_TYPE) |
+                  PROTO_PARAM(TASK) | PROTO_PARAM(LATE_CHUNKING) | PROTO_PARAM(TRUNCATE),
+        .check = proto_check_dimensions, .setup = proto_setup_openai_embed,
         .render = proto_render_openai, .envelope = PROTO_ENVELOPE_OPENAI,
     },
     [PROTO_ROUTE_RERANK] = {
@@ -89,9 +87,10 @@ const struct proto_route_desc proto_routes[] = {
         .path = "/v1/rerank", .name = "v1-rerank", .methods = PROTO_METHOD_POST,
         .inputs_name = "documents", .inputs = &proto_inputs_document_objects, .flat_body = true,
         .params = PROTO_PARAM(QUERY) | PROTO_PARAM(MODEL) | PROTO_PARAM(RETURN_DOCUMENTS) |
-                  PROTO_PARAM(TOP_N) | TRUNCATION,
-        .check = proto_check_rerank, .setup = proto_setup_classify,
-        .render = proto_render_v1_rerank,
+                  PROTO_PARAM(TOP_N) | PROTO_PARAM(RANK_FIELDS) |
+                  PROTO_PARAM(MAX_CHUNKS_PER_DOC) | TRUNCATION,
+        .check = proto_check_rerank, .tokenize = proto_tokenize_documents,
+        .setup = proto_setup_classify, .render = proto_render_v1_rerank,
     },
     [PROTO_ROUTE_REPLACED_TOKENS] = {
         .path = "/replaced-tokens", .name = "replaced-tokens", .methods = PROTO_METHOD_POST,
@@ -119,6 +118,39 @@ const struct proto_route_desc proto_routes[] = {
                   PROTO_PARAM(MULTI_LABEL),
         .check = proto_check_zero_shot, .tokenize = proto_tokenize_hypotheses,
         .setup = proto_setup_classify, .render = proto_render_zero_shot,
+    },
+    [PROTO_ROUTE_PREDICT] = {
+        .path = "/predict", .name = "predict", .methods = PROTO_METHOD_POST,
+        .inputs_name = "inputs", .inputs = &proto_inputs_tei_predict,
+        .params = PROTO_PARAM(RAW_SCORES) | TRUNCATION,
+        .check = proto_check_classify, .setup = proto_setup_classify,
+        .render = proto_render_predict,
+    },
+    [PROTO_ROUTE_SIMILARITY] = {
+        .path = "/similarity", .name = "similarity", .methods = PROTO_METHOD_POST,
+        .inputs_name = "inputs", .inputs = &proto_inputs_similarity,
+        .params = PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | TRUNCATION,
+        .setup = proto_setup_embed, .render = proto_render_similarity,
+    },
+    [PROTO_ROUTE_V2_RERANK] = {
+        .path = "/v2/rerank", .name = "v2-rerank", .methods = PROTO_METHOD_POST,
+        .inputs_name = "documents", .inputs = &proto_inputs_document_objects, .flat_body = true,
+        .params = PROTO_PARAM(QUERY) | PROTO_PARAM(MODEL) | PROTO_PARAM(TOP_N) |
+                  PROTO_PARAM(MAX_TOKENS_PER_DOC) | PROTO_PARAM(RETURN_DOCUMENTS) | TRUNCATION,
+        .check = proto_check_rerank, .tokenize = proto_tokenize_documents,
+        .setup = proto_setup_classify, .render = proto_render_v2_rerank,
+    },
+    [PROTO_ROUTE_DECODE] = {
+        .path = "/decode", .name = "decode", .methods = PROTO_METHOD_POST,
+        .inputs_name = "ids", .inputs = &proto_inputs_token_ids, .flat_body = true,
+        .params = PROTO_PARAM(SKIP_SPECIAL_TOKENS),
+        .render = proto_render_decode,
+    },
+    [PROTO_ROUTE_EMBED_ALL] = {
+        .path = "/embed_all", .name = "embed-all", .methods = PROTO_METHOD_POST,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .params = PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | TRUNCATION,
+        .setup = proto_setup_hidden, .render = proto_render_embed_all,
     },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route

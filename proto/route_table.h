@@ -24,7 +24,7 @@ enum proto_param {
     PROTO_PARAM_RAW_SCORES,
     PROTO_PARAM_FUNCTION_TO_APPLY,
     PROTO_PARAM_ADD_SPECIAL_TOKENS,
-    PROTO_PARAM_MODEL,          /* echoed: a route that takes it answers with a "model" */
+    PROTO_PARAM_MODEL,          /* a route that takes it answers with the served "model" */
     PROTO_PARAM_ENCODING_FORMAT,
     PROTO_PARAM_DIMENSIONS,
     PROTO_PARAM_USER,
@@ -45,6 +45,16 @@ enum proto_param {
     PROTO_PARAM_CANDIDATE_LABELS,
     PROTO_PARAM_HYPOTHESIS_TEMPLATE,
     PROTO_PARAM_MULTI_LABEL,
+    PROTO_PARAM_NORMALIZED,     /* Jina: unit length or not (/v1/embeddings) */
+    PROTO_PARAM_EMBEDDING_TYPE, /* Jina: "float" or "base64" */
+    PROTO_PARAM_TASK,           /* Jina: an adapter name; accepted, ignored */
+    PROTO_PARAM_LATE_CHUNKING,  /* Jina: false only */
+    PROTO_PARAM_RANK_FIELDS,    /* Cohere v1 rerank */
+    PROTO_PARAM_MAX_CHUNKS_PER_DOC, /* Cohere v1 rerank */
+    PROTO_PARAM_MAX_TOKENS_PER_DOC, /* Cohere v2 rerank */
+    PROTO_PARAM_SKIP_SPECIAL_TOKENS, /* /decode */
+    PROTO_PARAM_PROMPT_NAME,    /* sentence-transformers prompts (/embed, /similarity) */
+    PROTO_PARAM_PROMPT,
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 64, "a route's parameters are a 64-bit mask");
@@ -54,7 +64,12 @@ _Static_assert(PROTO_PARAM_COUNT <= 64, "a route's parameters are a 64-bit mask"
  * message for anything else, and what each input becomes. */
 struct proto_inputs;
 extern const struct proto_inputs proto_inputs_texts;   /* a string or a list of them */
+extern const struct proto_inputs proto_inputs_texts_or_token_ids; /* or token ids (OpenAI) */
 extern const struct proto_inputs proto_inputs_texts_or_pairs; /* or of [text, text_pair] */
+extern const struct proto_inputs proto_inputs_hf_classify; /* or {"text", "text_pair"} */
+extern const struct proto_inputs proto_inputs_tei_predict; /* TEI: [a, b] alone is one pair */
+extern const struct proto_inputs proto_inputs_similarity; /* {"source_sentence", "sentences"} */
+extern const struct proto_inputs proto_inputs_token_ids; /* token ids only (/decode) */
 extern const struct proto_inputs proto_inputs_documents; /* a list, each paired with "query" */
 extern const struct proto_inputs proto_inputs_document_objects; /* or of {"text": ...} */
 extern const struct proto_inputs proto_inputs_questions; /* {"question", "context"} or a list */
@@ -112,10 +127,13 @@ extern const struct proto_route_desc proto_routes[PROTO_ROUTE_COUNT];
 proto_check_fn proto_check_fill_mask, proto_check_classify, proto_check_rerank,
     proto_check_replaced, proto_check_dimensions;               /* job.c */
 proto_setup_fn proto_setup_embed, proto_setup_classify, proto_setup_fill_mask,
-    proto_setup_replaced;                                        /* job.c */
+    proto_setup_replaced, proto_setup_openai_embed, proto_setup_hidden; /* job.c */
 proto_render_fn proto_render_embed, proto_render_openai, proto_render_fill_mask,
     proto_render_classify, proto_render_tokenize, proto_render_replaced; /* render.c */
-proto_render_fn proto_render_rerank, proto_render_v1_rerank;     /* rerank.c */
+proto_render_fn proto_render_rerank, proto_render_v1_rerank, proto_render_v2_rerank;
+proto_tokenize_fn proto_tokenize_documents;                      /* rerank.c */
+proto_render_fn proto_render_predict, proto_render_similarity, proto_render_decode,
+    proto_render_embed_all;                                      /* render.c */
 proto_check_fn proto_check_token_classification;                /* extract_routes.c */
 proto_tokenize_fn proto_tokenize_windows;
 proto_setup_fn proto_setup_tokens;

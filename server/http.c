@@ -33,7 +33,12 @@ static const struct {
     {"/ready", EP_READY, METRICS_ROUTE_READY},
     {"/info", EP_INFO, METRICS_ROUTE_INFO},
     {"/metrics", EP_METRICS, METRICS_ROUTE_METRICS},
+    {"/v1/models", EP_MODELS, METRICS_ROUTE_MODELS},
 };
+
+/* GET /v1/models/{id}: the id is the rest of the path, slashes included
+ * (served names such as "BAAI/bge-small-en-v1.5"). */
+#define MODELS_PREFIX "/v1/models/"
 
 /* PROTO_METHOD_* bits the request's route answers: the proto route's
  * own, GET for the server's. */
@@ -84,6 +89,31 @@ static void resolve(struct http_request *hr, const char *url)
             hr->mroute = get_routes[i].mroute;
         }
     }
+    if (strncmp(url, MODELS_PREFIX, strlen(MODELS_PREFIX)) == 0 &&
+        url[strlen(MODELS_PREFIX)] != '\0') {
+        hr->ep = EP_MODELS;
+        hr->mroute = METRICS_ROUTE_MODELS;
+    }
+}
+
+static void answer_models(struct http_request *hr)
+{
+    struct http *h = hr->http;
+    if (!h->engine_set) {
+        http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the model is still loading");
+        return;
+    }
+    const char *id = strncmp(hr->path, MODELS_PREFIX, strlen(MODELS_PREFIX)) == 0
+                         ? hr->path + strlen(MODELS_PREFIX)
+                         : NULL;
+    struct proto_error err;
+    size_t len;
+    char *body = proto_models_body(h->engine.defaults.model_name, h->engine.created, id, &len,
+                                   &err);
+    if (body)
+        http_respond(hr, 200, "application/json", body, len, false, NULL);
+    else
+        http_respond_error(hr, &err);
 }
 
 /* Compare without leaking the key's length or content through timing. */
@@ -152,6 +182,9 @@ static void handle_get(struct http_request *hr)
             http_respond_errorf(hr, PROTO_ERR_INTERNAL, "out of memory rendering metrics");
         break;
     }
+    case EP_MODELS:
+        answer_models(hr);
+        break;
     default:
         break;
     }
@@ -257,6 +290,10 @@ static void on_head(struct http_request *hr, const char *url, const char *method
     }
     if (!framing_ok(hr, method, version))
         return;
+    if (http_cors_preflight(hr)) {
+        http_respond(hr, 204, NULL, NULL, 0, false, NULL);
+        return;
+    }
     if (!authorized(hr)) {
         http_respond_errorf(hr, PROTO_ERR_UNAUTHORIZED,
                             "missing or wrong API key (send Authorization: Bearer <key>)");
@@ -497,10 +534,11 @@ void http_drain(struct http *h)
 {
     if (h->draining)
         return;
+    /* The listener stays open until the drain ends, so that probes get
+     * their answers (/health 200, /ready 503) instead of "connection
+     * refused", and inference requests a 503 with Retry-After and
+     * Connection: close (handle_inference, http_respond). */
     h->draining = true;
-    MHD_socket listen_fd = MHD_quiesce_daemon(h->daemon);
-    if (listen_fd != MHD_INVALID_SOCKET)
-        close(listen_fd);
     if (h->engine_set)
         batcher_close(h->engine.batcher);
     h->drain_deadline = srv_now_ns() + (uint64_t)h->settings.shutdown_timeout_ms * 1000000u;

@@ -29,6 +29,7 @@ struct http_settings {
     unsigned request_timeout_ms;
     unsigned shutdown_timeout_ms;
     const char *api_key;        /* "" or NULL: no authentication */
+    const char *cors_allow_origin; /* comma-separated origins, "*", or "" / NULL: no CORS */
 };
 
 /* What the engine serves once it is loaded and warm. */
@@ -36,7 +37,8 @@ struct http_engine {
     const struct bert_model *model;
     struct batcher *batcher;
     struct proto_limits limits;
-    struct proto_defaults defaults;
+    struct proto_defaults defaults; /* defaults.model_name: GET /v1/models's one model */
+    int64_t created;            /* Unix time the model was loaded: /v1/models "created" */
     size_t max_queue_tokens;
     struct response_budget *answers; /* rendered answers not yet written */
     char *info_json;            /* GET /info body, owned by the http layer once set */

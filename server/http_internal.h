@@ -31,7 +31,7 @@
  * accepting. */
 #define HTTP_CONNECTION_RESERVE(max) ((max) / 8 + 8)
 
-enum endpoint { EP_INFERENCE, EP_HEALTH, EP_READY, EP_INFO, EP_METRICS, EP_NOT_FOUND };
+enum endpoint { EP_INFERENCE, EP_HEALTH, EP_READY, EP_INFO, EP_METRICS, EP_MODELS, EP_NOT_FOUND };
 
 /* Per-connection state (MHD's socket context). */
 struct http_conn {
@@ -121,6 +121,13 @@ static inline double http_ms_between(uint64_t a, uint64_t b)
 {
     return b > a ? (double)(b - a) / 1e6 : 0.0;
 }
+
+/* http_cors.c: [server] cors_allow_origin. A preflight is OPTIONS on a path
+ * of the API while CORS is on; it is answered 204 before the key check. */
+bool http_cors_preflight(const struct http_request *hr);
+/* Access-Control-* headers for the request's Origin, when it is allowed
+ * (and the preflight's own when it is one). */
+void http_cors_headers(const struct http_request *hr, struct MHD_Response *resp);
 
 /* http.c */
 void http_check_drained(struct http *h);

@@ -127,7 +127,9 @@ void http_respond(struct http_request *hr, int status, const char *content_type,
         free(body);
         return;
     }
-    MHD_add_response_header(resp, "Content-Type", content_type);
+    if (content_type != NULL)
+        MHD_add_response_header(resp, "Content-Type", content_type);
+    http_cors_headers(hr, resp);
     if (hr->ep == EP_INFERENCE)
         add_timing_headers(resp, hr, now);
     if (status == 429 || status == 503)
@@ -161,8 +163,10 @@ void http_respond(struct http_request *hr, int status, const char *content_type,
 
 void http_respond_error(struct http_request *hr, const struct proto_error *err)
 {
-    enum proto_route route =
-        hr->ep == EP_INFERENCE ? hr->srv.route : PROTO_ROUTE_COUNT; /* our envelope */
+    /* /v1/models is OpenAI's: its errors come in OpenAI's envelope. */
+    enum proto_route route = hr->ep == EP_INFERENCE ? hr->srv.route
+                             : hr->ep == EP_MODELS  ? PROTO_ROUTE_OPENAI_EMBED
+                                                    : PROTO_ROUTE_COUNT; /* our envelope */
     size_t len;
     char *body = proto_error_body(route, err, &len);
     if (body == NULL)

@@ -1,10 +1,12 @@
 /* bertserve: load a checkpoint, start the workers, serve HTTP until SIGTERM,
  * then drain and exit 0. */
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cblas.h>
@@ -15,6 +17,7 @@
 #include "batcher.h"
 #include "server_config.h"
 #include "cpu.h"
+#include "health_check.h"
 #include "http.h"
 #include "log.h"
 #include "pool.h"
@@ -38,6 +41,7 @@ struct server {
     struct bert_error load_err;
     uv_signal_t sigterm, sigint;
     int exit_code;
+    char served_name[256];     /* [model] served_model_name, or the folder's name */
 };
 
 static void on_signal(uv_signal_t *handle, int signum)
@@ -137,6 +141,29 @@ static void on_engine_ready(uv_async_t *async)
             pool_scratch_bytes(s->pool) >> 20);
 }
 
+/* [model] served_model_name, else the last component of the checkpoint's
+ * folder (its real path for "." or ".."): a name, never a path of this
+ * machine. */
+static void choose_served_name(struct server *s)
+{
+    const char *name = s->cfg.model.served_model_name;
+    char real[PATH_MAX];
+    if (name[0] == '\0') {
+        const char *dir = realpath(s->model->dir, real) ? real : s->model->dir;
+        size_t len = strlen(dir);
+        while (len > 1 && dir[len - 1] == '/')
+            len--;
+        size_t start = len;
+        while (start > 0 && dir[start - 1] != '/')
+            start--;
+        snprintf(s->served_name, sizeof s->served_name, "%.*s", (int)(len - start), dir + start);
+        if (s->served_name[0] == '\0')
+            snprintf(s->served_name, sizeof s->served_name, "default");
+        return;
+    }
+    snprintf(s->served_name, sizeof s->served_name, "%s", name);
+}
+
 /* Effective limits and defaults from the config and the checkpoint. */
 static void configure_engine(struct server *s)
 {
@@ -163,7 +190,8 @@ static void configure_engine(struct server *s)
                    .max_input_tokens = max_input,
                    .max_top_k = (uint32_t)cfg->server.max_top_k,
                    .max_fill_mask_decode = (size_t)cfg->server.max_fill_mask_decode,
-                   .max_fill_mask_targets = (size_t)cfg->server.max_fill_mask_targets},
+                   .max_fill_mask_targets = (size_t)cfg->server.max_fill_mask_targets,
+                   .max_response_bytes = cfg->server.max_response_bytes},
         .defaults = {.pooling = cfg->model.pooling == SERVER_CONFIG_POOLING_MODEL
                                     ? m->config.pooling
                                     : poolings[cfg->model.pooling],
@@ -171,7 +199,9 @@ static void configure_engine(struct server *s)
                                       ? m->config.normalize
                                       : cfg->model.normalize == SERVER_CONFIG_TRUE,
                      .truncate = cfg->model.truncate,
-                     .model_name = m->dir},
+                     .openai_unit_length = cfg->model.openai_unit_length,
+                     .model_name = s->served_name},
+        .created = (int64_t)time(NULL),
         .max_queue_tokens = cfg->batching.max_queue_tokens,
         .answers = &s->answers,
     };
@@ -260,6 +290,7 @@ static int run(struct server *s)
     }
     if (cfg->model.dtype == SERVER_CONFIG_DTYPE_INT8 && !use_int8(s))
         return EXIT_FAILURE;
+    choose_served_name(s);
     configure_engine(s);
     choose_threads(s);
 
@@ -288,6 +319,7 @@ static int run(struct server *s)
         .request_timeout_ms = (unsigned)cfg->server.request_timeout_ms,
         .shutdown_timeout_ms = (unsigned)cfg->server.shutdown_timeout_ms,
         .api_key = cfg->server.api_key,
+        .cors_allow_origin = cfg->server.cors_allow_origin,
     };
     char err[256];
     s->http = http_start(s->loop, &hs, &s->done, on_drained, s, err, sizeof err);
@@ -336,6 +368,11 @@ int main(int argc, char **argv)
         printf("bertserve %s\n", BERTSERVE_VERSION);
         server_config_free(&s.cfg);
         return EXIT_SUCCESS;
+    case SERVER_CONFIG_HEALTH_CHECK: {
+        int rc = health_check(&s.cfg, 2000);
+        server_config_free(&s.cfg);
+        return rc;
+    }
     case SERVER_CONFIG_ERROR:
         fprintf(stderr, "bertserve: %s\n", err);
         server_config_free(&s.cfg);

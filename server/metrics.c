@@ -14,6 +14,7 @@ static const char *const server_labels[] = {
     [METRICS_ROUTE_READY - PROTO_ROUTE_COUNT] = "ready",
     [METRICS_ROUTE_INFO - PROTO_ROUTE_COUNT] = "info",
     [METRICS_ROUTE_METRICS - PROTO_ROUTE_COUNT] = "metrics",
+    [METRICS_ROUTE_MODELS - PROTO_ROUTE_COUNT] = "models",
     [METRICS_ROUTE_OTHER - PROTO_ROUTE_COUNT] = "other",
 };
 _Static_assert(sizeof server_labels / sizeof server_labels[0] ==

@@ -17,6 +17,7 @@ enum metrics_route {
     METRICS_ROUTE_READY,
     METRICS_ROUTE_INFO,
     METRICS_ROUTE_METRICS,
+    METRICS_ROUTE_MODELS,     /* GET /v1/models and /v1/models/{id} */
     METRICS_ROUTE_OTHER,
     METRICS_ROUTE_COUNT
 };

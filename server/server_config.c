@@ -56,6 +56,44 @@ static const char *config_check_token(const char *value)
     return NULL;
 }
 
+/* A served model's name travels in JSON and in URLs (/v1/models/{id}, whose
+ * path the server keeps 95 bytes of): printable, no spaces or control
+ * characters, at most 80 bytes; "" means the folder's name. */
+static const char *config_check_model_name(const char *value)
+{
+    if (strlen(value) > 80)
+        return "must be at most 80 bytes long";
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+        if (*p <= ' ' || *p == 0x7F || *p == '?' || *p == '#' || *p == '%')
+            return "must have no spaces, control characters, '?', '#' or '%'";
+    return NULL;
+}
+
+/* "*", or origins ("https://app.example:8443") separated by commas. */
+static const char *config_check_origins(const char *value)
+{
+    static const char *const must =
+        "must be \"*\" or origins like https://app.example, separated by commas";
+    for (const char *p = value; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t n = strcspn(p, ",");
+        while (n > 0 && p[n - 1] == ' ')
+            n--;
+        bool star = n == 1 && p[0] == '*';
+        bool scheme = strncmp(p, "http://", 7) == 0 || strncmp(p, "https://", 8) == 0;
+        for (size_t k = 0; k < n; k++)
+            if ((unsigned char)p[k] <= ' ' || p[k] == 0x7F)
+                return must;
+        if (n > 0 && !star && !scheme)
+            return must;
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+    return NULL;
+}
+
 static const char *const config_pooling_names[] = {"", "cls", "mean", "max", NULL};
 static const char *const config_dtype_names[] = {"f32", "bf16", "int8", NULL};
 static const char *const config_log_level_names[] = {"debug", "info", "warn", "error", NULL};
@@ -92,7 +130,7 @@ static const struct config_key config_keys[] = {
     KEY_NUMBER(server, port, "--port", "N", "8080", 1, 65535, "TCP port to listen on"),
     KEY_NUMBER(server, max_body_bytes, "--max-body-bytes", "N", "2097152", 1, 1 << 30,
                "largest request body; larger ones get 413"),
-    KEY_NUMBER(server, max_client_batch, "--max-client-batch", "N", "32", 1, 65536,
+    KEY_NUMBER(server, max_client_batch, "--max-client-batch", "N", "2048", 1, 65536,
                "most inputs in one request; more get 413"),
     KEY_NUMBER(server, max_connections, "--max-connections", "N", "1024", 1, 1000000,
                "most open client connections"),
@@ -117,6 +155,8 @@ static const struct config_key config_keys[] = {
                "unread answers, all together; past it 429"),
     KEY_NUMBER(server, offload_parse_bytes, "--offload-parse-bytes", "N", "65536", 0, 1 << 30,
                "bodies this large parse off the loop (0: all)"),
+    KEY_STRING(server, cors_allow_origin, "--cors-allow-origin", "ORIGINS", "",
+               config_check_origins, false, "CORS: origins, comma-separated, or \"*\""),
 
     KEY_STRING(model, path, "--model", "PATH", "models/default", config_check_not_empty, false,
                "checkpoint folder (Hugging Face layout)"),
@@ -130,6 +170,11 @@ static const struct config_key config_keys[] = {
              "cut too-long inputs instead of answering 413"),
     KEY_ENUM(model, dtype, "--dtype", enum server_config_dtype, config_dtype_names, "f32",
              "dense layers' type: f32, bf16 or int8"),
+    KEY_STRING(model, served_model_name, "--served-model-name", "NAME", "",
+               config_check_model_name, false,
+               "name in answers, /v1/models (\"\": folder)"),
+    KEY_BOOL(model, openai_unit_length, "--openai-unit-length", "true",
+             "/v1/embeddings answers unit-length vectors"),
 
     KEY_NUMBER(batching, max_batch_tokens, "--max-batch-tokens", "N", "4096", 1, 1 << 24,
                "most tokens in one forward pass"),
@@ -506,12 +551,12 @@ static bool config_apply_env(struct config_loader *ld, char **envp)
     return true;
 }
 
-/* One parsed command-line option: a key's flag, or one of --config, --help
- * and --version (then `key` is NULL and `option` names it). */
+/* One parsed command-line option: a key's flag, or one of --config, --help,
+ * --version and --health-check (then `key` is NULL and `option` names it). */
 struct config_flag {
     const struct config_key *key;
     const char *option;
-    const char *value; /* NULL for --help and --version */
+    const char *value; /* NULL for --help, --version and --health-check */
 };
 
 /* Read the option at argv[*i] (advancing *i past its value). A value is
@@ -536,7 +581,7 @@ static bool config_read_flag(int argc, char **argv, int *i, struct config_flag *
     }
     const char *eq = strchr(arg, '=');
     size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-    static const char *const specials[] = {"--help", "--version", "--config"};
+    static const char *const specials[] = {"--help", "--version", "--config", "--health-check"};
     for (size_t s = 0; s < sizeof specials / sizeof specials[0] && out->option == NULL; s++)
         if (strlen(specials[s]) == name_len && strncmp(arg, specials[s], name_len) == 0)
             out->option = specials[s];
@@ -579,12 +624,13 @@ static bool config_read_flag(int argc, char **argv, int *i, struct config_flag *
     return true;
 }
 
-/* Read all of argv into `flags` (key options, in order) and *config_path;
- * SERVER_CONFIG_HELP or _VERSION as soon as one is asked for. */
+/* Read all of argv into `flags` (key options, in order), *config_path and
+ * *health_check; SERVER_CONFIG_HELP or _VERSION as soon as one is asked
+ * for. */
 static enum server_config_result config_scan_argv(int argc, char **argv,
                                                   struct config_flag *flags, size_t *n_flags,
-                                                  const char **config_path, char *err,
-                                                  size_t errlen)
+                                                  const char **config_path, bool *health_check,
+                                                  char *err, size_t errlen)
 {
     for (int i = 1; i < argc; i++) {
         struct config_flag f;
@@ -596,6 +642,8 @@ static enum server_config_result config_scan_argv(int argc, char **argv,
             return SERVER_CONFIG_HELP;
         else if (strcmp(f.option, "--version") == 0)
             return SERVER_CONFIG_VERSION;
+        else if (strcmp(f.option, "--health-check") == 0)
+            *health_check = true;
         else
             *config_path = f.value;
     }
@@ -681,8 +729,9 @@ enum server_config_result server_config_load(struct server_config *cfg, int argc
     }
     size_t n_flags = 0;
     const char *config_path = NULL;
-    enum server_config_result result =
-        config_scan_argv(argc, argv, flags, &n_flags, &config_path, err, errlen);
+    bool health_check = false;
+    enum server_config_result result = config_scan_argv(argc, argv, flags, &n_flags, &config_path,
+                                                        &health_check, err, errlen);
     if (result == SERVER_CONFIG_OK && config_path == NULL) {
         for (char **e = envp; e != NULL && *e != NULL; e++)
             if (strncmp(*e, "BERTSERVE_CONFIG=", 17) == 0 && (*e)[17] != '\0')
@@ -706,6 +755,8 @@ enum server_config_result server_config_load(struct server_config *cfg, int argc
     free(flags);
     if (result == SERVER_CONFIG_OK && !config_check_rules(&ld))
         result = SERVER_CONFIG_ERROR;
+    if (result == SERVER_CONFIG_OK && health_check)
+        result = SERVER_CONFIG_HEALTH_CHECK;
     return result;
 }
 
@@ -774,7 +825,9 @@ void server_config_usage(FILE *out)
           "\n"
           "  --config PATH                  TOML config file (env BERTSERVE_CONFIG)\n"
           "  -h, --help                     print this help and exit\n"
-          "  --version                      print the version and exit\n",
+          "  --version                      print the version and exit\n"
+          "  --health-check                 ask the server this config describes for\n"
+          "                                 /health; exit 0 when it answers 200, else 1\n",
           out);
     const char *section = "";
     for (size_t i = 0; i < CONFIG_KEY_COUNT; i++) {

@@ -82,6 +82,7 @@ struct server_config {
         size_t max_response_bytes;   /* one rendered answer */
         size_t max_pending_response_bytes; /* all answers not yet written, together */
         size_t offload_parse_bytes;  /* bodies this large are parsed off the loop; 0 = all */
+        char *cors_allow_origin;     /* "" = no CORS; "*" or comma-separated origins */
     } server;
     struct {
         char *path;                  /* checkpoint folder; never empty */
@@ -90,6 +91,8 @@ struct server_config {
         size_t max_input_tokens;     /* 0 = the model's own maximum */
         bool truncate;
         enum server_config_dtype dtype;
+        char *served_model_name;     /* "" = the checkpoint folder's name */
+        bool openai_unit_length;     /* /v1/embeddings vectors of length 1 by default */
     } model;
     struct {
         size_t max_batch_tokens;
@@ -112,6 +115,8 @@ enum server_config_result {
     SERVER_CONFIG_OK,      /* run with `cfg` */
     SERVER_CONFIG_HELP,    /* --help or -h: print server_config_usage, exit 0 */
     SERVER_CONFIG_VERSION, /* --version: print the version, exit 0 */
+    SERVER_CONFIG_HEALTH_CHECK, /* --health-check: `cfg` is loaded as for a run; ask the
+                                   server it describes for /health (health_check.h) */
     SERVER_CONFIG_ERROR,   /* `err` holds one line; exit non-zero */
 };
 

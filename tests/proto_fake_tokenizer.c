@@ -268,3 +268,25 @@ int32_t bert_tokenizer_cls_id(const struct bert_tokenizer *tok)
     (void)tok;
     return FAKE_CLS;
 }
+
+/* The real one's contract (tokenizer.h), enough for the proto tests: the
+ * range check and the limit; no truncation. */
+enum bert_status bert_encoding_from_ids(const struct bert_tokenizer *tok, const int32_t *ids,
+                                        size_t n, const struct bert_encode_options *opts,
+                                        struct bert_encoding *out, struct bert_error *err)
+{
+    (void)tok;
+    out->n = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || (size_t)ids[i] >= VOCAB_SIZE)
+            return bert_error_set(err, BERT_E_INVALID,
+                                  "token id %ld at position %zu is not in the vocabulary (0 to "
+                                  "%zu)",
+                                  (long)ids[i], i, VOCAB_SIZE - 1);
+    if (opts->max_length && n > opts->max_length)
+        return bert_error_set(err, BERT_E_TOO_LONG, "%zu tokens, limit %zu", n, opts->max_length);
+    grow(out, n + 1);
+    for (size_t i = 0; i < n; i++)
+        push(out, ids[i], 0, 0, 0, 0, 0);
+    return BERT_OK;
+}

@@ -140,6 +140,19 @@ static void test_truncation_and_limits(void)
     EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, body, PROTO_ERR_TOO_LARGE,
                        "input[0] is 14 tokens long, more than the limit of 12");
 
+    /* Token ids: as given (no specials), the vocabulary and the limit checked. */
+    CHECK(prepare(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":[[2,6,3],\"cat\"]}", &job, &err));
+    CHECK(job.n_seqs == 2 && job.seqs[0].enc.n == 3 && job.seqs[0].enc.ids[1] == 6);
+    CHECK(job.n_seqs == 2 && job.seqs[1].enc.n == 3 && job.seqs[1].enc.ids[1] == 6);
+    CHECK_INT_EQ(job.n_tokens, 6);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":[2,99,3]}", PROTO_ERR_INVALID,
+                       "input[0]: token id 99 at position 1 is not in the vocabulary (0 to 23)");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED,
+                       "{\"input\":[[\"x\"]]}", PROTO_ERR_INVALID, "\"input[0][0]\" must be a token id");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":[[1,1,1,1,1,1,1,1,1,1,1,1,1]]}",
+                       PROTO_ERR_TOO_LARGE, "input[0] is 13 tokens long, more than the limit of 12");
+
     snprintf(body, sizeof body, "{\"inputs\":[\"cat\",%s],\"truncate\":true}", long_text);
     CHECK(prepare(&m, PROTO_ROUTE_EMBED, body, &job, &err));
     CHECK_INT_EQ(job.seqs[1].enc.n, 12);
@@ -210,7 +223,8 @@ static void test_openai(void)
     const float one[4] = {1.0f, 1.0f, 1.0f, -2.0f};
     memcpy(job.outputs, one, sizeof one);
     j = respond(&job, &m);
-    CHECK_STR_EQ(json_string_value(json_object_get(j, "model")), "mine");
+    /* The served model's name, whatever the request named. */
+    CHECK_STR_EQ(json_string_value(json_object_get(j, "model")), "tiny-bert");
     CHECK_STR_EQ(json_string_value(
                      json_object_get(json_array_get(json_object_get(j, "data"), 0), "embedding")),
                  "AACAPwAAgD8AAIA/AAAAwA==");
@@ -220,9 +234,50 @@ static void test_openai(void)
     CHECK(proto_job_respond(&job, &m, &len) == NULL);
     proto_job_free(&job);
 
-    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"cat\",\"dimensions\":384}",
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"cat\",\"dimensions\":5}",
                        PROTO_ERR_INVALID,
-                       "\"dimensions\" must equal the model's embedding size 4, got 384");
+                       "\"dimensions\" must be at most the model's embedding size 4, got 5");
+
+    /* Unit length by default; "dimensions" cuts, then makes the cut unit
+     * length again (3, 4 -> 0.6, 0.8); "normalized": false cuts only. The
+     * engine's own normalisation of the whole vector is not run here. */
+    CHECK(prepare(&m, PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"cat\",\"dimensions\":2}", &job,
+                  &err));
+    CHECK(job.seqs[0].task.normalize);
+    const float v[4] = {3.0f, 4.0f, 12.0f, 0.0f};
+    memcpy(job.outputs, v, sizeof v);
+    j = respond(&job, &m);
+    json_t *cut = json_object_get(json_array_get(json_object_get(j, "data"), 0), "embedding");
+    CHECK_INT_EQ(json_array_size(cut), 2);
+    CHECK_NEAR(json_real_value(json_array_get(cut, 0)), 0.6, 1e-7);
+    CHECK_NEAR(json_real_value(json_array_get(cut, 1)), 0.8, 1e-7);
+    json_decref(j);
+    proto_job_free(&job);
+    CHECK(prepare(&m, PROTO_ROUTE_OPENAI_EMBED,
+                  "{\"input\":\"cat\",\"dimensions\":3,\"normalized\":false}", &job, &err));
+    CHECK(!job.seqs[0].task.normalize);
+    memcpy(job.outputs, v, sizeof v);
+    j = respond(&job, &m);
+    cut = json_object_get(json_array_get(json_object_get(j, "data"), 0), "embedding");
+    CHECK_INT_EQ(json_array_size(cut), 3);
+    CHECK_NEAR(json_real_value(json_array_get(cut, 2)), 12.0, 1e-7);
+    json_decref(j);
+    proto_job_free(&job);
+    /* openai_unit_length false: as /embed, the checkpoint's normalisation. */
+    struct proto_defaults as_embed = defaults;
+    as_embed.normalize = false;
+    struct proto_request req;
+    CHECK(proto_request_parse(PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"a\"}", 13, &limits, &req,
+                              &err));
+    CHECK(proto_job_prepare(&job, &m, &limits, &as_embed, &req, &err));
+    CHECK(job.n_seqs == 1 && !job.seqs[0].task.normalize);
+    proto_job_free(&job);
+    as_embed.openai_unit_length = true;
+    CHECK(proto_request_parse(PROTO_ROUTE_OPENAI_EMBED, "{\"input\":\"a\"}", 13, &limits, &req,
+                              &err));
+    CHECK(proto_job_prepare(&job, &m, &limits, &as_embed, &req, &err));
+    CHECK(job.n_seqs == 1 && job.seqs[0].task.normalize);
+    proto_job_free(&job);
 }
 
 /* Put (id, prob) predictions for mask `k` of sequence `s`. */
@@ -419,7 +474,8 @@ static void test_classify(void)
     struct bert_model m = make_model();
     struct proto_job job;
     struct proto_error err;
-    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"the cat\"}", &job, &err));
+    /* /predict (TEI): one text answers its list alone. */
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":\"the cat\"}", &job, &err));
     CHECK_INT_EQ(job.seqs[0].task.task, BERT_TASK_CLASSIFY);
     CHECK(job.seqs[0].task.logits == job.outputs);
     /* Default for 3 labels: softmax. */
@@ -434,8 +490,36 @@ static void test_classify(void)
     CHECK_NEAR(json_real_value(json_object_get(json_array_get(j, 1), "score")), e2 / sum, 1e-7);
     CHECK_STR_EQ(json_string_value(json_object_get(json_array_get(j, 2), "label")), "NEGATIVE");
     CHECK_NEAR(json_real_value(json_object_get(json_array_get(j, 2), "score")), e1 / sum, 1e-7);
+    /* /classify (the Hugging Face Inference API): the same list, in a list,
+     * for one text and for one {"text", "text_pair"} object. */
+    static const char *const single_bodies[] = {
+        "{\"inputs\":\"the cat\"}", "{\"inputs\":{\"text\":\"the cat\",\"text_pair\":null}}"};
+    for (size_t b = 0; b < 2; b++) {
+        struct proto_job one;
+        CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, single_bodies[b], &one, &err));
+        memcpy(one.outputs, logits, sizeof logits);
+        json_t *nested = respond(&one, &m);
+        CHECK(json_is_array(nested) && json_array_size(nested) == 1);
+        CHECK(json_equal(json_array_get(nested, 0), j));
+        json_decref(nested);
+        proto_job_free(&one);
+    }
     json_decref(j);
     proto_job_free(&job);
+    /* {"text", "text_pair"} is the pair [text, text_pair]; TEI's /predict
+     * reads a lone two-string list as one pair. */
+    struct proto_job a, b2, c;
+    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY,
+                  "{\"inputs\":[{\"text\":\"the cat\",\"text_pair\":\"a dog\"}]}", &a, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":[[\"the cat\",\"a dog\"]]}", &b2, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":[\"the cat\",\"a dog\"]}", &c, &err));
+    CHECK(a.n_seqs == 1 && b2.n_seqs == 1 && c.n_seqs == 1 && !c.req.batched);
+    CHECK(a.n_seqs == 1 && a.seqs[0].enc.n == 7 && c.seqs[0].enc.n == 7 &&
+          memcmp(a.seqs[0].enc.type_ids, b2.seqs[0].enc.type_ids, 7 * sizeof(int32_t)) == 0 &&
+          memcmp(c.seqs[0].enc.ids, b2.seqs[0].enc.ids, 7 * sizeof(int32_t)) == 0);
+    proto_job_free(&a);
+    proto_job_free(&b2);
+    proto_job_free(&c);
 
     /* A batch with a pair, raw scores, top_k, and a tie (lower index first). */
     CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY,
@@ -485,7 +569,7 @@ static void test_classify(void)
     char *one_label[] = {"SCORE"};
     m.config.num_labels = 1;
     m.config.id2label = one_label;
-    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"cat\"}", &job, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":\"cat\"}", &job, &err));
     job.outputs[0] = 0.0f;
     body = proto_job_respond(&job, &m, &len);
     CHECK_STR_EQ(body, "[{\"label\":\"SCORE\",\"score\":0.5}]");
@@ -495,7 +579,7 @@ static void test_classify(void)
     m.config.num_labels = 2;
     m.config.id2label = NULL;
     m.config.problem_type = BERT_PROBLEM_MULTI_LABEL;
-    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"cat\"}", &job, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":\"cat\"}", &job, &err));
     job.outputs[0] = 0.0f;
     job.outputs[1] = 0.0f;
     body = proto_job_respond(&job, &m, &len);
@@ -505,7 +589,7 @@ static void test_classify(void)
     proto_job_free(&job);
 
     m.config.problem_type = BERT_PROBLEM_REGRESSION;
-    CHECK(prepare(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"cat\"}", &job, &err));
+    CHECK(prepare(&m, PROTO_ROUTE_PREDICT, "{\"inputs\":\"cat\"}", &job, &err));
     job.outputs[0] = 5.0f;
     job.outputs[1] = 5.0f;
     body = proto_job_respond(&job, &m, &len);
@@ -566,6 +650,149 @@ static void test_tokenize(void)
 }
 
 /* Rerank: every text paired with the query, one logit each, best first. */
+/* Cohere v1's rank_fields and max_chunks_per_doc, v2's max_tokens_per_doc
+ * (the fake tokenizer: a token per word, limit 12). */
+static void test_cohere_documents(struct bert_model *m)
+{
+    struct proto_job job;
+    struct proto_error err;
+    /* rank_fields: "title: paris\ntext: the cat", fields in the order named;
+     * the object is echoed whole. */
+    CHECK(prepare(m, PROTO_ROUTE_V1_RERANK,
+                  "{\"query\":\"cat\",\"documents\":[{\"text\":\"the cat\",\"title\":\"paris\","
+                  "\"n\":1.5}],\"rank_fields\":[\"title\",\"missing\",\"text\"],"
+                  "\"return_documents\":true}",
+                  &job, &err));
+    CHECK_INT_EQ(job.n_seqs, 1);
+    /* [CLS] cat [SEP] title : paris text : the cat [SEP]: ':' is unknown. */
+    CHECK_INT_EQ(job.seqs[0].enc.n, 11);
+    CHECK_INT_EQ(job.seqs[0].enc.ids[5], 12); /* paris */
+    job.outputs[0] = 0.0f;
+    size_t len;
+    char *body = proto_job_respond(&job, m, &len);
+    CHECK_CONTAINS(body, "\"document\":{\"text\":\"the cat\",\"title\":\"paris\",\"n\":1.5}");
+    free(body);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(m, PROTO_ROUTE_V1_RERANK,
+                       "{\"query\":\"cat\",\"documents\":[{\"a\":\"b\"}],\"rank_fields\":[\"t\"]}",
+                       PROTO_ERR_INVALID, "\"documents[0]\" has none of the \"rank_fields\"");
+    EXPECT_PREPARE_ERR(m, PROTO_ROUTE_V1_RERANK,
+                       "{\"query\":\"cat\",\"documents\":[{\"t\":5}],\"rank_fields\":[\"t\"]}",
+                       PROTO_ERR_INVALID, "\"documents[0]\" field \"t\" must be a string");
+    /* 14 words with "cat" as query: 18 tokens, over 12. Without chunks 413;
+     * with chunks of 12 - 4 = 8 words: 8, then the last 6; the best
+     * chunk's score is the document's. */
+    const char *long_doc = "the cat sat on the mat the dog sat on the mat a cat";
+    char body_text[512];
+    snprintf(body_text, sizeof body_text, "{\"query\":\"cat\",\"documents\":[\"mat\",\"%s\"]}",
+             long_doc);
+    EXPECT_PREPARE_ERR(m, PROTO_ROUTE_V1_RERANK, body_text, PROTO_ERR_TOO_LARGE,
+                       "documents[1] is 18 tokens long with the query, more than the limit of 12; "
+                       "send \"truncate\": true to cut it or \"max_chunks_per_doc\" to read it in "
+                       "chunks");
+    snprintf(body_text, sizeof body_text,
+             "{\"query\":\"cat\",\"documents\":[\"mat\",\"%s\"],\"max_chunks_per_doc\":2}", long_doc);
+    CHECK(prepare(m, PROTO_ROUTE_V1_RERANK, body_text, &job, &err));
+    CHECK_INT_EQ(job.n_seqs, 3);
+    CHECK(job.n_seqs == 3 && job.seq_input[0] == 0 && job.seq_input[1] == 1 &&
+          job.seq_input[2] == 1);
+    CHECK(job.n_seqs == 3 && job.seqs[1].enc.n == 12 && job.seqs[2].enc.n == 10);
+    const float chunk_logits[3] = {0.0f, -1.0f, 3.0f};
+    memcpy(job.outputs, chunk_logits, sizeof chunk_logits);
+    json_t *j = respond(&job, m);
+    json_t *best = json_array_get(json_object_get(j, "results"), 0);
+    CHECK_INT_EQ(json_integer_value(json_object_get(best, "index")), 1);
+    CHECK_NEAR(json_real_value(json_object_get(best, "relevance_score")), 1.0 / (1.0 + exp(-3.0)),
+               1e-7);
+    CHECK_INT_EQ(json_array_size(json_object_get(j, "results")), 2);
+    json_decref(j);
+    proto_job_free(&job);
+    /* v2: each document's first max_tokens_per_doc tokens. */
+    snprintf(body_text, sizeof body_text,
+             "{\"query\":\"cat\",\"documents\":[\"%s\"],\"max_tokens_per_doc\":3}", long_doc);
+    CHECK(prepare(m, PROTO_ROUTE_V2_RERANK, body_text, &job, &err));
+    CHECK(job.n_seqs == 1 && job.seqs[0].enc.n == 3 + 1 + 3);
+    job.outputs[0] = 0.0f;
+    j = respond(&job, m);
+    CHECK_STR_EQ(json_string_value(json_object_get(
+                     json_object_get(json_object_get(j, "meta"), "api_version"), "version")),
+                 "2");
+    json_decref(j);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(m, PROTO_ROUTE_V2_RERANK,
+                       "{\"query\":\"cat\",\"documents\":[\"a\"],\"max_chunks_per_doc\":2}",
+                       PROTO_ERR_INVALID, "unknown field \"max_chunks_per_doc\"");
+}
+
+/* sentence-transformers prompts: prompt_name, prompt, the default. */
+static void test_prompts(void)
+{
+    struct bert_model m = make_model();
+    char *names[] = {"q", "d"}, *texts[] = {"paris ", "the "};
+    m.config.prompt_names = names;
+    m.config.prompt_texts = texts;
+    m.config.n_prompts = 2;
+    m.config.default_prompt = 1;
+    struct proto_job job;
+    struct proto_error err;
+    static const struct {
+        const char *body;
+        int32_t first; /* the id after [CLS] */
+        size_t n;
+    } cases[] = {
+        {"{\"inputs\":\"cat\",\"prompt_name\":\"q\"}", 12, 4},   /* paris cat */
+        {"{\"inputs\":\"cat\",\"prompt\":\"mat \"}", 9, 4},        /* mat cat */
+        {"{\"inputs\":\"cat\"}", 5, 4},                              /* the cat */
+        {"{\"inputs\":\"cat\",\"prompt\":\"\"}", 6, 3},              /* cat */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        CHECK(prepare(&m, PROTO_ROUTE_EMBED, cases[c].body, &job, &err));
+        CHECK(job.n_seqs == 1 && job.seqs[0].enc.n == cases[c].n &&
+              job.seqs[0].enc.ids[1] == cases[c].first);
+        proto_job_free(&job);
+    }
+    /* Routes without prompts ignore the default. */
+    CHECK(prepare(&m, PROTO_ROUTE_TOKENIZE, "{\"inputs\":\"cat\"}", &job, &err));
+    CHECK(job.n_seqs == 1 && job.seqs[0].enc.n == 3);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_EMBED, "{\"inputs\":\"cat\",\"prompt_name\":\"x\"}",
+                       PROTO_ERR_INVALID,
+                       "\"prompt_name\" \"x\" is not one of this model's 2 prompts "
+                       "(config_sentence_transformers.json)");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_CLASSIFY, "{\"inputs\":\"cat\",\"prompt\":\"x\"}",
+                       PROTO_ERR_INVALID, "unknown field \"prompt\"");
+}
+
+/* TEI's /decode: ids (one list or several) back to text, no compute. */
+static void test_decode(void)
+{
+    struct bert_model m = make_model();
+    struct proto_job job;
+    struct proto_error err;
+    CHECK(prepare(&m, PROTO_ROUTE_DECODE, "{\"ids\":[2,5,6,3]}", &job, &err));
+    CHECK(!proto_job_needs_compute(&job));
+    size_t len;
+    char *body = proto_job_respond(&job, &m, &len);
+    CHECK_STR_EQ(body, "[\"the cat\"]");
+    free(body);
+    proto_job_free(&job);
+    CHECK(prepare(&m, PROTO_ROUTE_DECODE,
+                  "{\"ids\":[[2,5,6,3],[20]],\"skip_special_tokens\":false}", &job, &err));
+    body = proto_job_respond(&job, &m, &len);
+    CHECK_STR_EQ(body, "[\"[CLS] the cat [SEP]\",\"hello\"]");
+    free(body);
+    proto_job_free(&job);
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_DECODE, "{\"ids\":[2,99]}", PROTO_ERR_INVALID,
+                       "ids[0]: token id 99 at position 1 is not in the vocabulary (0 to 23)");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_DECODE, "{\"ids\":\"the cat\"}", PROTO_ERR_INVALID,
+                       "\"ids\" must be a list of token ids or a list of lists of token ids, got a "
+                       "string");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_DECODE, "{\"ids\":[\"the\"]}", PROTO_ERR_INVALID,
+                       "\"ids[0]\" must be a list of token ids, got a string");
+    EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_DECODE, "{\"ids\":[1],\"skip_special_tokens\":1}",
+                       PROTO_ERR_INVALID, "\"skip_special_tokens\" must be a boolean, got an integer");
+}
+
 static void test_rerank(void)
 {
     struct bert_model m = make_model();
@@ -592,7 +819,9 @@ static void test_rerank(void)
                        "\"texts[0]\" must be a string, got a list");
     EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_V1_RERANK,
                        "{\"query\":\"cat\",\"documents\":[{\"txt\":\"mat\"}]}",
-                       PROTO_ERR_INVALID, "\"documents[0]\" must be a string or an object");
+                       PROTO_ERR_INVALID,
+                       "\"documents[0]\" must be a string or an object {\"text\": string}, got an "
+                       "object without \"text\" (or name its fields in \"rank_fields\")");
     EXPECT_PREPARE_ERR(&m, PROTO_ROUTE_RERANK,
                        "{\"query\":\"cat\",\"texts\":[\"mat\"],\"top_n\":0}",
                        PROTO_ERR_INVALID, "\"top_n\" must be at least 1, got 0");
@@ -651,8 +880,14 @@ static void test_rerank(void)
                  "mat");
     CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(j, "usage"), "total_tokens")),
                  job.n_tokens);
+    /* Cohere's id and meta. */
+    CHECK(json_is_string(json_object_get(j, "id")));
+    CHECK_STR_EQ(json_string_value(json_object_get(
+                     json_object_get(json_object_get(j, "meta"), "api_version"), "version")),
+                 "1");
     json_decref(j);
     proto_job_free(&job);
+    test_cohere_documents(&m);
 }
 
 int main(void)
@@ -666,5 +901,7 @@ int main(void)
     test_classify();
     test_tokenize();
     test_rerank();
+    test_decode();
+    test_prompts();
     return check_exit();
 }

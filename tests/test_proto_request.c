@@ -156,7 +156,25 @@ static void test_malformed(void)
     EXPECT_ERR(EMBED, "{\"inputs\":\"\xff\"}", E400, "unable to decode byte 0xff");
     EXPECT_ERR(EMBED, "{\"inputs\":\"\xc3\"}", E400, "unable to decode byte");
     EXPECT_ERR(EMBED, "{\"inputs\":\"\xed\xa0\x80\"}", E400, "malformed JSON");
-    EXPECT_ERR(EMBED, "{\"inputs\":\"a\\u0000b\"}", E400, "\\u0000 is not allowed in strings");
+    /* U+0000 in a text is a character like any other (issue 20); in a name,
+     * a choice or a label it is refused; in a key jansson refuses it. */
+    {
+        struct proto_request req;
+        EXPECT_OK(EMBED, "{\"inputs\":[\"a\\u0000b\", \"\\u0000\"]}", &req);
+        CHECK(req.n_inputs == 2 && req.inputs[0].text_len == 3 && req.inputs[1].text_len == 1);
+        CHECK(req.n_inputs == 2 && memcmp(req.inputs[0].text, "a\0b", 3) == 0);
+        proto_request_free(&req);
+        EXPECT_OK(PROTO_ROUTE_RERANK, "{\"query\":\"q\\u0000\",\"texts\":[\"d\\u0000\"]}", &req);
+        CHECK(req.n_inputs == 1 && req.inputs[0].text_len == 2 && req.inputs[0].pair_len == 2);
+        proto_request_free(&req);
+    }
+    EXPECT_ERR(EMBED, "{\"inputs\":\"a\",\"pooling\":\"mean\\u0000x\"}", E422,
+               "\"pooling\" must not contain \\u0000");
+    EXPECT_ERR(FILL, "{\"inputs\":\"[MASK]\",\"targets\":[\"a\\u0000\"]}", E422,
+               "\"targets[0]\" must not contain \\u0000");
+    EXPECT_ERR(OPENAI, "{\"input\":\"a\",\"model\":\"m\\u0000\"}", E422,
+               "\"model\" must not contain \\u0000");
+    EXPECT_ERR(EMBED, "{\"inputs\":\"a\",\"k\\u0000\":1}", E400, "NUL byte in object key");
     EXPECT_ERR(EMBED, "{\"inputs\":\"\\ud800\"}", E400, "invalid Unicode");
     EXPECT_ERR(EMBED, "{\"inputs\":\"a\x01\"}", E400, "control character");
     EXPECT_ERR(FILL, "{\"inputs\":\"[MASK]\",\"top_k\":99999999999999999999}", E400,
@@ -495,8 +513,52 @@ static void test_classify(void)
     EXPECT_ERR(CLASSIFY, "{\"inputs\":[5]}", E422,
                "\"inputs[0]\" must be a string or a pair [text, text_pair], got an integer");
     EXPECT_ERR(CLASSIFY, "{\"inputs\":5}", E422,
-               "\"inputs\" must be a string, a list of strings or a list of pairs [text, "
-               "text_pair], got an integer");
+               "\"inputs\" must be a string, a list of strings, a list of pairs [text, "
+               "text_pair], or {\"text\", \"text_pair\"} objects, got an integer");
+    EXPECT_ERR(CLASSIFY, "{\"inputs\":{\"text_pair\":\"b\"}}", E422,
+               "missing field \"text\" in \"inputs\"");
+    EXPECT_ERR(CLASSIFY, "{\"inputs\":[{\"text\":\"a\",\"pair\":\"b\"}]}", E422,
+               "unknown field \"pair\" in \"inputs[0]\"; accepted: \"text\", \"text_pair\"");
+    EXPECT_ERR(CLASSIFY, "{\"inputs\":{\"text\":5}}", E422,
+               "\"inputs.text\" must be a string, got an integer");
+    /* TEI's /predict: [a, b] alone is one pair; a list of three is a batch. */
+    {
+        EXPECT_OK(PROTO_ROUTE_PREDICT, "{\"inputs\":[\"a\",\"b\"]}", &req);
+        CHECK(req.n_inputs == 1 && !req.batched && text_is(&req.inputs[0], "a") &&
+              req.inputs[0].pair_len == 1);
+        proto_request_free(&req);
+        EXPECT_OK(PROTO_ROUTE_PREDICT, "{\"inputs\":[\"a\",\"b\",[\"c\",\"d\"]]}", &req);
+        CHECK(req.n_inputs == 3 && req.batched && req.inputs[2].pair != NULL);
+        proto_request_free(&req);
+    }
+    EXPECT_ERR(PROTO_ROUTE_PREDICT, "{\"inputs\":\"a\",\"top_k\":1}", E422,
+               "unknown field \"top_k\"");
+    /* /similarity (TEI, Hugging Face sentence-similarity). */
+    {
+        EXPECT_OK(PROTO_ROUTE_SIMILARITY,
+                  "{\"inputs\":{\"source_sentence\":\"s\",\"sentences\":[\"a\",\"b\"]},"
+                  "\"parameters\":{\"truncate\":true}}",
+                  &req);
+        CHECK(req.n_inputs == 3 && text_is(&req.inputs[0], "s") && text_is(&req.inputs[2], "b"));
+        proto_request_free(&req);
+    }
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY, "{\"inputs\":\"s\"}", E422,
+               "\"inputs\" must be an object {\"source_sentence\": string, \"sentences\": "
+               "[string, ...]}, got a string");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY, "{\"inputs\":{\"source_sentence\":\"s\"}}", E422,
+               "missing field \"sentences\" in \"inputs\"");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY,
+               "{\"inputs\":{\"source_sentence\":\"s\",\"sentences\":[]}}", E422,
+               "\"inputs.sentences\" must not be an empty list");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY,
+               "{\"inputs\":{\"source_sentence\":\"s\",\"sentences\":[1]}}", E422,
+               "\"inputs.sentences[0]\" must be a string, got an integer");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY,
+               "{\"inputs\":{\"source_sentence\":1,\"sentences\":[\"a\"]}}", E422,
+               "\"inputs.source_sentence\" must be a string, got an integer");
+    EXPECT_ERR(PROTO_ROUTE_SIMILARITY,
+               "{\"inputs\":{\"source_sentence\":\"s\",\"sentences\":[\"a\"],\"x\":1}}", E422,
+               "unknown field \"x\" in \"inputs\"; accepted: \"source_sentence\", \"sentences\"");
     EXPECT_ERR(CLASSIFY, "{\"inputs\":\"x\",\"targets\":[\"a\"]}", E422,
                "unknown field \"targets\"");
 }
@@ -526,7 +588,7 @@ static void test_openai(void)
 {
     struct proto_request req;
     EXPECT_OK(OPENAI, "{\"input\":\"x\"}", &req);
-    CHECK(req.model == NULL && !req.base64 && req.dimensions == 0);
+    CHECK(!req.base64 && req.dimensions == 0 && !req.has_normalize);
     CHECK(!req.batched);
     proto_request_free(&req);
     EXPECT_OK(OPENAI,
@@ -534,22 +596,62 @@ static void test_openai(void)
               "\"encoding_format\":\"base64\",\"dimensions\":384,\"user\":\"u-1\"}",
               &req);
     CHECK(req.batched && req.n_inputs == 2);
-    CHECK_STR_EQ(req.model, "text-embedding-3-small");
     CHECK(req.base64);
     CHECK_INT_EQ(req.dimensions, 384);
     proto_request_free(&req);
     EXPECT_OK(OPENAI, "{\"input\":\"x\",\"encoding_format\":\"float\",\"model\":null}", &req);
-    CHECK(!req.base64 && req.model == NULL);
+    CHECK(!req.base64);
     proto_request_free(&req);
+    /* Jina's fields: normalized honoured, embedding_type as encoding_format,
+     * task accepted and ignored, late_chunking false only. */
+    EXPECT_OK(OPENAI,
+              "{\"input\":[\"x\"],\"model\":\"jina-embeddings-v3\",\"task\":\"retrieval.query\","
+              "\"normalized\":false,\"embedding_type\":\"base64\",\"dimensions\":64,"
+              "\"late_chunking\":false,\"truncate\":true}",
+              &req);
+    CHECK(req.has_normalize && !req.normalize && req.base64 && req.dimensions == 64);
+    CHECK(req.has_truncate && req.truncate);
+    proto_request_free(&req);
+    EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"late_chunking\":true}", E422,
+               "\"late_chunking\": true is not supported; send false or leave it out");
+    EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"embedding_type\":\"binary\"}", E422,
+               "\"embedding_type\" must be \"float\" or \"base64\", got \"binary\"");
+    EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"normalized\":1}", E422,
+               "\"normalized\" must be a boolean, got an integer");
+    EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"task\":[]}", E422,
+               "\"task\" must be a string, got a list");
 
     EXPECT_ERR(OPENAI, "{}", E422, "missing field \"input\"");
     EXPECT_ERR(OPENAI, "{\"inputs\":\"x\"}", E422,
-               "unknown field \"inputs\"; accepted: \"input\", "
-               "\"model\", \"encoding_format\", \"dimensions\", \"user\"");
+               "unknown field \"inputs\"; accepted: \"input\", \"truncate\", "
+               "\"model\", \"encoding_format\", \"dimensions\", \"user\", \"normalized\", "
+               "\"embedding_type\", \"task\", \"late_chunking\"");
     EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"parameters\":{}}", E422, "unknown field \"parameters\"");
     EXPECT_ERR(OPENAI, "{\"input\":[]}", E422, "\"input\" must not be an empty list");
-    EXPECT_ERR(OPENAI, "{\"input\":[1,2,3]}", E422,
-               "\"input[0]\" must be a string, got an integer");
+    /* OpenAI's token arrays: one list of ids, or a list of them (mixed with
+     * strings too); ids are checked against the vocabulary when tokenizing. */
+    EXPECT_OK(OPENAI, "{\"input\":[7592,2088]}", &req);
+    CHECK(req.n_inputs == 1 && req.inputs[0].text == NULL && req.inputs[0].token_ids != NULL);
+    CHECK(req.n_inputs == 1 && json_array_size(req.inputs[0].token_ids) == 2);
+    proto_request_free(&req);
+    EXPECT_OK(OPENAI, "{\"input\":[[1,2],\"text\",[3]]}", &req);
+    CHECK(req.n_inputs == 3 && req.inputs[0].token_ids && !req.inputs[1].token_ids &&
+          req.inputs[2].token_ids);
+    proto_request_free(&req);
+    EXPECT_ERR(OPENAI, "{\"input\":[1,\"a\"]}", E422,
+               "\"input[1]\" must be a token id (an integer), got a string");
+    EXPECT_ERR(OPENAI, "{\"input\":[[1,-1]]}", E422,
+               "\"input[0][1]\" must be a token id between 0 and 2147483647, got -1");
+    EXPECT_ERR(OPENAI, "{\"input\":[[1,2147483648]]}", E422,
+               "\"input[0][1]\" must be a token id between 0 and 2147483647, got 2147483648");
+    EXPECT_ERR(OPENAI, "{\"input\":[[]]}", E422, "\"input[0]\" must not be an empty list");
+    EXPECT_ERR(OPENAI, "{\"input\":[[1.5]]}", E422,
+               "\"input[0][0]\" must be a token id (an integer), got a float");
+    EXPECT_ERR(OPENAI, "{\"input\":[{}]}", E422,
+               "\"input[0]\" must be a string or a list of token ids, got an object");
+    EXPECT_ERR(OPENAI, "{\"input\":5}", E422,
+               "\"input\" must be a string, a list of strings, a list of token ids or a list of "
+               "lists of token ids, got an integer");
     EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"encoding_format\":\"int8\"}", E422,
                "\"encoding_format\" must be \"float\" or \"base64\", got \"int8\"");
     EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"dimensions\":0}", E422,

@@ -63,6 +63,11 @@ static void test_paths_and_labels(void)
         {PROTO_ROUTE_TOKEN_CLASSIFICATION, "/token-classification", "token-classification", true},
         {PROTO_ROUTE_QUESTION_ANSWERING, "/question-answering", "question-answering", true},
         {PROTO_ROUTE_ZERO_SHOT, "/zero-shot-classification", "zero-shot-classification", true},
+        {PROTO_ROUTE_PREDICT, "/predict", "predict", false},
+        {PROTO_ROUTE_SIMILARITY, "/similarity", "similarity", false},
+        {PROTO_ROUTE_V2_RERANK, "/v2/rerank", "v2-rerank", false},
+        {PROTO_ROUTE_DECODE, "/decode", "decode", false},
+        {PROTO_ROUTE_EMBED_ALL, "/embed_all", "embed-all", false},
     };
     CHECK_INT_EQ(sizeof want / sizeof want[0], PROTO_ROUTE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

@@ -747,6 +747,74 @@ static void test_load_errors(void)
     remove_dir(dir);
 }
 
+/* Hub tokenizer configs carry Python's int(1e30) as model_max_length ("no
+ * limit"): the genuine ModernBERT-base tokenizer_config.json (beside the
+ * modernbert tokenizer.json) loads, and its folder encodes as the file
+ * alone does. A number too big even for a double, or a fault after a big
+ * integer, is still refused with the file named. */
+static void test_big_integers_in_configs(void)
+{
+    struct bert_tokenizer *dir = load_or_die("dir", DATA "modernbert");
+    struct bert_tokenizer *json = load_or_die("json", DATA "modernbert/tokenizer.json");
+    static const char *const texts[] = {"Hello [MASK] world!", "  spaced   out <|endoftext|>"};
+    for (size_t i = 0; i < 2; i++) {
+        struct bert_encoding a = {0}, b = {0};
+        struct bert_error err = {0};
+        CHECK_INT_EQ(encode_str(dir, texts[i], NULL, NULL, &a, &err), BERT_OK);
+        CHECK_INT_EQ(encode_str(json, texts[i], NULL, NULL, &b, &err), BERT_OK);
+        CHECK_INT_EQ(a.n, b.n);
+        CHECK(a.n == b.n && memcmp(a.ids, b.ids, a.n * sizeof *a.ids) == 0);
+        bert_encoding_free(&a);
+        bert_encoding_free(&b);
+    }
+    bert_tokenizer_free(dir);
+    bert_tokenizer_free(json);
+
+    char dirpath[] = "/tmp/bert-tok-bigint-XXXXXX";
+    CHECK(mkdtemp(dirpath) != NULL);
+    const char *vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n";
+    write_file(dirpath, "vocab.txt", vocab, strlen(vocab));
+    const char *big = "{\"model_max_length\": 1000000000000000019884624838656, \"x\": "
+                      "[-99999999999999999999999, \"1e999 \\\" 123456789012345678901\"]}";
+    write_file(dirpath, "tokenizer_config.json", big, strlen(big));
+    struct bert_tokenizer *tok = load_or_die("dir", dirpath);
+    bert_tokenizer_free(tok);
+    const char *huge = "{\"model_max_length\": 1e999}";
+    write_file(dirpath, "tokenizer_config.json", huge, strlen(huge));
+    expect_load_error("dir", dirpath, BERT_E_FORMAT, "tokenizer_config.json", "overflow");
+    const char *broken = "{\"model_max_length\": 1000000000000000019884624838656, ]";
+    write_file(dirpath, "tokenizer_config.json", broken, strlen(broken));
+    expect_load_error("dir", dirpath, BERT_E_FORMAT, "tokenizer_config.json", "near ']'");
+    remove_dir(dirpath);
+}
+
+/* Client-tokenized input (OpenAI's token arrays): ids as given, the
+ * vocabulary and the limit checked, truncation on either side. */
+static void test_encoding_from_ids(void)
+{
+    struct bert_tokenizer *tok = load_or_die("dir", DATA "minilm");
+    struct bert_encoding enc = {0};
+    struct bert_error err = {0};
+    const int32_t ids[] = {101, 7592, 2088, 102};
+    struct bert_encode_options o = bert_encode_options_default();
+    CHECK_INT_EQ(bert_encoding_from_ids(tok, ids, 4, &o, &enc, &err), BERT_OK);
+    CHECK(enc.n == 4 && memcmp(enc.ids, ids, sizeof ids) == 0 && !enc.truncated);
+    CHECK(enc.n == 4 && enc.type_ids[3] == 0 && enc.special[0] == 0 && enc.word[2] == 2);
+    o.max_length = 3;
+    CHECK_INT_EQ(bert_encoding_from_ids(tok, ids, 4, &o, &enc, &err), BERT_E_TOO_LONG);
+    CHECK_CONTAINS(err.message, "input is 4 tokens long, more than the limit of 3");
+    o.truncate = true;
+    o.side = BERT_TRUNCATE_LEFT;
+    CHECK_INT_EQ(bert_encoding_from_ids(tok, ids, 4, &o, &enc, &err), BERT_OK);
+    CHECK(enc.n == 3 && enc.ids[0] == 7592 && enc.truncated && enc.n_untruncated == 4);
+    const int32_t bad[] = {101, 30522};
+    CHECK_INT_EQ(bert_encoding_from_ids(tok, bad, 2, &o, &enc, &err), BERT_E_INVALID);
+    CHECK_CONTAINS(err.message, "token id 30522 at position 1 is not in the vocabulary (0 to 30521)");
+    CHECK_INT_EQ(enc.n, 0);
+    bert_encoding_free(&enc);
+    bert_tokenizer_free(tok);
+}
+
 static void check_offsets_sane(const struct bert_encoding *enc, size_t text_len)
 {
     bool ok = true;
@@ -978,5 +1046,7 @@ int main(int argc, char **argv)
     }
     test_decode();
     test_load_errors();
+    test_big_integers_in_configs();
+    test_encoding_from_ids();
     return check_exit();
 }

@@ -442,3 +442,37 @@ enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok, const c
     scratch_release(&s);
     return BERT_OK;
 }
+
+enum bert_status bert_encoding_from_ids(const struct bert_tokenizer *tok, const int32_t *ids,
+                                        size_t n, const struct bert_encode_options *opts,
+                                        struct bert_encoding *out, struct bert_error *err)
+{
+    out->n = 0;
+    out->truncated = false;
+    out->n_untruncated = n;
+    size_t vocab = bert_tokenizer_vocab_size(tok);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || (size_t)ids[i] >= vocab)
+            return bert_error_set(err, BERT_E_INVALID,
+                                  "token id %ld at position %zu is not in the vocabulary (0 to "
+                                  "%zu)",
+                                  (long)ids[i], i, vocab - 1);
+    size_t keep = n, first = 0;
+    if (opts->max_length > 0 && n > opts->max_length) {
+        if (!opts->truncate)
+            return bert_error_set(err, BERT_E_TOO_LONG,
+                                  "input is %zu tokens long, more than the limit of %zu (set "
+                                  "truncate to true to cut it)",
+                                  n, opts->max_length);
+        keep = opts->max_length;
+        first = opts->side == BERT_TRUNCATE_LEFT ? n - keep : 0;
+        out->truncated = true;
+    }
+    if (!reserve_output(out, keep)) {
+        out->truncated = false;
+        return bert_error_set(err, BERT_E_NOMEM, "out of memory for %zu tokens", keep);
+    }
+    for (size_t i = 0; i < keep; i++)
+        put(out, ids[first + i], 0, 0, 0, 0, 0, (uint32_t)i);
+    return BERT_OK;
+}

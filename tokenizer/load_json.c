@@ -418,7 +418,7 @@ enum bert_status tok_json_load(const char *path, struct bert_tokenizer *tok,
     if (read != BERT_OK)
         return read;
     json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    json_t *root = file_parse_json(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     free(text);
     if (root == NULL)
         return bert_error_set(err, BERT_E_FORMAT, "%s: line %d column %d: %s", path, je.line,

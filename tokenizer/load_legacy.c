@@ -98,7 +98,7 @@ static enum bert_status read_config_file(const char *dir, const char *name,
     if (st != BERT_OK)
         return st;
     json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
+    json_t *root = file_parse_json(text, len, 0, &je);
     free(text);
     if (root == NULL)
         return bert_error_set(err, BERT_E_FORMAT, "%s: line %d column %d: %s", path, je.line,

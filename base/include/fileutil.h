@@ -26,8 +26,15 @@ int file_open_regular(const char *path, struct stat *sb, struct bert_error *err)
 enum bert_status file_read_all(const char *path, char **out, size_t *len,
                                struct bert_error *err);
 
-/* Parse a JSON file (duplicate keys rejected). The caller owns *out. Errors
- * name the file, line and column. */
+/* json_loadb(text, len, flags, jerr), except that an integer beyond 64 bits
+ * reads as a real instead of failing "too big integer": Hub configs carry
+ * Python's int(1e30) (`"model_max_length": 1000000000000000019884624838656`,
+ * meaning "no limit"), and transformers reads it as a number. Every reader
+ * of a checkpoint's JSON files goes through here. */
+json_t *file_parse_json(const char *text, size_t len, size_t flags, json_error_t *jerr);
+
+/* Parse a JSON file (duplicate keys rejected; file_parse_json's numbers).
+ * The caller owns *out. Errors name the file, line and column. */
 enum bert_status file_load_json(const char *path, json_t **out, struct bert_error *err);
 
 /* Create `path` and any missing parents, like mkdir -p. */

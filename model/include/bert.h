@@ -104,6 +104,13 @@ struct bert_config {
     bool pooling_from_model;
     bool normalize;
     size_t st_max_seq_length;    /* sentence_bert_config.json max_seq_length, 0 if none */
+    /* config_sentence_transformers.json "prompts" (name -> text put before
+     * the input, as SentenceTransformer.encode(prompt_name=...)) and its
+     * "default_prompt_name" (an index into them, or -1). */
+    char **prompt_names;         /* (n_prompts) */
+    char **prompt_texts;         /* (n_prompts) */
+    size_t n_prompts;
+    long default_prompt;
 
     /* ModernBERT (zero / false for the other families). Layer i attends
      * globally when i % global_attn_every == 0, else to the tokens within
@@ -270,6 +277,7 @@ enum bert_task {
     BERT_TASK_CLASSIFY,
     BERT_TASK_REPLACED,
     BERT_TASK_TOKENS,  /* the per-token head: token classification or QA */
+    BERT_TASK_HIDDEN,  /* the final hidden state of every token (TEI's /embed_all) */
 };
 
 /* What to compute for one sequence of a batch, and where to put it. */
@@ -306,6 +314,9 @@ struct bert_seq_task {
     /* BERT_TASK_TOKENS: the per-token head's logits, row by row
      * (bert_token_head_width columns: the labels, or start and end). */
     float *token_logits;     /* (tokens of the sequence x width) out */
+
+    /* BERT_TASK_HIDDEN: bert_encode's rows of the sequence, as they are. */
+    float *hidden_states;    /* (tokens of the sequence x H) out */
 };
 
 /* Columns of BERT_TASK_TOKENS' logits: num_labels for token classification,

@@ -125,13 +125,64 @@ class Family:
                                                     "documents": docs, "top_n": 3,
                                                     "return_documents": True})
         self.assertEqual(status, 200, got)
-        self.assertEqual(set(got), {"model", "results", "usage"})
-        self.assertEqual(got["model"], "m")
+        self.assertEqual(set(got), {"id", "model", "results", "usage", "meta"})
+        self.assertEqual(got["meta"]["api_version"], {"version": "1"})
+        self.assertEqual(got["model"], os.path.basename(self.model))  # the served name
         self.assertEqual([r["index"] for r in got["results"]], want[:3])
         for r in got["results"]:
             self.assertAlmostEqual(r["relevance_score"], sigmoid(logits[r["index"]]), places=5)
             self.assertEqual(r["document"], {"text": DOCS[r["index"]]})
         self.assertGreater(got["usage"]["total_tokens"], 0)
+
+    def test_cohere_fields(self):
+        """Cohere v1 rank_fields (the fields as "name: value" lines, in order)
+        and max_chunks_per_doc (the best chunk), v2 max_tokens_per_doc (the
+        document's first tokens): scores equal /classify's on those texts."""
+        docs = [{"title": "Paris", "text": d, "id": i} for i, d in enumerate(DOCS)]
+        status, _, got = self.s.post("/v1/rerank", {"query": QUERY, "documents": docs,
+                                                    "rank_fields": ["title", "text"],
+                                                    "return_documents": True})
+        self.assertEqual(status, 200, got)
+        logits = self.classify_scores(["title: Paris\ntext: " + d for d in DOCS])
+        for r in got["results"]:
+            self.assertAlmostEqual(r["relevance_score"], sigmoid(logits[r["index"]]), places=5)
+            self.assertEqual(r["document"], docs[r["index"]])
+        status, _, v2 = self.s.post("/v2/rerank", {"model": "x", "query": QUERY, "documents": DOCS,
+                                                   "top_n": 2, "max_tokens_per_doc": 4})
+        self.assertEqual(status, 200, v2)
+        self.assertEqual(v2["meta"]["api_version"], {"version": "2"})
+        status, _, toks = self.s.post("/tokenize", {"inputs": DOCS, "add_special_tokens": False})
+        cut = [d[:t[3]["stop"]] if len(t) > 4 else d for d, t in zip(DOCS, toks)]
+        logits = self.classify_scores(cut)
+        want = sorted(range(len(DOCS)), key=lambda i: (-logits[i], i))[:2]
+        self.assertEqual([r["index"] for r in v2["results"]], want)
+        for r in v2["results"]:
+            self.assertAlmostEqual(r["relevance_score"], sigmoid(logits[r["index"]]), places=5)
+        # A document longer than the model: chunks of its tokens, the best
+        # one. With the WordPiece tokenizer "paris" and "cat" are one token
+        # each, so chunks are runs of words.
+        status, info = self.s.get_json("/info")
+        limit = info["model"]["max_input_tokens"]
+        words = ["cat"] * (limit + 40) + ["paris"] * 40
+        long_doc = " ".join(words)
+        status, _, err = self.s.post("/v1/rerank", {"query": QUERY, "documents": [long_doc]})
+        self.assertEqual(status, 413, err)
+        status, _, got = self.s.post("/v1/rerank", {"query": QUERY, "documents": [long_doc, "x"],
+                                                    "max_chunks_per_doc": 3})
+        self.assertEqual(status, 200, got)
+        if info["model"]["family"] != "bert":
+            return
+        status, _, pair = self.s.post("/tokenize", {"inputs": [[QUERY, "x"]]})
+        room = limit - (len(pair[0]) - 1)
+        chunks = [" ".join(words[k:k + room]) for k in range(0, len(words), room)]
+        self.assertEqual(len(chunks), 2)
+        best = max(sigmoid(x) for x in self.classify_scores(chunks))
+        score = {r["index"]: r["relevance_score"] for r in got["results"]}
+        self.assertAlmostEqual(score[0], best, places=5)
+        status, _, one = self.s.post("/v1/rerank", {"query": QUERY, "documents": [long_doc],
+                                                    "max_chunks_per_doc": 1})
+        self.assertAlmostEqual(one["results"][0]["relevance_score"],
+                               sigmoid(self.classify_scores(chunks[:1])[0]), places=5)
 
     def test_rerank_errors(self):
         for path, body, needle in [

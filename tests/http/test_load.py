@@ -157,8 +157,15 @@ class Drain(unittest.TestCase):
             resp = keep.getresponse()
             self.assertEqual(resp.status, 503)
             self.assertEqual(json.loads(resp.read()), {"status": "draining"})
-            with self.assertRaises(OSError):
-                socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
+            # The listener stays open while draining (issue 20): probes on new
+            # connections get /health 200 and /ready 503, inference a 503
+            # with Retry-After and Connection: close.
+            self.assertEqual(s.get_json("/health"), (200, {"status": "ok"}))
+            self.assertEqual(s.get_json("/ready"), (503, {"status": "draining"}))
+            status, hdrs, data = s.request("POST", "/embed", {"inputs": "late"})
+            self.assertEqual(status, 503, data)
+            self.assertEqual(json.loads(data)["error"], "the server is shutting down")
+            self.assertEqual((hdrs["retry-after"], hdrs["connection"]), ("1", "close"))
             for t in threads:
                 t.join(120 * SLOW)
             self.assertEqual(len(results), 16)

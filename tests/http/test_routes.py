@@ -88,7 +88,9 @@ class Routes(unittest.TestCase):
         self.assertEqual(sorted(p["token_str"] for p in targeted), ["cats", "dogs"])
 
     def test_classify(self):
-        one = self.same_as_cli("classify", {"inputs": "I loved this film."})
+        nested = self.same_as_cli("classify", {"inputs": "I loved this film."})
+        self.assertEqual(len(nested), 1)  # the HF Inference API's [[...]] for one text
+        one = nested[0]
         self.assertEqual(sorted(p["label"] for p in one), ["NEGATIVE", "POSITIVE"])
         self.assertAlmostEqual(sum(p["score"] for p in one), 1.0, places=5)
         self.assertGreaterEqual(one[0]["score"], one[1]["score"])
@@ -96,11 +98,49 @@ class Routes(unittest.TestCase):
         self.assertEqual([len(x) for x in batch], [1, 1])
         pairs = self.same_as_cli("classify", {"inputs": [["what is it?", "a cat"]]})
         self.assertEqual(len(pairs), 1)
-        raw = self.same_as_cli("classify", {"inputs": "fine", "raw_scores": True})
-        sig = self.same_as_cli("classify", {"inputs": "fine", "function_to_apply": "sigmoid"})
+        raw = self.same_as_cli("classify", {"inputs": "fine", "raw_scores": True})[0]
+        sig = self.same_as_cli("classify", {"inputs": "fine", "function_to_apply": "sigmoid"})[0]
         by_label = {p["label"]: p["score"] for p in raw}
         for p in sig:
             self.assertAlmostEqual(p["score"], 1 / (1 + math.exp(-by_label[p["label"]])), 5)
+
+    def test_classify_pairs_and_predict(self):
+        """{"text", "text_pair"} is the pair [text, text_pair]; TEI's /predict
+        answers one input flat, reads a lone [a, b] as one pair, and scores
+        as /classify does."""
+        status, _, obj = self.s.post("/classify", {"inputs": {"text": "what is it?",
+                                                              "text_pair": "a cat"}})
+        self.assertEqual(status, 200, obj)
+        status, _, pair = self.s.post("/classify", {"inputs": [["what is it?", "a cat"]]})
+        self.assertEqual(obj, pair)
+        status, _, flat = self.s.post("/predict", {"inputs": ["what is it?", "a cat"]})
+        self.assertEqual(status, 200, flat)
+        self.assertEqual(flat, pair[0])
+        status, _, one = self.s.post("/predict", {"inputs": "fine", "raw_scores": True})
+        status, _, cls = self.s.post("/classify", {"inputs": "fine", "raw_scores": True})
+        self.assertEqual(one, cls[0])
+        status, _, batch = self.s.post("/predict", {"inputs": ["good", "bad", ["a", "b"]]})
+        self.assertEqual(len(batch), 3)
+        self.assertEqual(batch[2], self.s.post("/predict", {"inputs": ["a", "b"]})[2])
+
+    def test_similarity(self):
+        """Cosines of the source's /embed vector with each sentence's."""
+        sentences = ["a cat sat", "stock markets fell", "The cat sat on the mat."]
+        status, _, got = self.s.post("/similarity", {"inputs": {
+            "source_sentence": "The cat sat on the mat.", "sentences": sentences}})
+        self.assertEqual(status, 200, got)
+        status, _, vecs = self.s.post("/embed", {"inputs": ["The cat sat on the mat."] + sentences})
+        src = vecs[0]
+
+        def cos(a, b):
+            return sum(x * y for x, y in zip(a, b)) / math.sqrt(
+                sum(x * x for x in a) * sum(y * y for y in b))
+        self.assertEqual(len(got), 3)
+        for g, v in zip(got, vecs[1:]):
+            self.assertAlmostEqual(g, cos(src, v), 5)
+        self.assertAlmostEqual(got[2], 1.0, 5)
+        status, _, err = self.s.post("/similarity", {"inputs": {"source_sentence": "x"}})
+        self.assertEqual((status, err["error"]), (422, 'missing field "sentences" in "inputs"'))
 
     def test_tokenize(self):
         toks = self.same_as_cli("tokenize", {"inputs": "Héllo wörld"})
@@ -118,7 +158,7 @@ class Routes(unittest.TestCase):
                                                         "model": "m"})
         self.assertEqual(status, 200)
         self.assertEqual(out["object"], "list")
-        self.assertEqual(out["model"], "m")
+        self.assertEqual(out["model"], "model")  # the served name: the folder's, not "m"
         self.assertEqual([d["index"] for d in out["data"]], [0, 1])
         self.assertEqual(out["usage"]["prompt_tokens"], 6)
         status, _, b64 = self.s.post("/v1/embeddings", {"input": "hello",
@@ -128,6 +168,101 @@ class Routes(unittest.TestCase):
         status, _, err = self.s.post("/v1/embeddings", {"input": 5})
         self.assertEqual(status, 422)
         self.assertEqual(set(err["error"]), {"message", "type", "code"})
+
+    def test_openai_unit_length_and_dimensions(self):
+        """Issue 20: unit length by default (this checkpoint has no Normalize
+        module, so /embed's vectors are not); "dimensions" cuts /embed's
+        vector and makes the cut unit length; Jina's "normalized": false
+        gives /embed's raw vector."""
+        texts = ["hello world", "The cat sat on the mat."]
+        status, _, raw = self.s.post("/embed", {"inputs": texts, "normalize": False})
+        self.assertEqual(status, 200)
+        self.assertGreater(abs(math.sqrt(sum(x * x for x in raw[0])) - 1), 0.1)
+
+        def unit(v):
+            n = math.sqrt(sum(x * x for x in v))
+            return [x / n for x in v]
+        status, _, out = self.s.post("/v1/embeddings", {"input": texts})
+        for d, r in zip(out["data"], raw):
+            self.assertEqual(len(d["embedding"]), HIDDEN)
+            self.assertAlmostEqual(sum(x * x for x in d["embedding"]), 1.0, 5)
+            self.assertTrue(close_floats(d["embedding"], unit(r), 1e-5))
+        for dims in (1, 16, HIDDEN - 1, HIDDEN):
+            status, _, out = self.s.post("/v1/embeddings", {"input": texts, "dimensions": dims})
+            self.assertEqual(status, 200, out)
+            for d, r in zip(out["data"], raw):
+                self.assertEqual(len(d["embedding"]), dims)
+                self.assertAlmostEqual(sum(x * x for x in d["embedding"]), 1.0, 5)
+                self.assertTrue(close_floats(d["embedding"], unit(r[:dims]), 1e-5))
+        status, _, out = self.s.post("/v1/embeddings", {"input": texts, "dimensions": 16,
+                                                        "normalized": False, "task": "x",
+                                                        "embedding_type": "float"})
+        self.assertEqual(status, 200, out)
+        self.assertTrue(close_floats(out["data"][1]["embedding"], raw[1][:16], 1e-5))
+        status, _, err = self.s.post("/v1/embeddings", {"input": "a", "dimensions": HIDDEN + 1})
+        self.assertEqual(status, 422)
+        self.assertEqual(err["error"]["message"],
+                         "\"dimensions\" must be at most the model's embedding size %d, got %d"
+                         % (HIDDEN, HIDDEN + 1))
+
+    def test_openai_token_ids(self):
+        """OpenAI's token arrays are the model's input as given: the ids
+        /tokenize gives (specials included) embed as the text does."""
+        status, _, toks = self.s.post("/tokenize", {"inputs": ["hello world", "a cat"]})
+        ids = [[t["id"] for t in seq] for seq in toks]
+        status, _, by_text = self.s.post("/v1/embeddings", {"input": ["hello world", "a cat"]})
+        status, _, by_ids = self.s.post("/v1/embeddings", {"input": ids})
+        self.assertEqual(status, 200, by_ids)
+        for a, b in zip(by_text["data"], by_ids["data"]):
+            self.assertTrue(close_floats(a["embedding"], b["embedding"], 1e-6))
+        self.assertEqual(by_ids["usage"], by_text["usage"])
+        status, _, one = self.s.post("/v1/embeddings", {"input": ids[0]})
+        self.assertTrue(close_floats(one["data"][0]["embedding"], by_text["data"][0]["embedding"],
+                                     1e-6))
+        status, _, err = self.s.post("/v1/embeddings", {"input": [[101, 30522]]})
+        self.assertEqual(status, 422)
+        self.assertEqual(err["error"]["message"], "input[0]: token id 30522 at position 1 is not "
+                         "in the vocabulary (0 to 30521)")
+
+    def test_decode(self):
+        """TEI's /decode: /tokenize's ids back to the (lower-cased) text."""
+        status, _, toks = self.s.post("/tokenize", {"inputs": ["Hello world!", "a cat"]})
+        ids = [[t["id"] for t in seq] for seq in toks]
+        status, _, text = self.s.post("/decode", {"ids": ids})
+        self.assertEqual((status, text), (200, ["hello world!", "a cat"]))
+        status, _, text = self.s.post("/decode", {"ids": ids[0], "skip_special_tokens": False})
+        self.assertEqual(text, ["[CLS] hello world! [SEP]"])
+        status, _, err = self.s.post("/decode", {"ids": [5, 30522]})
+        self.assertEqual((status, err["error"]), (422, "ids[0]: token id 30522 at position 1 is "
+                                                       "not in the vocabulary (0 to 30521)"))
+
+    def test_cors_off(self):
+        """Without [server] cors_allow_origin: no CORS headers, OPTIONS 405."""
+        status, hdrs, _ = self.s.request("POST", "/embed", {"inputs": "a"},
+                                         {"Origin": "https://app.example"})
+        self.assertEqual(status, 200)
+        self.assertNotIn("access-control-allow-origin", hdrs)
+        status, hdrs, _ = self.s.request("OPTIONS", "/embed", None,
+                                         {"Origin": "https://app.example"})
+        self.assertEqual(status, 405)
+
+    def test_models(self):
+        status, models = self.s.get_json("/v1/models")
+        self.assertEqual(status, 200)
+        self.assertEqual(models["object"], "list")
+        self.assertEqual(len(models["data"]), 1)
+        model = models["data"][0]
+        self.assertEqual((model["id"], model["object"], model["owned_by"]),
+                         ("model", "model", "bertserve"))
+        self.assertIsInstance(model["created"], int)
+        self.assertEqual(self.s.get_json("/v1/models/model"), (200, model))
+        status, _, data = self.s.request("GET", "/v1/models/other")
+        self.assertEqual(status, 404)
+        self.assertEqual(json.loads(data)["error"],
+                         {"message": "the model \"other\" does not exist; this server has model",
+                          "type": "invalid_request_error", "code": "not_found"})
+        status, hdrs, _ = self.s.request("POST", "/v1/models", {})
+        self.assertEqual(status, 405)
 
     def test_timing_and_truncation_headers(self):
         long_text = " ".join(["word"] * 600)
@@ -190,7 +325,7 @@ class Routes(unittest.TestCase):
                     "payload_too_large", "max_fill_mask_decode")
         self.expect("POST", "/classify", {"inputs": "a", "function_to_apply": "relu"}, 422,
                     "validation")
-        self.expect("POST", "/embed", {"inputs": ["x"] * 33}, 413, "payload_too_large")
+        self.expect("POST", "/embed", {"inputs": ["x"] * 2049}, 413, "payload_too_large")
         self.assertIn(b"payload_too_large", self.raw_request(
             b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n"))
         chunk = b"%x\r\n%s\r\n" % (1 << 20, b"x" * (1 << 20))

@@ -116,6 +116,16 @@ enum bert_status bert_tokenizer_encode(const struct bert_tokenizer *tok,
                                        struct bert_encoding *out,
                                        struct bert_error *err);
 
+/* An encoding of ids a client tokenized itself (OpenAI's token-array
+ * input): the ids as given, no specials added (as text-embeddings-inference
+ * takes them), type ids 0, offsets 0, word i for token i. An id outside
+ * 0 .. vocab_size - 1 is BERT_E_INVALID naming its position and the range;
+ * opts->max_length and opts->truncate apply as to a text (add_special_tokens
+ * is ignored). On any error `out` holds no tokens. */
+enum bert_status bert_encoding_from_ids(const struct bert_tokenizer *tok, const int32_t *ids,
+                                        size_t n, const struct bert_encode_options *opts,
+                                        struct bert_encoding *out, struct bert_error *err);
+
 /* Vocabulary size (largest id + 1, added tokens included). */
 size_t bert_tokenizer_vocab_size(const struct bert_tokenizer *tok);
 
