@@ -200,6 +200,13 @@ static void mlm_select(const float *logits, size_t V, const struct bert_seq_task
         probs[j] = vmath_exp(probs[j] - max) / sum;
 }
 
+/* acc[j] = max(acc[j], x[j]). */
+static void max_into(float *acc, const float *x, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        acc[j] = x[j] > acc[j] ? x[j] : acc[j];
+}
+
 struct heads_job {
     const struct bert_model *model;
     struct bert_scratch *s;
@@ -244,9 +251,15 @@ static void fill_mask_member(const struct heads_job *job, size_t member, size_t 
                     1.0f, s->tmp, (int)E, w->mlm_decoder_w + v0 * E, (int)E, 0.0f,
                     s->logits + v0, (int)V);
         kernel_add_bias(s->logits + v0, w->mlm_decoder_b + v0, m, v1 - v0, V);
+        /* SPLADE rows: each member pools its own columns, so no two write
+         * one value. */
+        for (size_t r = 0; r < m; r++)
+            if (job->tasks[rows[r].seq].task == BERT_TASK_SPARSE)
+                max_into(job->tasks[rows[r].seq].sparse + v0, s->logits + r * V + v0, v1 - v0);
         bert_team_barrier(s->team);
         for (size_t r = r0; r < r1; r++)
-            mlm_select(s->logits + r * V, V, &job->tasks[rows[r].seq], rows[r].ord);
+            if (job->tasks[rows[r].seq].task == BERT_TASK_FILL_MASK)
+                mlm_select(s->logits + r * V, V, &job->tasks[rows[r].seq], rows[r].ord);
         bert_team_barrier(s->team);
     }
 }
@@ -277,12 +290,18 @@ static void heads_member(void *arg, size_t member, size_t n_members)
 }
 
 /* The rows the MLM head runs at: each fill-mask task's mask positions,
- * moved to the packed batch's rows, in order. */
+ * moved to the packed batch's rows, in order, and every row of a SPLADE
+ * task. */
 static size_t find_masks(struct bert_scratch *s, const struct bert_batch *b,
                          const struct bert_seq_task *tasks)
 {
     size_t n = 0;
     for (size_t i = 0; i < b->n_seqs; i++) {
+        if (tasks[i].task == BERT_TASK_SPARSE) {
+            for (size_t row = b->seq_start[i]; row < b->seq_start[i + 1]; row++)
+                s->masks[n++] = (struct bert_mask_row){row, i, 0};
+            continue;
+        }
         if (tasks[i].task != BERT_TASK_FILL_MASK)
             continue;
         for (size_t ord = 0; ord < tasks[i].n_masks; ord++)
@@ -332,6 +351,7 @@ static void poison_non_finite(const struct bert_model *model, const struct bert_
                        : t->task == BERT_TASK_REPLACED  ? t->replaced
                        : t->task == BERT_TASK_FILL_MASK ? t->top_probs
                        : t->task == BERT_TASK_HIDDEN    ? t->hidden_states
+                       : t->task == BERT_TASK_SPARSE    ? t->sparse
                                                         : NULL;
         if (first != NULL &&
             (t->task != BERT_TASK_FILL_MASK || (t->top_k > 0 && t->n_masks > 0)))
@@ -372,8 +392,15 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
             if (!masks_valid(t, batch->seq_start[i + 1] - batch->seq_start[i]))
                 return bert_error_set(err, BERT_E_INVALID,
                                       "sequence %zu: mask positions out of order or range", i);
+        } else if (t->task == BERT_TASK_SPARSE && !model->can_fill_mask) {
+            return bert_error_set(err, BERT_E_INVALID, "this checkpoint has no masked-LM head");
         }
     }
+    const size_t V = model->config.vocab_size;
+    for (size_t i = 0; i < batch->n_seqs; i++)
+        if (tasks[i].task == BERT_TASK_SPARSE)
+            for (size_t j = 0; j < V; j++)
+                tasks[i].sparse[j] = -INFINITY;
     enum bert_status st = bert_encode(model, s, batch, &job.hidden, err);
     if (st != BERT_OK)
         return st;
@@ -385,6 +412,12 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
         if (tasks[i].task == BERT_TASK_HIDDEN)
             memcpy(tasks[i].hidden_states, job.hidden + batch->seq_start[i] * H,
                    (batch->seq_start[i + 1] - batch->seq_start[i]) * H * sizeof(float));
+    /* The max of the logits is the max of log(1 + relu(logit)): one
+     * transform per entry instead of one per token. */
+    for (size_t i = 0; i < batch->n_seqs; i++)
+        if (tasks[i].task == BERT_TASK_SPARSE)
+            for (size_t j = 0; j < V; j++)
+                tasks[i].sparse[j] = log1pf(tasks[i].sparse[j] > 0.0f ? tasks[i].sparse[j] : 0.0f);
     poison_non_finite(model, batch, job.hidden, tasks);
     return BERT_OK;
 }

@@ -439,6 +439,44 @@ bool proto_setup_hidden(struct proto_job *job, const struct bert_model *model,
     return true;
 }
 
+/* SPLADE needs the masked-LM head. */
+bool proto_check_sparse(const struct proto_request *r, const struct bert_model *model,
+                        struct proto_error *err)
+{
+    (void)r;
+    if (!model->can_fill_mask) {
+        proto_error_set(err, PROTO_ERR_INVALID,
+                        "this model cannot make sparse embeddings: the checkpoint has no "
+                        "masked-LM head (SPLADE reads its logits)");
+        return false;
+    }
+    return true;
+}
+
+/* One vocabulary-wide vector per sequence: bounded like an answer, since a
+ * request of many inputs would otherwise hold inputs x vocabulary floats. */
+bool proto_setup_sparse(struct proto_job *job, const struct bert_model *model,
+                        const struct proto_limits *limits, const struct proto_defaults *defaults,
+                        struct proto_error *err)
+{
+    (void)defaults;
+    const size_t V = model->config.vocab_size;
+    if (limits->max_response_bytes && job->n_seqs * V * sizeof(float) > limits->max_response_bytes) {
+        proto_error_set(err, PROTO_ERR_TOO_LARGE,
+                        "%zu sparse vectors of %zu entries are more than max_response_bytes "
+                        "(%zu) allows: send fewer inputs",
+                        job->n_seqs, V, limits->max_response_bytes);
+        return false;
+    }
+    if (!alloc_outputs(job, job->n_seqs * V, err))
+        return false;
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        job->seqs[i].task.task = BERT_TASK_SPARSE;
+        job->seqs[i].task.sparse = job->outputs + i * V;
+    }
+    return true;
+}
+
 /* One probability per token, each sequence's after the one before. */
 bool proto_setup_replaced(struct proto_job *job, const struct bert_model *model,
                           const struct proto_limits *limits,

@@ -43,6 +43,7 @@ enum proto_route {
     PROTO_ROUTE_V2_RERANK,       /* POST /v2/rerank (Cohere's v2) */
     PROTO_ROUTE_DECODE,          /* POST /decode (TEI: token ids -> text) */
     PROTO_ROUTE_EMBED_ALL,       /* POST /embed_all (TEI: every token's hidden state) */
+    PROTO_ROUTE_EMBED_SPARSE,    /* POST /embed_sparse (TEI: SPLADE vectors) */
     PROTO_ROUTE_COUNT
 };
 
@@ -230,6 +231,10 @@ struct proto_request {
     char *labels_text;        /* owns the labels split from a comma-separated string */
     const char *hypothesis_template; /* one "{}", default "This example is {}." */
     bool multi_label;
+
+    /* embed_sparse: entries above it are answered (default 0: every
+     * non-zero one) */
+    float sparse_threshold;
 };
 
 /* Parse and validate `body` for `route`. On failure fills err and returns

@@ -361,6 +361,37 @@ bool proto_render_embed_all(struct json_writer *w, const struct proto_job *job,
     return true;
 }
 
+/* text-embeddings-inference's /embed_sparse: per input, always in a list,
+ * the entries above the threshold as {"index", "value"}, by index; never an
+ * index past the tokenizer's vocabulary (a checkpoint's padded rows). */
+bool proto_render_embed_sparse(struct json_writer *w, const struct proto_job *job,
+                               const struct bert_model *model)
+{
+    size_t V = model->config.vocab_size, n_tok = bert_tokenizer_vocab_size(model->tokenizer);
+    if (n_tok < V)
+        V = n_tok;
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        const float *v = job->seqs[i].task.sparse;
+        if (!(v[0] == v[0])) /* the engine's mark of a non-finite sequence */
+            return false;
+        json_writer_begin_array(w);
+        for (size_t j = 0; j < V; j++) {
+            if (!(v[j] > job->req.sparse_threshold))
+                continue;
+            json_writer_begin_object(w);
+            json_writer_key(w, "index");
+            json_writer_int(w, (int64_t)j);
+            json_writer_key(w, "value");
+            json_writer_float(w, v[j]);
+            json_writer_end_object(w);
+        }
+        json_writer_end_array(w);
+    }
+    json_writer_end_array(w);
+    return true;
+}
+
 /* text-embeddings-inference's /decode: one string per list of ids, always
  * in a list. */
 bool proto_render_decode(struct json_writer *w, const struct proto_job *job,

@@ -55,6 +55,7 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_SKIP_SPECIAL_TOKENS] = "skip_special_tokens",
     [PROTO_PARAM_PROMPT_NAME] = "prompt_name",
     [PROTO_PARAM_PROMPT] = "prompt",
+    [PROTO_PARAM_THRESHOLD] = "threshold",
 };
 
 
@@ -500,6 +501,17 @@ static bool parse_client_param(struct parse *p, enum proto_param i)
          * checkpoints; any name is accepted and changes nothing. */
         ok = get_string(p, PROTO_PARAM_TASK, &s);
         break;
+    case PROTO_PARAM_THRESHOLD:
+        if (!json_is_number(p->params[i])) {
+            ok = request_wrong_type(p, "threshold", "a number", p->params[i]);
+        } else if (json_number_value(p->params[i]) < 0) {
+            proto_error_set(p->err, PROTO_ERR_INVALID, "\"threshold\" must be at least 0, got %g",
+                            json_number_value(p->params[i]));
+            ok = false;
+        } else {
+            req->sparse_threshold = (float)json_number_value(p->params[i]);
+        }
+        break;
     case PROTO_PARAM_RANK_FIELDS:
         ok = parse_string_list(p, PROTO_PARAM_RANK_FIELDS, &req->rank_fields,
                                &req->n_rank_fields);
@@ -634,6 +646,7 @@ static bool parse_params(struct parse *p)
         case PROTO_PARAM_PROMPT:
         case PROTO_PARAM_SKIP_SPECIAL_TOKENS:
         case PROTO_PARAM_LATE_CHUNKING:
+        case PROTO_PARAM_THRESHOLD:
             ok = parse_client_param(p, (enum proto_param)i);
             break;
         case PROTO_PARAM_DIMENSIONS:

@@ -152,6 +152,14 @@ const struct proto_route_desc proto_routes[] = {
         .params = PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | TRUNCATION,
         .setup = proto_setup_hidden, .render = proto_render_embed_all,
     },
+    [PROTO_ROUTE_EMBED_SPARSE] = {
+        .path = "/embed_sparse", .name = "embed-sparse", .methods = PROTO_METHOD_POST,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .params = PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | PROTO_PARAM(THRESHOLD) |
+                  TRUNCATION,
+        .check = proto_check_sparse, .setup = proto_setup_sparse,
+        .render = proto_render_embed_sparse,
+    },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route
  * checks that every row in between is filled. */

@@ -55,6 +55,7 @@ enum proto_param {
     PROTO_PARAM_SKIP_SPECIAL_TOKENS, /* /decode */
     PROTO_PARAM_PROMPT_NAME,    /* sentence-transformers prompts (/embed, /similarity) */
     PROTO_PARAM_PROMPT,
+    PROTO_PARAM_THRESHOLD,      /* /embed_sparse: smallest value answered */
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 64, "a route's parameters are a 64-bit mask");
@@ -133,7 +134,9 @@ proto_render_fn proto_render_embed, proto_render_openai, proto_render_fill_mask,
 proto_render_fn proto_render_rerank, proto_render_v1_rerank, proto_render_v2_rerank;
 proto_tokenize_fn proto_tokenize_documents;                      /* rerank.c */
 proto_render_fn proto_render_predict, proto_render_similarity, proto_render_decode,
-    proto_render_embed_all;                                      /* render.c */
+    proto_render_embed_all, proto_render_embed_sparse;           /* render.c */
+proto_check_fn proto_check_sparse;                              /* job.c */
+proto_setup_fn proto_setup_sparse;
 proto_check_fn proto_check_token_classification;                /* extract_routes.c */
 proto_tokenize_fn proto_tokenize_windows;
 proto_setup_fn proto_setup_tokens;

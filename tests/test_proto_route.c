@@ -68,6 +68,7 @@ static void test_paths_and_labels(void)
         {PROTO_ROUTE_V2_RERANK, "/v2/rerank", "v2-rerank", false},
         {PROTO_ROUTE_DECODE, "/decode", "decode", false},
         {PROTO_ROUTE_EMBED_ALL, "/embed_all", "embed-all", false},
+        {PROTO_ROUTE_EMBED_SPARSE, "/embed_sparse", "embed-sparse", false},
     };
     CHECK_INT_EQ(sizeof want / sizeof want[0], PROTO_ROUTE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

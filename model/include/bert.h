@@ -278,6 +278,7 @@ enum bert_task {
     BERT_TASK_REPLACED,
     BERT_TASK_TOKENS,  /* the per-token head: token classification or QA */
     BERT_TASK_HIDDEN,  /* the final hidden state of every token (TEI's /embed_all) */
+    BERT_TASK_SPARSE,  /* SPLADE: the MLM head at every token, max-pooled (/embed_sparse) */
 };
 
 /* What to compute for one sequence of a batch, and where to put it. */
@@ -317,6 +318,12 @@ struct bert_seq_task {
 
     /* BERT_TASK_HIDDEN: bert_encode's rows of the sequence, as they are. */
     float *hidden_states;    /* (tokens of the sequence x H) out */
+
+    /* BERT_TASK_SPARSE: per vocabulary entry, the largest log(1 + relu(MLM
+     * logit)) over the sequence's tokens, specials included (SPLADE's
+     * max pooling). Rows run through the MLM head in blocks, so no
+     * tokens x vocabulary matrix is ever held. */
+    float *sparse;           /* (vocab_size) out */
 };
 
 /* Columns of BERT_TASK_TOKENS' logits: num_labels for token classification,

@@ -8,7 +8,10 @@ tests/data/golden/tiny-mlm.json, so nothing here tokenizes):
   d components, then L2-normalised (sentence-transformers' truncate_dim, then
   Normalize), for several d;
 - /similarity: the cosine of the source sentence's pooled embedding with each
-  other sentence's (sentence-transformers' cos_sim).
+  other sentence's (sentence-transformers' cos_sim);
+- /embed_sparse: SPLADE, log(1 + relu(MLM logits)) max-pooled over every
+  token, specials included: per text the number of entries above 0, their
+  sum, and the 64 largest (index, value) pairs.
 
 Run from the repository root with Debian's python (torch, numpy):
     /usr/bin/python3 tests/golden/make_client_goldens.py
@@ -32,10 +35,17 @@ SOURCE = os.path.join(ROOT, "tests", "data", "golden", "tiny-mlm.json")
 OUT = os.path.join(ROOT, "tests", "data", "golden", "clients.json")
 DIMENSIONS = [1, 16, 64, 127, 128]
 N_INPUTS = 4  # single texts only: /v1/embeddings takes no pairs
+SPARSE_TOP = 64
 
 
 def rounded(t):
     return [round(float(x), 10) for x in t.flatten()]
+
+
+def sparse_summary(v):
+    top = torch.argsort(v, descending=True)[:SPARSE_TOP]
+    return {"n_positive": int((v > 0).sum()), "sum": round(float(v.sum()), 8),
+            "top": [[int(j), round(float(v[j]), 10)] for j in top]}
 
 
 def main():
@@ -46,7 +56,10 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         synth.write_checkpoint(o, tok_dir, work)
         model = reference.load(work)
-        pooled = [model.pool(model.encode(i["ids"], i["type_ids"]), "mean") for i in inputs]
+        hidden = [model.encode(i["ids"], i["type_ids"]) for i in inputs]
+        pooled = [model.pool(h, "mean") for h in hidden]
+        sparse = [torch.log1p(torch.relu(model.mlm_logits(h))).max(dim=0).values
+                  for h in hidden]
     dims = {str(d): [rounded(torch.nn.functional.normalize(p[:d], dim=0)) for p in pooled]
             for d in DIMENSIONS}
     source, others = pooled[0], pooled[1:]
@@ -60,6 +73,7 @@ def main():
         "similarity": {"source_sentence": inputs[0]["text"],
                        "sentences": [i["text"] for i in inputs[1:]],
                        "cosines": [round(c, 10) for c in cosines]},
+        "sparse": [sparse_summary(v) for v in sparse],
     }
     with open(OUT, "w", encoding="utf-8") as f:
         f.write(json.dumps(golden, ensure_ascii=False, separators=(",", ":")) + "\n")

@@ -149,6 +149,45 @@ class ClientGoldens(unittest.TestCase):
         self.assertEqual(status, 413, err)
         self.assertIn("token vectors of 128 numbers, more than max_response_bytes", err["error"])
 
+    def test_embed_sparse(self):
+        """TEI's /embed_sparse (SPLADE) against the reference's
+        log(1 + relu(MLM logits)) max-pooled over every token: the 64
+        largest entries within 1e-4 (float32 logits of magnitude ~2.5), the
+        count of non-zero entries within 0.1% (entries at 0 can flip), their
+        sum within 0.01%."""
+        want = GOLDEN["sparse"]
+        status, _, got = self.s.post("/embed_sparse", {"inputs": GOLDEN["texts"], "prompt": ""})
+        self.assertEqual(status, 200, got)
+        self.assertEqual(len(got), len(want))
+        worst = 0
+        for entries, w in zip(got, want):
+            value = {e["index"]: e["value"] for e in entries}
+            self.assertEqual([e["index"] for e in entries], sorted(value))
+            self.assertLessEqual(abs(len(entries) - w["n_positive"]), w["n_positive"] / 1000)
+            self.assertLessEqual(abs(sum(value.values()) - w["sum"]), w["sum"] * 1e-4)
+            for index, v in w["top"]:
+                worst = max(worst, abs(value.get(index, 0.0) - v))
+        self.assertLessEqual(worst, 1e-4)
+        print("embed_sparse: worst abs error %.3g" % worst)
+        # The threshold keeps only the entries above it.
+        cut = want[0]["top"][9][1] - 1e-3
+        status, _, got = self.s.post("/embed_sparse", {"inputs": GOLDEN["texts"][0],
+                                                       "prompt": "", "threshold": cut})
+        self.assertEqual(status, 200, got)
+        self.assertEqual(sorted(e["index"] for e in got[0]),
+                         sorted(j for j, _ in want[0]["top"][:10]))
+        status, _, err = self.s.post("/embed_sparse", {"inputs": "x", "threshold": -1})
+        self.assertEqual(status, 422, err)
+        self.assertEqual(err["error"], '"threshold" must be at least 0, got -1')
+        status, _, err = self.s.post("/embed_sparse", {"inputs": "x", "threshold": "0.5"})
+        self.assertEqual(status, 422, err)
+        self.assertEqual(err["error"], '"threshold" must be a number, got a string')
+        # inputs x vocabulary floats over max_response_bytes (32 MiB): refused first.
+        status, _, err = self.s.post("/embed_sparse", {"inputs": ["word"] * 300})
+        self.assertEqual(status, 413, err)
+        self.assertEqual(err["error"], "300 sparse vectors of 30522 entries are more than "
+                                       "max_response_bytes (33554432) allows: send fewer inputs")
+
     def test_similarity(self):
         sim = GOLDEN["similarity"]
         status, _, got = self.s.post("/similarity", {"inputs": {

@@ -379,6 +379,11 @@ class NoHead(unittest.TestCase):
                          'with "entail" (id2label in config.json names the NLI classes)')
         status, _, got = self.s.post("/token-classification", {"inputs": "a"})
         self.assertEqual(status, 422)
+        status, _, got = self.s.post("/embed_sparse", {"inputs": "a"})
+        self.assertEqual(status, 422)
+        self.assertEqual(got["error"],
+                         "this model cannot make sparse embeddings: the checkpoint has no "
+                         "masked-LM head (SPLADE reads its logits)")
         status, info = self.s.get_json("/info")
         for cap in ("question-answering", "zero-shot-classification", "token-classification"):
             self.assertNotIn(cap, info["model"]["capabilities"])
