@@ -289,6 +289,25 @@ static enum bert_status parse_modernbert_geometry(const char *name, json_t *root
     return parse_activation(name, root, "hidden_activation", &cfg->activation, err);
 }
 
+/* MPNetConfig: BERT's keys without token types, and the buckets of the
+ * relative position bias. modeling_mpnet.py sizes relative_attention_bias
+ * by relative_attention_num_buckets but buckets distances with a fixed 32
+ * (compute_position_bias' default), so any other count computes something
+ * no checkpoint was trained with. */
+static enum bert_status parse_mpnet_extras(const char *name, json_t *root,
+                                           struct bert_config *cfg, struct bert_error *err)
+{
+    cfg->type_vocab_size = 0;
+    enum bert_status st = get_size(name, root, "relative_attention_num_buckets", 32,
+                                   &cfg->relative_buckets, err);
+    if (st == BERT_OK && cfg->relative_buckets != 32)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: relative_attention_num_buckets %zu is not supported "
+                              "(supported: 32, the buckets modeling_mpnet.py computes)",
+                              name, cfg->relative_buckets);
+    return st;
+}
+
 /* What differs between families beyond the geometry: where positions start
  * and the activations of the heads (modeling_*.py of each family). */
 static enum bert_status set_family_details(const char *name, struct bert_config *cfg,
@@ -299,17 +318,21 @@ static enum bert_status set_family_details(const char *name, struct bert_config 
     cfg->mlm_activation = cfg->activation;
     switch (cfg->family) {
     case BERT_FAMILY_ROBERTA:
-        /* create_position_ids_from_input_ids: padding_idx + 1 onwards. */
-        if (cfg->pad_token_id < 0 ||
-            (size_t)cfg->pad_token_id + 2 > cfg->max_position_embeddings)
+    case BERT_FAMILY_MPNET: {
+        /* create_position_ids_from_input_ids: padding_idx + 1 onwards. MPNet's
+         * padding_idx is 1 whatever pad_token_id says (MPNetEmbeddings). */
+        const int32_t padding_idx = cfg->family == BERT_FAMILY_MPNET ? 1 : cfg->pad_token_id;
+        if (padding_idx < 0 || (size_t)padding_idx + 2 > cfg->max_position_embeddings)
             return bert_error_set(err, BERT_E_FORMAT,
-                                  "%s: pad_token_id %d leaves no position embeddings (RoBERTa "
-                                  "positions start at pad_token_id + 1; max_position_embeddings "
-                                  "is %zu)",
-                                  name, cfg->pad_token_id, cfg->max_position_embeddings);
-        cfg->position_offset = (size_t)cfg->pad_token_id + 1;
-        cfg->mlm_activation = BERT_ACTIVATION_GELU; /* RobertaLMHead calls gelu */
+                                  "%s: pad_token_id %d leaves no position embeddings (positions "
+                                  "start at padding_idx %d + 1; max_position_embeddings is %zu)",
+                                  name, cfg->pad_token_id, padding_idx,
+                                  cfg->max_position_embeddings);
+        cfg->position_offset = (size_t)padding_idx + 1;
+        /* RobertaLMHead and MPNetLMHead call gelu whatever hidden_act is. */
+        cfg->mlm_activation = BERT_ACTIVATION_GELU;
         break;
+    }
     case BERT_FAMILY_DISTILBERT:
         cfg->pooler_activation = BERT_ACTIVATION_RELU; /* pre_classifier + ReLU */
         break;
@@ -388,7 +411,8 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                           : cfg->family == BERT_FAMILY_MODERNBERT
                               ? parse_modernbert_geometry(name, root, cfg, err)
                               : parse_bert_geometry(name, root, cfg, err);
-    if (st != BERT_OK)
+    if (st != BERT_OK || (cfg->family == BERT_FAMILY_MPNET &&
+                          (st = parse_mpnet_extras(name, root, cfg, err)) != BERT_OK))
         return st;
     if (cfg->hidden_size % cfg->num_heads != 0)
         return bert_error_set(err, BERT_E_FORMAT,
@@ -400,8 +424,9 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               name, cfg->hidden_size / cfg->num_heads);
 
     json_t *pad = json_object_get(root, "pad_token_id");
-    /* RobertaConfig's default pad_token_id is 1. */
-    int32_t pad_default = cfg->family == BERT_FAMILY_ROBERTA ? 1 : 0;
+    /* RobertaConfig's and MPNetConfig's default pad_token_id is 1. */
+    int32_t pad_default =
+        cfg->family == BERT_FAMILY_ROBERTA || cfg->family == BERT_FAMILY_MPNET ? 1 : 0;
     cfg->pad_token_id = json_is_integer(pad) ? (int32_t)json_integer_value(pad) : pad_default;
     if ((st = set_family_details(name, cfg, err)) != BERT_OK)
         return st;
@@ -645,8 +670,9 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
                             json_integer((json_int_t)cfg->intermediate_size));
         json_object_set_new(root, "max_position_embeddings",
                             json_integer((json_int_t)cfg->max_position_embeddings));
-        json_object_set_new(root, "type_vocab_size",
-                            json_integer((json_int_t)cfg->type_vocab_size));
+        if (cfg->family != BERT_FAMILY_MPNET) /* MPNet has no token types */
+            json_object_set_new(root, "type_vocab_size",
+                                json_integer((json_int_t)cfg->type_vocab_size));
         json_object_set_new(root, "layer_norm_eps", json_real(cfg->layer_norm_eps));
         json_object_set_new(root, "hidden_act", json_string(activation_name(cfg->activation)));
         json_object_set_new(root, "hidden_dropout_prob", json_real(0.1));
@@ -654,7 +680,10 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
     }
     json_object_set_new(root, "initializer_range", json_real(0.02));
     json_object_set_new(root, "pad_token_id", json_integer(cfg->pad_token_id));
-    if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT)
+    if (cfg->family == BERT_FAMILY_MPNET)
+        json_object_set_new(root, "relative_attention_num_buckets",
+                            json_integer((json_int_t)cfg->relative_buckets));
+    else if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT)
         json_object_set_new(root, "position_embedding_type", json_string("absolute"));
     json_object_set_new(root, "tie_word_embeddings", json_boolean(cfg->tie_word_embeddings));
     if (cfg->is_decoder)

@@ -176,6 +176,7 @@ static family_encode_member_fn family_encoder(enum bert_family family)
     case BERT_FAMILY_DISTILBERT:
     case BERT_FAMILY_ROBERTA:
     case BERT_FAMILY_ELECTRA:
+    case BERT_FAMILY_MPNET: /* BERT's layers; attention adds its relative bias */
         return family_bert_encode_member;
     case BERT_FAMILY_MODERNBERT:
         return family_modernbert_encode_member;

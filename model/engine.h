@@ -16,6 +16,11 @@ struct bert_engine {
     /* ModernBERT's RoPE tables (rope.h) for positions < max_input_tokens,
      * global and local theta; NULL for the other families. */
     float *rope_global, *rope_local;
+    /* A relative position bias added to every attention score, per head,
+     * indexed by key - query (family_mpnet_rel_bias_new); NULL when the
+     * family has none. Distances up to rel_positions - 1 either way. */
+    float *rel_bias;
+    size_t rel_positions;
 };
 
 #endif

@@ -8,6 +8,7 @@
 #include "bert.h"
 #include "config.h"
 #include "engine.h"
+#include "family/family.h"
 #include "fileutil.h"
 #include "rope.h"
 
@@ -78,6 +79,16 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
             return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE tables");
         }
     }
+    if (m->config.family == BERT_FAMILY_MPNET) {
+        const struct bert_config *c = &m->config;
+        e->rel_positions = c->max_position_embeddings - c->position_offset;
+        e->rel_bias = family_mpnet_rel_bias_new(c, e->weights.rel_attn_bias, e->rel_positions);
+        if (e->rel_bias == NULL) {
+            bert_model_free(m);
+            return bert_error_set(err, BERT_E_NOMEM,
+                                  "out of memory for the relative position bias");
+        }
+    }
     m->can_fill_mask = e->weights.mlm_dense_w != NULL && bert_tokenizer_mask_id(m->tokenizer) >= 0;
     m->can_classify = e->weights.classifier_w != NULL;
     m->can_detect_replaced = e->weights.disc_dense_w != NULL;
@@ -110,6 +121,7 @@ void bert_model_free(struct bert_model *m)
         bert_weights_free(&e->weights);
         free(e->rope_global);
         free(e->rope_local);
+        free(e->rel_bias);
         safetensors_close(&e->file);
         free(e);
     }

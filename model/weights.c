@@ -301,6 +301,9 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
         st = bind_embeddings(b, c, w);
         for (size_t i = 0; i < c->num_layers && st == BERT_OK; i++)
             st = bind_layer(b, c, i, &w->layers[i]);
+        if (st == BERT_OK && c->family == BERT_FAMILY_MPNET)
+            st = need(b, c, BERT_TENSOR_REL_ATTN_BIAS, 0, &w->rel_attn_bias, 2,
+                      c->relative_buckets, c->num_heads);
     }
     if (st != BERT_OK)
         return st;

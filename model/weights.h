@@ -42,6 +42,7 @@ struct bert_weights {
     const float *emb_proj_b;              /* (H) */
     struct bert_layer_weights *layers;    /* (n_layers) */
     size_t n_layers;
+    const float *rel_attn_bias;           /* (buckets, A): MPNet's, shared by the layers */
 
     /* Optional heads: NULL when the checkpoint has none. The pooler is the
      * dense layer the classifier reads (BERT pooler, DistilBERT

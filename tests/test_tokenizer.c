@@ -24,6 +24,8 @@
 #include "tokenizer.h"
 
 #define DATA "tests/data/tokenizer/"
+/* Real checkpoints' tokenizer files, read in place beside the repository. */
+#define SHARED "../shared/data/"
 
 static double now_seconds(void)
 {
@@ -81,6 +83,10 @@ static const struct suite suites[] = {
     {"xlmr-style (tokenizer.json)", "json", DATA "xlmr/tokenizer.json", DATA "xlmr.jsonl", true},
     {"unigram-options (tokenizer.json)", "json", DATA "unigram-options/tokenizer.json",
      DATA "unigram-options.jsonl", true},
+    {"all-mpnet-base-v2 (real folder)", "dir", SHARED "all-mpnet-base-v2", DATA "mpnet.jsonl",
+     false},
+    {"all-mpnet-base-v2 (real tokenizer.json)", "json", SHARED "all-mpnet-base-v2/tokenizer.json",
+     DATA "mpnet.jsonl", true},
 };
 
 /* Print s (at most 120 bytes) with control characters escaped. */

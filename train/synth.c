@@ -232,6 +232,8 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, true, true},
         {BERT_TENSOR_LAYER_FFN_LN_G, PARAM_LN_GAMMA, H, 0, true, true},
         {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, true, true},
+        {BERT_TENSOR_REL_ATTN_BIAS, PARAM_WEIGHT, c->relative_buckets, c->num_heads, false,
+         c->family == BERT_FAMILY_MPNET},
         {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, false, o->pooler || o->classifier},
         {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, false, o->pooler || o->classifier},
         {BERT_TENSOR_MLM_DENSE_W, PARAM_WEIGHT, E, H, false, o->mlm},
@@ -358,9 +360,45 @@ static enum bert_status write_sentence_transformers(const struct bert_synth_opti
     return BERT_OK;
 }
 
+/* The config a real config.json describes, with the options' labels when
+ * they ask for a classifier. `c` is what the file says; its id2label is
+ * freed by the caller. */
+static enum bert_status config_from_file(const struct bert_synth_options *o,
+                                         struct bert_config *c, struct bert_error *err)
+{
+    char *text;
+    size_t len;
+    enum bert_status st = file_read_all(o->config_file, &text, &len, err);
+    if (st != BERT_OK)
+        return st;
+    st = bert_config_parse(o->config_file, text, len, c, err);
+    free(text);
+    return st;
+}
+
 enum bert_status bert_synth_write(const struct bert_synth_options *o, const char *dir,
                                   struct bert_error *err)
 {
+    struct bert_config from_file = {0};
+    if (o->config_file != NULL) {
+        enum bert_status st = config_from_file(o, &from_file, err);
+        if (st != BERT_OK)
+            return st;
+        struct bert_synth_options copy = *o;
+        copy.config_file = NULL;
+        copy.config = from_file;
+        if (o->classifier || o->token_classification) { /* the options' labels */
+            copy.config.num_labels = o->config.num_labels;
+            copy.config.id2label = o->config.id2label;
+        }
+        if ((st = bert_synth_write(&copy, dir, err)) == BERT_OK) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/config.json", dir);
+            st = file_copy(o->config_file, path, err);
+        }
+        bert_config_free(&from_file);
+        return st;
+    }
     struct bert_config c = o->config;
     if (c.vocab_size == 0) {
         struct bert_tokenizer *tok;
@@ -375,16 +413,18 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     if (!bert_family_from_model_type(c.model_type, &c.family))
         return bert_error_set(err, BERT_E_INVALID, "model type '%s' is not one of %s",
                               c.model_type, bert_family_supported_types());
-    if (c.family == BERT_FAMILY_DISTILBERT || c.family == BERT_FAMILY_MODERNBERT)
+    if (c.family == BERT_FAMILY_DISTILBERT || c.family == BERT_FAMILY_MODERNBERT ||
+        c.family == BERT_FAMILY_MPNET)
         c.type_vocab_size = 0;
     else if (c.type_vocab_size == 0)
         return bert_error_set(err, BERT_E_INVALID, "%s needs at least one token type",
                               c.model_type);
     if (c.family != BERT_FAMILY_ELECTRA || c.embedding_size == 0)
         c.embedding_size = c.hidden_size;
-    /* RoBERTa tokenizers put <pad> at 1; positions start after it. */
-    if (c.family == BERT_FAMILY_ROBERTA)
+    /* RoBERTa and MPNet tokenizers put <pad> at 1; positions start after it. */
+    if (c.family == BERT_FAMILY_ROBERTA || c.family == BERT_FAMILY_MPNET)
         c.pad_token_id = 1;
+    c.relative_buckets = c.family == BERT_FAMILY_MPNET ? 32 : 0;
     if (c.hidden_size == 0 || c.num_heads == 0 || c.hidden_size % c.num_heads != 0 ||
         c.num_layers == 0 || c.intermediate_size == 0 ||
         c.max_position_embeddings <= (size_t)c.pad_token_id + 1 ||

@@ -28,4 +28,12 @@ void family_bert_encode_member(const struct bert_model *model, struct bert_scrat
 void family_modernbert_encode_member(const struct bert_model *model, struct bert_scratch *s,
                                      const struct bert_batch *b, const struct bert_share *p);
 
+/* MPNet (mpnet.c) runs family_bert_encode_member; its relative position
+ * bias is a table made at load: for head h and distance d = key - query
+ * (|d| < positions), table[h * (2 * positions - 1) + positions - 1 + d] is
+ * relative_attention_bias[bucket(d)][h]. `bias` is the checkpoint's
+ * (buckets, heads) tensor. NULL when out of memory; free() it. */
+float *family_mpnet_rel_bias_new(const struct bert_config *c, const float *bias,
+                                 size_t positions);
+
 #endif

@@ -31,10 +31,11 @@ enum bert_family {
     BERT_FAMILY_ROBERTA,    /* RoBERTa, XLM-RoBERTa, CamemBERT: BERT layers, offset positions */
     BERT_FAMILY_ELECTRA,    /* ELECTRA: embedding_size, projected to hidden_size */
     BERT_FAMILY_MODERNBERT, /* ModernBERT: pre-norm, RoPE, GeGLU, local/global attention */
+    BERT_FAMILY_MPNET,      /* MPNet: BERT layers plus a bucketed relative position bias */
     BERT_FAMILY_COUNT
 };
 
-/* "bert", "distilbert", "roberta", "electra", "modernbert". */
+/* "bert", "distilbert", "roberta", "electra", "modernbert", "mpnet". */
 const char *bert_family_name(enum bert_family family);
 
 enum bert_activation {
@@ -116,6 +117,10 @@ struct bert_config {
         enum bert_pooling classifier_pooling; /* cls | mean */
         enum bert_activation classifier_activation; /* ModernBertPredictionHead's */
     } modern;
+
+    /* MPNet: the relative position buckets of the attention bias shared by
+     * all layers (relative_attention_num_buckets; 0 for the other families). */
+    size_t relative_buckets;
 };
 
 /* Release id2label. Safe on a zeroed or already freed config. */

@@ -354,6 +354,55 @@ SPECS += [
 ]
 
 
+# Tokenizers read from ../shared/data (beside the repository) instead of a
+# committed copy: the real files, and nothing more to commit. The path is
+# relative to tests/data/tokenizer, where the other specs' tokenizers are.
+SHARED_TOKENIZER = "../../../../shared/data/"
+
+# MPNet: inputs past 128 tokens reach the last, logarithmic buckets of the
+# relative position bias (distances of 128 and more share one).
+MPNET = {"model-type": "mpnet", "layers": 2, "hidden": 128, "heads": 2, "intermediate": 256,
+         "max-position": 514, "eps": 1e-5}
+SPECS += [
+    {
+        "name": "mpnet-mlm",
+        "about": "MPNetForMaskedLM L=2 H=128 A=2 on all-mpnet-base-v2's tokenizer.json: "
+                 "mpnet. names, attention.attn.{q,k,v,o}, relative_attention_bias (32 "
+                 "buckets, shared by the layers), positions from 2, no token types, lm_head "
+                 "(gelu) tied; masks in a 270-token passage",
+        "tokenizer": SHARED_TOKENIZER + "all-mpnet-base-v2",
+        "init": {**MPNET, **SPREAD, "weight-std": 0.2, "seed": 81, "prefix": True, "mlm": True},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON[:2] + with_mask(MASKED[:2] + [LONG_MASKED],
+                                                             "<mask>")],
+        "hidden": {"f32": [0, 2]},
+    },
+    {
+        "name": "mpnet-embed",
+        "about": "MPNetModel L=2 H=128 A=4 like all-mpnet-base-v2 (no prefix, mean pooling + "
+                 "Normalize); F32, BF16 and F16",
+        "tokenizer": SHARED_TOKENIZER + "all-mpnet-base-v2",
+        "init": {**MPNET, "heads": 4, "weight-std": 0.08, "bias-range": 0.1, "ln-range": 0.2,
+                 "seed": 82, "sentence-transformers": True, "pooling": "mean",
+                 "normalize": True},
+        "dtypes": ["f32", "bf16", "f16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES[:1] + [LONG_TEXT]],
+        "hidden": {"f32": [0], "bf16": [0], "f16": [0]},
+    },
+    {
+        "name": "mpnet-classify",
+        "about": "MPNetForSequenceClassification L=2 H=128 A=2: classifier.dense + tanh + "
+                 "out_proj on <s>, 3 labels softmax, `<s> A </s></s> B </s>` pairs",
+        "tokenizer": SHARED_TOKENIZER + "all-mpnet-base-v2",
+        "init": {**MPNET, **SPREAD, "weight-std": 0.1, "seed": 83, "prefix": True,
+                 "labels": "negative,neutral,positive", "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES[:2]] + PAIRS[1:3] + [PAIRS[5]],
+        "hidden": {"f32": [0]},
+    },
+]
+
+
 def tokenize(tokenizer_dir, inputs):
     """Ids from the official tokenizer: tokenizer.json as is, or the
     vocab.txt layout converted as transformers does."""

@@ -9,7 +9,8 @@ modeling_roberta.py: positions from padding_idx + 1, RobertaLMHead,
 RobertaClassificationHead) and ELECTRA (Clark et al. 2020;
 modeling_electra.py: embedding_size projected to hidden_size, gelu heads)
 and ModernBERT (Warner et al. 2024; modeling_modernbert.py: pre-norm,
-RoPE, GeGLU, local / global attention). It reads checkpoints with its own minimal safetensors reader
+RoPE, GeGLU, local / global attention) and MPNet (Song et al. 2020;
+modeling_mpnet.py: BERT layers plus a bucketed relative position bias). It reads checkpoints with its own minimal safetensors reader
 and shares no code with the C engine: do not import our C or call our
 binaries from here.
 
@@ -124,6 +125,8 @@ HEADS = {
 class Bert:
     """A loaded checkpoint folder of any supported family."""
 
+    attn_bias = None  # (A, n, n) added to every layer's scores (MPNet sets it)
+
     def __init__(self, folder):
         with open(os.path.join(folder, "config.json")) as f:
             self.config = json.load(f)
@@ -140,7 +143,7 @@ class Bert:
             self.eps = c.get("layer_norm_eps", 1e-12)
             self.act = c.get("hidden_act", "gelu")
         # RoBERTa numbers positions from padding_idx + 1 (pad_token_id 1 -> 2).
-        self.position_offset = c.get("pad_token_id", 1) + 1 if self.family == "roberta" else 0
+        self.position_offset = 2  # MPNetEmbeddings' padding_idx is 1, whatever pad_token_id says if self.family == "roberta" else 0
         # RobertaLMHead and ElectraGeneratorPredictions apply gelu whatever hidden_act is.
         self.mlm_act = "gelu" if self.family in ("roberta", "electra") else self.act
         raw = read_safetensors(os.path.join(folder, "model.safetensors"))
@@ -213,7 +216,10 @@ class Bert:
         q = proj("q", x).reshape(n, A, D).transpose(0, 1)
         k = proj("k", x).reshape(n, A, D).transpose(0, 1)
         v = proj("v", x).reshape(n, A, D).transpose(0, 1)
-        probs = softmax(q @ k.transpose(1, 2) / math.sqrt(D))
+        scores = q @ k.transpose(1, 2) / math.sqrt(D)
+        if self.attn_bias is not None:  # MPNet's relative position bias
+            scores = scores + self.attn_bias
+        probs = softmax(scores)
         ctx = (probs @ v).transpose(0, 1).reshape(n, H)
         # Post-LN residual blocks.
         x = norm("ln1", proj("o", ctx) + x)
@@ -397,11 +403,81 @@ class ModernBert(Bert):
         return self.head(rows) @ decoder.T + self.get("decoder.bias", decoder)
 
 
+def mpnet_bucket(relative, num_buckets=32, max_distance=128):
+    """T5's relative position bucket of key - query distances (an integer
+    tensor), as modeling_mpnet.py's relative_position_bucket: half the
+    buckets for keys before the query, half for keys after; distances below
+    a quarter of the buckets exactly, then logarithmic up to max_distance.
+    (In float64 here; for every distance below 20000 that gives the buckets
+    transformers' float32 arithmetic gives, which self_check confirms.)"""
+    half = num_buckets // 2
+    exact = half // 2
+    n = -relative
+    bucket = (n < 0).long() * half
+    n = n.abs()
+    far = n.double().clamp(min=1) / exact
+    large = exact + (torch.log(far) / math.log(max_distance / exact) * (half - exact)).floor().long()
+    large = large.clamp(max=half - 1)
+    return bucket + torch.where(n < exact, n, large)
+
+
+class MPNet(Bert):
+    """MPNet (Song et al. 2020; modeling_mpnet.py) in float64: RoBERTa-style
+    embeddings without token types (positions from 2),
+    post-LN layers whose attention scores get a relative position bias
+    (MPNetEncoder.relative_attention_bias[bucket(key - query)], one scalar
+    per head, the same for every layer, positions counted from 0), the
+    lm_head as RoBERTa's and MPNetClassificationHead (dense + tanh +
+    out_proj on the first token)."""
+
+    LAYER = {"q": "attention.attn.q", "k": "attention.attn.k", "v": "attention.attn.v",
+             "o": "attention.attn.o", "ln1": "attention.LayerNorm", "ff1": "intermediate.dense",
+             "ff2": "output.dense", "ln2": "output.LayerNorm"}
+
+    def __init__(self, folder):  # pylint: disable=super-init-not-called
+        with open(os.path.join(folder, "config.json")) as f:
+            self.config = c = json.load(f)
+        self.family = "mpnet"
+        self.H, self.A, self.L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
+        self.eps = c.get("layer_norm_eps", 1e-12)
+        self.act = c.get("hidden_act", "gelu")
+        self.position_offset = 2  # MPNetEmbeddings' padding_idx is 1, whatever pad_token_id says
+        self.mlm_act = "gelu"  # MPNetLMHead calls gelu whatever hidden_act is
+        raw = read_safetensors(os.path.join(folder, "model.safetensors"))
+        self.w = {name: to_tensor(*v) for name, v in raw.items()}
+        self.prefix = "mpnet." if "mpnet.embeddings.word_embeddings.weight" in self.w else ""
+        self.layer_prefix, self.layer_names = "encoder.layer.", self.LAYER
+        self.pooler_name, self.pooler_act, self.classifier_name = \
+            "classifier.dense", "tanh", "classifier.out_proj"
+        self.mlm_names = ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder.weight",
+                          "lm_head.bias")
+        self.pooling, self.normalize = self._sentence_transformers(folder)
+
+    def encode(self, ids, type_ids):
+        del type_ids  # MPNet has no token types
+        ids = torch.tensor(ids, dtype=torch.long)
+        n = len(ids)
+        pos = torch.arange(n) + self.position_offset
+        x = (self.p("embeddings.word_embeddings.weight")[ids]
+             + self.p("embeddings.position_embeddings.weight")[pos])
+        x = layer_norm(x, self.p("embeddings.LayerNorm.weight"),
+                       self.p("embeddings.LayerNorm.bias"), self.eps)
+        idx = torch.arange(n)
+        buckets = mpnet_bucket(idx[None, :] - idx[:, None])  # (query, key)
+        table = self.p("encoder.relative_attention_bias.weight")  # (buckets, A)
+        self.attn_bias = table[buckets].permute(2, 0, 1)  # (A, query, key)
+        for i in range(self.L):
+            x = self.layer(x, f"{self.layer_prefix}{i}.")
+        return x
+
+
 def load(folder):
     """The reference model for a checkpoint folder of any supported family."""
     with open(os.path.join(folder, "config.json")) as f:
         model_type = json.load(f).get("model_type", "bert")
-    return ModernBert(folder) if model_type == "modernbert" else Bert(folder)
+    if model_type == "modernbert":
+        return ModernBert(folder)
+    return MPNet(folder) if model_type == "mpnet" else Bert(folder)
 
 
 def self_check():
@@ -430,6 +506,13 @@ def self_check():
     def score(i, j):
         return float((q * cos[i] + rotate_half(q) * sin[i]) @ (k * cos[j] + rotate_half(k) * sin[j]))
     pairs["rope_relative"] = (torch.tensor(score(3, 10)), torch.tensor(score(30, 37)))
+    # MPNet's buckets: float64 here, float32 in transformers; the same for
+    # every distance an 8K context has (and well past it).
+    rel = torch.arange(-20000, 20000)
+    n = (-rel).abs()
+    large = 8 + (torch.log(n.float() / 8) / math.log(128 / 8) * 8).long()
+    f32 = (rel > 0).long() * 16 + torch.where(n < 8, n, large.clamp(max=15))
+    pairs["mpnet_bucket"] = (mpnet_bucket(rel).double(), f32.double())
     for name, (ours, theirs) in pairs.items():
         err = float((ours - theirs).abs().max())
         if err > 1e-12:

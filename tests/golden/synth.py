@@ -107,10 +107,12 @@ def options(init):
 
 FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
             "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra",
-            "modernbert": "modernbert"}
+            "modernbert": "modernbert", "mpnet": "mpnet"}
 CLASS_PREFIX = {"bert": "Bert", "distilbert": "DistilBert", "roberta": "Roberta",
                 "xlm-roberta": "XLMRoberta", "camembert": "Camembert", "electra": "Electra",
-                "modernbert": "ModernBert"}
+                "modernbert": "ModernBert", "mpnet": "MPNet"}
+# MPNet's relative position buckets (MPNetConfig relative_attention_num_buckets).
+MPNET_BUCKETS = 32
 
 
 def family(o):
@@ -140,6 +142,22 @@ def bert_layer_specs(lp, H, FF):
         (f"{lp}output.LayerNorm.weight", LN_GAMMA, (H,)),
         (f"{lp}output.LayerNorm.bias", LN_BETA, (H,)),
     ]
+
+
+def mpnet_layer_specs(lp, H, FF):
+    """modeling_mpnet.py MPNetLayer names: BertLayer's with the attention
+    as attention.attn.{q,k,v,o} and its LayerNorm as attention.LayerNorm."""
+    rename = (("attention.self.query", "attention.attn.q"),
+              ("attention.self.key", "attention.attn.k"),
+              ("attention.self.value", "attention.attn.v"),
+              ("attention.output.dense", "attention.attn.o"),
+              ("attention.output.LayerNorm", "attention.LayerNorm"))
+    specs = []
+    for name, kind, shape in bert_layer_specs(lp, H, FF):
+        for old, new in rename:
+            name = name.replace(old, new)
+        specs.append((name, kind, shape))
+    return specs
 
 
 def distilbert_layer_specs(lp, H, FF):
@@ -215,13 +233,13 @@ def tensor_specs(o, vocab):
     if fam == "modernbert":
         return modernbert_specs(o, vocab)
     p = {"bert": "bert.", "distilbert": "distilbert.", "roberta": "roberta.",
-         "electra": "electra."}[fam] if o["prefix"] else ""
+         "electra": "electra.", "mpnet": "mpnet."}[fam] if o["prefix"] else ""
     H, FF, E = o["hidden"], o["intermediate"], embedding_size(o)
     specs = [
         (f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, E)),
         (f"{p}embeddings.position_embeddings.weight", WEIGHT, (o["max-position"], E)),
     ]
-    if fam != "distilbert":
+    if fam not in ("distilbert", "mpnet"):
         specs.append((f"{p}embeddings.token_type_embeddings.weight", WEIGHT,
                       (o["type-vocab"], E)))
     specs += [(f"{p}embeddings.LayerNorm.weight", LN_GAMMA, (E,)),
@@ -232,12 +250,18 @@ def tensor_specs(o, vocab):
     for i in range(o["layers"]):
         if fam == "distilbert":
             specs += distilbert_layer_specs(f"{p}transformer.layer.{i}.", H, FF)
+        elif fam == "mpnet":
+            specs += mpnet_layer_specs(f"{p}encoder.layer.{i}.", H, FF)
         else:
             specs += bert_layer_specs(f"{p}encoder.layer.{i}.", H, FF)
+    if fam == "mpnet":  # MPNetEncoder.relative_attention_bias, one scalar per bucket and head
+        specs.append((f"{p}encoder.relative_attention_bias.weight", WEIGHT,
+                      (MPNET_BUCKETS, o["heads"])))
     classifier = o["labels"] is not None
     if o["pooler"] or classifier:
         pooler = {"bert": f"{p}pooler.dense", "distilbert": "pre_classifier",
-                  "roberta": "classifier.dense", "electra": "classifier.dense"}[fam]
+                  "roberta": "classifier.dense", "electra": "classifier.dense",
+                  "mpnet": "classifier.dense"}[fam]
         specs += [(f"{pooler}.weight", WEIGHT, (H, H)), (f"{pooler}.bias", BIAS, (H,))]
     if o["mlm"]:
         dense, norm, decoder, bias = {
@@ -247,6 +271,8 @@ def tensor_specs(o, vocab):
                            "vocab_projector.bias"),
             "roberta": ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder.weight",
                         "lm_head.bias"),
+            "mpnet": ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder.weight",
+                      "lm_head.bias"),
             "electra": ("generator_predictions.dense", "generator_predictions.LayerNorm",
                         "generator_lm_head.weight", "generator_lm_head.bias"),
         }[fam]
@@ -312,7 +338,7 @@ def config_json(o, vocab):
     act = {"gelu": "gelu", "gelu_new": "gelu_new", "relu": "relu", "silu": "silu"}[o["act"]]
     cfg = {"architectures": [arch], "model_type": o["model-type"], "vocab_size": vocab,
            "max_position_embeddings": o["max-position"],
-           "pad_token_id": 1 if fam == "roberta" else 0,
+           "pad_token_id": 1 if fam in ("roberta", "mpnet") else 0,
            "tie_word_embeddings": not o["untied-decoder"]}
     if fam == "modernbert":
         b = o["biases"]
@@ -329,6 +355,12 @@ def config_json(o, vocab):
         cfg.update({"dim": o["hidden"], "n_layers": o["layers"], "n_heads": o["heads"],
                     "hidden_dim": o["intermediate"], "activation": act,
                     "sinusoidal_pos_embds": False})
+    elif fam == "mpnet":
+        cfg.update({
+            "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],
+            "num_attention_heads": o["heads"], "intermediate_size": o["intermediate"],
+            "layer_norm_eps": float(np.float32(o["eps"])), "hidden_act": act,
+            "relative_attention_num_buckets": MPNET_BUCKETS})
     else:
         cfg.update({
             "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],

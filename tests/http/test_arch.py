@@ -7,8 +7,9 @@ equal the `bert` CLI's, /rerank and /v1/rerank order equals sorting the
 classifier's scores, /info names the family and its capabilities, routes the
 checkpoint cannot serve answer 422 naming why; ModernBERT also takes a
 4,096-token input end to end; an ELECTRA discriminator serves
-/replaced-tokens. An unsupported model_type
-fails start-up naming config.json and the value.
+/replaced-tokens; MPNet also loads all-mpnet-base-v2's real config.json
+(../shared/data). An unsupported model_type or family variant fails
+start-up naming config.json and the value.
 
 usage: test_arch.py BIN_DIR TOKENIZER_ROOT
 """
@@ -212,6 +213,82 @@ class ModernBert(Family, unittest.TestCase):
         self.assertEqual(status, 413, got)
 
 
+# The real checkpoints' folders in ../shared/data (their config.json and
+# tokenizer files; no weights), relative to TOKENIZER_ROOT.
+SHARED = os.path.join("..", "..", "..", "..", "shared", "data")
+
+
+class MPNet(Family, unittest.TestCase):
+    """BERT layers plus the relative position bias, on all-mpnet-base-v2's
+    real tokenizer.json (<s> A </s></s> B </s> pairs)."""
+    family = model_type = "mpnet"
+    tokenizer, mask = os.path.join(SHARED, "all-mpnet-base-v2"), "<mask>"
+    flags = ("--max-position", "514")
+
+
+def real_checkpoint(name, folder, *flags):
+    """`bert init --config` on a real folder's config.json (weights of the
+    shapes it implies, BF16 to halve the bytes), with the folder's
+    sentence-transformers files."""
+    src = os.path.join(TOKENIZERS, SHARED, folder)
+    model = init(name, os.path.join(SHARED, folder), "--config",
+                 os.path.join(src, "config.json"), "--dtype", "bf16", *flags)
+    for extra in ("modules.json", "sentence_bert_config.json", "1_Pooling"):
+        path = os.path.join(src, extra)
+        if os.path.isdir(path):
+            shutil.copytree(path, os.path.join(model, extra))
+        elif os.path.exists(path):
+            shutil.copyfile(path, os.path.join(model, extra))
+    return model
+
+
+def refused(test, model, edit, needle):
+    """Start-up on `model` with config.json edited by `edit` must fail,
+    naming config.json and `needle`; returns the server's output."""
+    path = os.path.join(model, "config.json")
+    with open(path) as f:
+        cfg = json.load(f)
+    edit(cfg)
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    s = Server(BIN, model, ready=False)
+    deadline = time.time() + 60
+    while s.proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    test.assertNotEqual(s.stop(), 0)
+    out = s.output()
+    test.assertIn(path, out)
+    test.assertIn(needle, out)
+    return out
+
+
+class MPNetRealConfig(unittest.TestCase):
+    """all-mpnet-base-v2's own config.json (12 layers of 768, 30527 tokens,
+    514 positions) and sentence-transformers files: the server names the
+    family, takes max_seq_length 384, and answers the model's mean-pooled,
+    normalised 768-wide embedding; a bucket count modeling_mpnet.py does
+    not compute is refused at start-up."""
+
+    def test_real_config(self):
+        model = real_checkpoint("mpnet-real", "all-mpnet-base-v2", "--mlm")
+        s = Server(BIN, model)
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["family"], "mpnet")
+            self.assertEqual(info["model"]["max_input_tokens"], 384)
+            self.assertIn("fill-mask", info["model"]["capabilities"])
+            status, _, got = s.post("/embed", {"inputs": "Hello world!"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got[0]), 768)
+            self.assertAlmostEqual(math.sqrt(sum(x * x for x in got[0])), 1.0, places=5)
+            status, _, got = s.post("/fill-mask", {"inputs": "Paris is the <mask> of France."})
+            self.assertEqual(status, 200, got)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+        refused(self, model, lambda c: c.update(relative_attention_num_buckets=64),
+                "relative_attention_num_buckets 64 is not supported")
+
+
 class ElectraDiscriminator(unittest.TestCase):
     """ElectraForPreTraining: encoder routes, and /replaced-tokens equal to the
     CLI, one probability per token of /tokenize's tokens."""
@@ -283,23 +360,9 @@ class NotACrossEncoder(unittest.TestCase):
 class UnsupportedModelType(unittest.TestCase):
     def test_start_up_names_config_and_value(self):
         model = init("deberta", "minilm")
-        path = os.path.join(model, "config.json")
-        with open(path) as f:
-            cfg = json.load(f)
-        cfg["model_type"] = "deberta-v2"
-        with open(path, "w") as f:
-            json.dump(cfg, f)
-        s = Server(BIN, model, ready=False)
-        deadline = time.time() + 30
-        while s.proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        code = s.stop()
-        self.assertNotEqual(code, 0)
-        out = s.output()
-        self.assertIn(path, out)
+        out = refused(self, model, lambda c: c.update(model_type="deberta-v2"), "distilbert")
         # The log escapes the quotes around the value.
         self.assertRegex(out, r'model_type \\?"deberta-v2\\?" is not supported')
-        self.assertIn("distilbert", out)
 
 
 if __name__ == "__main__":
