@@ -289,6 +289,88 @@ static enum bert_status parse_modernbert_geometry(const char *name, json_t *root
     return parse_activation(name, root, "hidden_activation", &cfg->activation, err);
 }
 
+/* A NomicBertConfig key that must keep the one value bertserve computes:
+ * `want` true / false for a flag; a number key must be absent or null. */
+static enum bert_status nomic_fixed(const char *name, json_t *root, const char *key, int want,
+                                    struct bert_error *err)
+{
+    json_t *v = json_object_get(root, key);
+    const bool ok = want < 0 ? v == NULL || json_is_null(v)
+                             : get_flag(root, key, false) == (want == 1) &&
+                                   (v == NULL || json_is_boolean(v));
+    if (ok)
+        return BERT_OK;
+    return bert_error_set(err, BERT_E_UNSUPPORTED,
+                          "%s: %s %s is not supported (bertserve runs NomicBERT with %s)", name,
+                          key, want < 0 ? "set" : want ? "false" : "true",
+                          want < 0 ? "it null" : want ? "it true" : "it false");
+}
+
+/* NomicBertConfig (GPT2Config keys, modeling_hf_nomic_bert.py): post-LN
+ * blocks with a fused Wqkv, full-width non-interleaved RoPE, a gated MLP
+ * (swiglu: fc11 * silu(fc12); geglu: fc11 * gelu(fc12)), token types, and
+ * a vocabulary padded up to pad_vocab_size_multiple. Every other variant the
+ * remote code has is refused here, naming the key. */
+static enum bert_status parse_nomic_geometry(const char *name, json_t *root,
+                                             struct bert_config *cfg, struct bert_error *err)
+{
+    struct bert_nomic *n = &cfg->nomic;
+    enum bert_status st;
+    size_t multiple = 1;
+    double eps = 1e-5, fraction = 0.0;
+    if ((st = get_size(name, root, "vocab_size", 0, &cfg->vocab_size, err)) ||
+        (st = get_size(name, root, "n_embd", 768, &cfg->hidden_size, err)) ||
+        (st = get_size(name, root, "n_layer", 12, &cfg->num_layers, err)) ||
+        (st = get_size(name, root, "n_head", 12, &cfg->num_heads, err)) ||
+        (st = get_size(name, root, "n_inner", 0, &cfg->intermediate_size, err)) ||
+        (st = get_size(name, root, "n_positions", 1024, &cfg->max_position_embeddings, err)) ||
+        (st = get_size(name, root, "type_vocab_size", 2, &cfg->type_vocab_size, err)) ||
+        (st = get_size(name, root, "pad_vocab_size_multiple", 1, &multiple, err)) ||
+        (st = get_real(name, root, "layer_norm_epsilon", 1e-5, &eps, err)) ||
+        (st = get_real(name, root, "rotary_emb_base", 10000.0, &n->rotary_base, err)) ||
+        (st = get_real(name, root, "rotary_emb_fraction", 1e-300, &fraction, err)))
+        return st;
+    static const struct {
+        const char *key;
+        int want;
+    } fixed[] = {{"prenorm", 0},           {"parallel_block", 0},
+                 {"use_rms_norm", 0},      {"rotary_emb_interleaved", 0},
+                 {"causal", 0},            {"rotary_emb_scale_base", -1},
+                 {"rotary_scaling_factor", -1}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if ((st = nomic_fixed(name, root, fixed[i].key, fixed[i].want, err)))
+            return st;
+    if (fraction != 1.0)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: rotary_emb_fraction %g is not supported (supported: 1.0, "
+                              "RoPE over the whole head)",
+                              name, fraction == 1e-300 ? 0.0 : fraction);
+    json_t *act = json_object_get(root, "activation_function");
+    const char *act_name = json_is_string(act) ? json_string_value(act) : "gelu_new";
+    if (strcmp(act_name, "swiglu") != 0 && strcmp(act_name, "geglu") != 0)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: activation_function \"%.40s\" is not supported (supported: "
+                              "swiglu, geglu)",
+                              name, act_name);
+    cfg->activation = act_name[0] == 's' ? BERT_ACTIVATION_SILU : BERT_ACTIVATION_GELU;
+    /* NomicBertModel rounds the vocabulary up to the multiple; the rows past
+     * the tokenizer's are padding. */
+    if (cfg->vocab_size % multiple != 0)
+        cfg->vocab_size += multiple - cfg->vocab_size % multiple;
+    cfg->embedding_size = cfg->hidden_size;
+    cfg->layer_norm_eps = (float)eps;
+    n->qkv_bias = get_flag(root, "qkv_proj_bias", true);
+    n->fc1_bias = get_flag(root, "mlp_fc1_bias", true);
+    n->fc2_bias = get_flag(root, "mlp_fc2_bias", true);
+    if (cfg->token_head != BERT_TOKEN_HEAD_NONE)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: architectures \"%.60s\" is not supported for nomic_bert "
+                              "(supported: NomicBertModel, NomicBertForPreTraining, "
+                              "NomicBertForSequenceClassification)",
+                              name, cfg->architecture);
+    return BERT_OK;
+}
+
 /* MPNetConfig: BERT's keys without token types, and the buckets of the
  * relative position bias. modeling_mpnet.py sizes relative_attention_bias
  * by relative_attention_num_buckets but buckets distances with a fixed 32
@@ -410,6 +492,8 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               ? parse_distilbert_geometry(name, root, cfg, err)
                           : cfg->family == BERT_FAMILY_MODERNBERT
                               ? parse_modernbert_geometry(name, root, cfg, err)
+                          : cfg->family == BERT_FAMILY_NOMIC_BERT
+                              ? parse_nomic_geometry(name, root, cfg, err)
                               : parse_bert_geometry(name, root, cfg, err);
     if (st != BERT_OK || (cfg->family == BERT_FAMILY_MPNET &&
                           (st = parse_mpnet_extras(name, root, cfg, err)) != BERT_OK))
@@ -418,7 +502,8 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: hidden_size %zu is not a multiple of num_attention_heads %zu",
                               name, cfg->hidden_size, cfg->num_heads);
-    if (cfg->family == BERT_FAMILY_MODERNBERT && (cfg->hidden_size / cfg->num_heads) % 2 != 0)
+    if ((cfg->family == BERT_FAMILY_MODERNBERT || cfg->family == BERT_FAMILY_NOMIC_BERT) &&
+        (cfg->hidden_size / cfg->num_heads) % 2 != 0)
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: the head size %zu must be even (RoPE rotates pairs of halves)",
                               name, cfg->hidden_size / cfg->num_heads);
@@ -620,6 +705,29 @@ static void write_modernbert(const struct bert_config *cfg, json_t *root)
     json_object_set_new(root, "decoder_bias", json_true());
 }
 
+/* NomicBertConfig's keys (GPT2Config names), as nomic-embed-text-v1.5's
+ * config.json has them. */
+static void write_nomic(const struct bert_config *cfg, json_t *root)
+{
+    const struct bert_nomic *n = &cfg->nomic;
+    json_object_set_new(root, "n_embd", json_integer((json_int_t)cfg->hidden_size));
+    json_object_set_new(root, "n_inner", json_integer((json_int_t)cfg->intermediate_size));
+    json_object_set_new(root, "n_layer", json_integer((json_int_t)cfg->num_layers));
+    json_object_set_new(root, "n_head", json_integer((json_int_t)cfg->num_heads));
+    json_object_set_new(root, "n_positions", json_integer((json_int_t)cfg->max_position_embeddings));
+    json_object_set_new(root, "type_vocab_size", json_integer((json_int_t)cfg->type_vocab_size));
+    json_object_set_new(root, "layer_norm_epsilon", json_real(cfg->layer_norm_eps));
+    json_object_set_new(root, "activation_function",
+                        json_string(cfg->activation == BERT_ACTIVATION_SILU ? "swiglu" : "geglu"));
+    json_object_set_new(root, "rotary_emb_base", json_real(n->rotary_base));
+    json_object_set_new(root, "rotary_emb_fraction", json_real(1.0));
+    json_object_set_new(root, "rotary_emb_interleaved", json_false());
+    json_object_set_new(root, "prenorm", json_false());
+    json_object_set_new(root, "qkv_proj_bias", json_boolean(n->qkv_bias));
+    json_object_set_new(root, "mlp_fc1_bias", json_boolean(n->fc1_bias));
+    json_object_set_new(root, "mlp_fc2_bias", json_boolean(n->fc2_bias));
+}
+
 enum bert_status bert_config_write(const struct bert_config *cfg, const char *path,
                                    struct bert_error *err)
 {
@@ -659,6 +767,8 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
         json_object_set_new(root, "attention_dropout", json_real(0.1));
     } else if (cfg->family == BERT_FAMILY_MODERNBERT) {
         write_modernbert(cfg, root);
+    } else if (cfg->family == BERT_FAMILY_NOMIC_BERT) {
+        write_nomic(cfg, root);
     } else {
         json_object_set_new(root, "hidden_size", json_integer((json_int_t)cfg->hidden_size));
         if (cfg->family == BERT_FAMILY_ELECTRA)
@@ -683,7 +793,8 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
     if (cfg->family == BERT_FAMILY_MPNET)
         json_object_set_new(root, "relative_attention_num_buckets",
                             json_integer((json_int_t)cfg->relative_buckets));
-    else if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT)
+    else if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT &&
+             cfg->family != BERT_FAMILY_NOMIC_BERT)
         json_object_set_new(root, "position_embedding_type", json_string("absolute"));
     json_object_set_new(root, "tie_word_embeddings", json_boolean(cfg->tie_word_embeddings));
     if (cfg->is_decoder)

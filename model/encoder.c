@@ -70,12 +70,13 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     const size_t members = bert_team_size(s->team);
     const size_t T = max_tokens, H = c->hidden_size, E = c->embedding_size;
     /* ffn also holds ELECTRA's (T, E) embeddings before their projection,
-     * tmp the MLM transform's (rows, E) output. ModernBERT's ffn holds the
-     * GeGLU's (T, 2I) input and gate, qkv also its (T, I) product. */
-    const bool modern = c->family == BERT_FAMILY_MODERNBERT;
+     * tmp the MLM transform's (rows, E) output. ModernBERT's and NomicBERT's
+     * ffn holds the gated MLP's (T, 2I) input and gate, qkv also its (T, I)
+     * product. */
+    const bool gated = c->family == BERT_FAMILY_MODERNBERT || c->family == BERT_FAMILY_NOMIC_BERT;
     const size_t inter = c->intermediate_size;
-    const size_t FF = modern ? 2 * inter : inter > E ? inter : E;
-    const size_t QKV = modern && inter > 3 * H ? inter : 3 * H;
+    const size_t FF = gated ? 2 * inter : inter > E ? inter : E;
+    const size_t QKV = gated && inter > 3 * H ? inter : 3 * H;
     const size_t HE = H > E ? H : E;
     s->attn_floats = round_floats(attention_workspace_floats(max_seq_len, H / c->num_heads));
     size_t sizes[] = {
@@ -142,8 +143,8 @@ static enum bert_status check_batch(const struct bert_model *model, const struct
                               b->n_tokens, s->max_tokens);
     for (size_t i = 0; i < b->n_seqs; i++) {
         size_t n = b->seq_start[i + 1] - b->seq_start[i];
-        /* ModernBERT's RoPE tables cover max_input_tokens positions. */
-        const size_t positions = c->family == BERT_FAMILY_MODERNBERT
+        /* RoPE tables cover max_input_tokens positions. */
+        const size_t positions = model->engine->rope_global != NULL
                                      ? model->max_input_tokens
                                      : c->max_position_embeddings - c->position_offset;
         if (b->seq_start[i + 1] < b->seq_start[i] || n == 0 || n > s->max_seq_len ||
@@ -180,6 +181,8 @@ static family_encode_member_fn family_encoder(enum bert_family family)
         return family_bert_encode_member;
     case BERT_FAMILY_MODERNBERT:
         return family_modernbert_encode_member;
+    case BERT_FAMILY_NOMIC_BERT:
+        return family_nomic_bert_encode_member;
     case BERT_FAMILY_COUNT:
         break;
     }

@@ -69,6 +69,7 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
         return st;
     }
     m->max_input_tokens = model_max_input_tokens(&m->config);
+    e->emit_vocab = bert_tokenizer_vocab_size(m->tokenizer);
     if (m->config.family == BERT_FAMILY_MODERNBERT) {
         const struct bert_config *c = &m->config;
         const size_t D = c->hidden_size / c->num_heads;
@@ -77,6 +78,15 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
         if (e->rope_global == NULL || e->rope_local == NULL) {
             bert_model_free(m);
             return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE tables");
+        }
+    }
+    if (m->config.family == BERT_FAMILY_NOMIC_BERT) {
+        const struct bert_config *c = &m->config;
+        e->rope_global = rope_table_new(m->max_input_tokens, c->hidden_size / c->num_heads,
+                                        c->nomic.rotary_base);
+        if (e->rope_global == NULL) {
+            bert_model_free(m);
+            return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE table");
         }
     }
     if (m->config.family == BERT_FAMILY_MPNET) {

@@ -16,6 +16,7 @@ static const struct {
     {"electra", BERT_FAMILY_ELECTRA, "Electra"},
     {"modernbert", BERT_FAMILY_MODERNBERT, "ModernBert"},
     {"mpnet", BERT_FAMILY_MPNET, "MPNet"},
+    {"nomic_bert", BERT_FAMILY_NOMIC_BERT, "NomicBert"},
 };
 
 static const char *const family_names[BERT_FAMILY_COUNT] = {
@@ -25,6 +26,7 @@ static const char *const family_names[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_ELECTRA] = "electra",
     [BERT_FAMILY_MODERNBERT] = "modernbert",
     [BERT_FAMILY_MPNET] = "mpnet",
+    [BERT_FAMILY_NOMIC_BERT] = "nomic_bert",
 };
 
 /* transformers' base_model_prefix of each family: XLM-R and CamemBERT keep
@@ -36,6 +38,7 @@ static const char *const prefixes[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_ELECTRA] = "electra.",
     [BERT_FAMILY_MODERNBERT] = "model.",
     [BERT_FAMILY_MPNET] = "mpnet.",
+    [BERT_FAMILY_NOMIC_BERT] = "bert.",
 };
 
 bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
@@ -51,7 +54,7 @@ bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
 
 const char *bert_family_supported_types(void)
 {
-    return "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet";
+    return "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet, nomic_bert";
 }
 
 const char *bert_family_name(enum bert_family family)
@@ -277,6 +280,42 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         BERT_FFN_NAMES,
         [BERT_TENSOR_REL_ATTN_BIAS] = {"encoder.relative_attention_bias.weight", true},
         ROBERTA_HEAD_NAMES,
+    },
+    /* modeling_hf_nomic_bert.py (remote code): NomicBertEmbeddings (word and
+     * token type, no positions: RoPE), emb_ln, NomicBertBlock (attn.Wqkv,
+     * attn.out_proj, norm1, mlp.fc11 / fc12 / fc2, norm2), NomicBertPooler,
+     * NomicBertForSequenceClassification's classifier and
+     * NomicBertForPreTraining's cls.predictions. Task models keep the
+     * encoder under "bert.". Biases exist only where the config says. */
+    [BERT_FAMILY_NOMIC_BERT] = {
+        [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
+        [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},
+        [BERT_TENSOR_EMB_LN_G] = {"emb_ln.weight", true},
+        [BERT_TENSOR_EMB_LN_B] = {"emb_ln.bias", true},
+        [BERT_TENSOR_LAYER_QUERY_W] = {"encoder.layers.%zu.attn.Wqkv.weight", true},
+        [BERT_TENSOR_LAYER_QUERY_B] = {"encoder.layers.%zu.attn.Wqkv.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_W] = {"encoder.layers.%zu.attn.out_proj.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_B] = {"encoder.layers.%zu.attn.out_proj.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_G] = {"encoder.layers.%zu.norm1.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_B] = {"encoder.layers.%zu.norm1.bias", true},
+        [BERT_TENSOR_LAYER_FFN_IN_W] = {"encoder.layers.%zu.mlp.fc11.weight", true},
+        [BERT_TENSOR_LAYER_FFN_IN_B] = {"encoder.layers.%zu.mlp.fc11.bias", true},
+        [BERT_TENSOR_LAYER_FFN_GATE_W] = {"encoder.layers.%zu.mlp.fc12.weight", true},
+        [BERT_TENSOR_LAYER_FFN_GATE_B] = {"encoder.layers.%zu.mlp.fc12.bias", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_W] = {"encoder.layers.%zu.mlp.fc2.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layers.%zu.mlp.fc2.bias", true},
+        [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layers.%zu.norm2.weight", true},
+        [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layers.%zu.norm2.bias", true},
+        [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", true},
+        [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},
+        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
+        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
+        [BERT_TENSOR_MLM_DENSE_W] = {"cls.predictions.transform.dense.weight", false},
+        [BERT_TENSOR_MLM_DENSE_B] = {"cls.predictions.transform.dense.bias", false},
+        [BERT_TENSOR_MLM_LN_G] = {"cls.predictions.transform.layer_norm.weight", false},
+        [BERT_TENSOR_MLM_LN_B] = {"cls.predictions.transform.layer_norm.bias", false},
+        [BERT_TENSOR_MLM_DECODER_W] = {"cls.predictions.decoder.weight", false},
+        [BERT_TENSOR_MLM_DECODER_B] = {"cls.predictions.decoder.bias", false},
     },
 };
 

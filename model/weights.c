@@ -290,6 +290,67 @@ static enum bert_status bind_modernbert(struct binder *b, const struct bert_conf
     return BERT_OK;
 }
 
+/* NomicBertModel: embeddings (word, token type) and emb_ln, post-LN
+ * blocks with a fused Wqkv and the gated MLP fc11 / fc12 / fc2, biases
+ * where the config turns them on. */
+static enum bert_status bind_nomic_encoder(struct binder *b, const struct bert_config *c,
+                                           struct bert_weights *w)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size;
+    const struct bert_nomic *n = &c->nomic;
+    enum bert_status st;
+    if ((st = need(b, c, BERT_TENSOR_WORD_EMB, 0, &w->word_emb, 2, c->vocab_size, H)) ||
+        (st = need(b, c, BERT_TENSOR_EMB_LN_G, 0, &w->emb_ln_g, 1, H, 0)) ||
+        (st = need(b, c, BERT_TENSOR_EMB_LN_B, 0, &w->emb_ln_b, 1, H, 0)) ||
+        (c->type_vocab_size > 0 &&
+         (st = need(b, c, BERT_TENSOR_TYPE_EMB, 0, &w->type_emb, 2, c->type_vocab_size, H))))
+        return st;
+    for (size_t i = 0; i < c->num_layers; i++) {
+        struct bert_layer_weights *l = &w->layers[i];
+        if ((st = need(b, c, BERT_TENSOR_LAYER_QUERY_W, i, &l->query.w, 2, 3 * H, H)) ||
+            (st = maybe(b, c, n->qkv_bias, BERT_TENSOR_LAYER_QUERY_B, i, &l->query_b, 3 * H,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_OUT_W, i, &l->attn_out.w, 2, H, H)) ||
+            (st = maybe(b, c, n->qkv_bias, BERT_TENSOR_LAYER_ATTN_OUT_B, i, &l->attn_out_b, H,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_LN_G, i, &l->attn_ln_g, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_LN_B, i, &l->attn_ln_b, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_IN_W, i, &l->ffn_in.w, 2, I, H)) ||
+            (st = maybe(b, c, n->fc1_bias, BERT_TENSOR_LAYER_FFN_IN_B, i, &l->ffn_in_b, I,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_GATE_W, i, &l->ffn_gate.w, 2, I, H)) ||
+            (st = maybe(b, c, n->fc1_bias, BERT_TENSOR_LAYER_FFN_GATE_B, i, &l->ffn_gate_b, I,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_OUT_W, i, &l->ffn_out.w, 2, H, I)) ||
+            (st = maybe(b, c, n->fc2_bias, BERT_TENSOR_LAYER_FFN_OUT_B, i, &l->ffn_out_b, H,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_LN_G, i, &l->ffn_ln_g, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_LN_B, i, &l->ffn_ln_b, 1, H, 0)))
+            return st;
+    }
+    return BERT_OK;
+}
+
+/* NomicBertForPreTraining's cls.predictions: the transform's dense (bias
+ * with mlp_fc1_bias), activation and layer_norm, and the decoder (tied to
+ * the word embeddings unless stored; bias with mlp_fc1_bias). */
+static enum bert_status bind_nomic_mlm(struct binder *b, const struct bert_config *c,
+                                       struct bert_weights *w)
+{
+    const size_t H = c->hidden_size, V = c->vocab_size;
+    const bool bias = c->nomic.fc1_bias;
+    enum bert_status st;
+    if ((st = need(b, c, BERT_TENSOR_MLM_DENSE_W, 0, &w->mlm_dense_w, 2, H, H)) ||
+        (st = maybe(b, c, bias, BERT_TENSOR_MLM_DENSE_B, 0, &w->mlm_dense_b, H, w->zeros)) ||
+        (st = need(b, c, BERT_TENSOR_MLM_LN_G, 0, &w->mlm_ln_g, 1, H, 0)) ||
+        (st = need(b, c, BERT_TENSOR_MLM_LN_B, 0, &w->mlm_ln_b, 1, H, 0)) ||
+        (st = maybe(b, c, bias, BERT_TENSOR_MLM_DECODER_B, 0, &w->mlm_decoder_b, V, w->zeros)))
+        return st;
+    return has(b, c, BERT_TENSOR_MLM_DECODER_W)
+               ? need(b, c, BERT_TENSOR_MLM_DECODER_W, 0, &w->mlm_decoder_w, 2, V, H)
+               : BERT_OK;
+}
+
 static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
                                  struct bert_weights *w)
 {
@@ -297,6 +358,8 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
     enum bert_status st;
     if (c->family == BERT_FAMILY_MODERNBERT) {
         st = bind_modernbert(b, c, w);
+    } else if (c->family == BERT_FAMILY_NOMIC_BERT) {
+        st = bind_nomic_encoder(b, c, w);
     } else {
         st = bind_embeddings(b, c, w);
         for (size_t i = 0; i < c->num_layers && st == BERT_OK; i++)
@@ -324,7 +387,9 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
         ((st = need(b, c, BERT_TENSOR_POOLER_W, 0, &w->pooler_w, 2, H, H)) ||
          (st = need(b, c, BERT_TENSOR_POOLER_B, 0, &w->pooler_b, 1, H, 0))))
         return st;
-    if (has(b, c, BERT_TENSOR_MLM_DENSE_W) && (st = bind_mlm(b, c, w)) != BERT_OK)
+    if (has(b, c, BERT_TENSOR_MLM_DENSE_W) &&
+        (st = c->family == BERT_FAMILY_NOMIC_BERT ? bind_nomic_mlm(b, c, w)
+                                                  : bind_mlm(b, c, w)) != BERT_OK)
         return st;
     if (has(b, c, BERT_TENSOR_DISC_DENSE_W) &&
         ((st = need(b, c, BERT_TENSOR_DISC_DENSE_W, 0, &w->disc_dense_w, 2, H, H)) ||
@@ -445,9 +510,11 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
     size_t longest = 3 * cfg->hidden_size;
     longest = 2 * cfg->intermediate_size > longest ? 2 * cfg->intermediate_size : longest;
     longest = cfg->vocab_size > longest ? cfg->vocab_size : longest;
-    if (cfg->family == BERT_FAMILY_MODERNBERT)
+    const bool optional_biases =
+        cfg->family == BERT_FAMILY_MODERNBERT || cfg->family == BERT_FAMILY_NOMIC_BERT;
+    if (optional_biases)
         w->zeros = calloc(longest, sizeof *w->zeros);
-    if (w->layers == NULL || (cfg->family == BERT_FAMILY_MODERNBERT && w->zeros == NULL)) {
+    if (w->layers == NULL || (optional_biases && w->zeros == NULL)) {
         bert_weights_free(w);
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");
     }
@@ -492,15 +559,17 @@ size_t bert_weights_pack_bf16(struct bert_weights *w, const struct bert_config *
     /* ModernBERT fuses Q, K and V into one (3H, H) and its GeGLU input is
      * (2I, H); it has no key and value weights of its own. */
     const bool modern = c->family == BERT_FAMILY_MODERNBERT;
+    const bool fused_qkv = modern || c->family == BERT_FAMILY_NOMIC_BERT;
     size_t n = 0;
     pack_dense(&w->emb_proj, H, E, &n);
     for (size_t i = 0; i < w->n_layers; i++) {
         struct bert_layer_weights *l = &w->layers[i];
-        pack_dense(&l->query, modern ? 3 * H : H, H, &n);
+        pack_dense(&l->query, fused_qkv ? 3 * H : H, H, &n);
         pack_dense(&l->key, H, H, &n);
         pack_dense(&l->value, H, H, &n);
         pack_dense(&l->attn_out, H, H, &n);
         pack_dense(&l->ffn_in, modern ? 2 * I : I, H, &n);
+        pack_dense(&l->ffn_gate, I, H, &n);
         pack_dense(&l->ffn_out, H, I, &n);
     }
     return n;
@@ -512,7 +581,8 @@ void bert_weights_free(struct bert_weights *w)
     for (size_t i = 0; i < w->n_layers; i++) {
         struct bert_dense *d[] = {&w->layers[i].query,    &w->layers[i].key,
                                   &w->layers[i].value,    &w->layers[i].attn_out,
-                                  &w->layers[i].ffn_in,   &w->layers[i].ffn_out};
+                                  &w->layers[i].ffn_in,   &w->layers[i].ffn_out,
+                                  &w->layers[i].ffn_gate};
         for (size_t k = 0; k < sizeof d / sizeof d[0]; k++)
             linear_bf16_weight_free(d[k]->bf16);
     }

@@ -194,11 +194,80 @@ static bool build_modernbert(struct synth_list *l, const struct bert_synth_optio
     return true;
 }
 
+/* One named tensor of a plan: what it is and whether the options want it. */
+struct synth_item {
+    enum bert_tensor t;
+    enum param_kind kind;
+    size_t d0, d1;
+    bool want;
+};
+
+static bool synth_add_items(struct synth_list *l, const struct bert_synth_options *o,
+                            const struct bert_config *c, const struct synth_item *items,
+                            size_t n, size_t layer)
+{
+    for (size_t k = 0; k < n; k++)
+        if (items[k].want && !synth_add_named(l, o, c, items[k].t, layer, items[k].kind,
+                                              items[k].d0, items[k].d1))
+            return false;
+    return true;
+}
+
+/* NomicBertModel / ForPreTraining / ForSequenceClassification
+ * (modeling_hf_nomic_bert.py): no position embeddings (RoPE), fused Wqkv,
+ * fc11 / fc12 / fc2, biases only where the config turns them on. */
+static bool build_nomic(struct synth_list *l, const struct bert_synth_options *o,
+                        const struct bert_config *c)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
+    const struct bert_nomic *n = &c->nomic;
+    const struct synth_item top[] = {
+        {BERT_TENSOR_WORD_EMB, PARAM_WEIGHT, V, H, true},
+        {BERT_TENSOR_TYPE_EMB, PARAM_WEIGHT, c->type_vocab_size, H, c->type_vocab_size > 0},
+        {BERT_TENSOR_EMB_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_EMB_LN_B, PARAM_LN_BETA, H, 0, true},
+    }, layer[] = {
+        {BERT_TENSOR_LAYER_QUERY_W, PARAM_WEIGHT, 3 * H, H, true},
+        {BERT_TENSOR_LAYER_QUERY_B, PARAM_BIAS, 3 * H, 0, n->qkv_bias},
+        {BERT_TENSOR_LAYER_ATTN_OUT_W, PARAM_WEIGHT, H, H, true},
+        {BERT_TENSOR_LAYER_ATTN_OUT_B, PARAM_BIAS, H, 0, n->qkv_bias},
+        {BERT_TENSOR_LAYER_ATTN_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_LAYER_ATTN_LN_B, PARAM_LN_BETA, H, 0, true},
+        {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT, I, H, true},
+        {BERT_TENSOR_LAYER_FFN_IN_B, PARAM_BIAS, I, 0, n->fc1_bias},
+        {BERT_TENSOR_LAYER_FFN_GATE_W, PARAM_WEIGHT, I, H, true},
+        {BERT_TENSOR_LAYER_FFN_GATE_B, PARAM_BIAS, I, 0, n->fc1_bias},
+        {BERT_TENSOR_LAYER_FFN_OUT_W, PARAM_WEIGHT, H, I, true},
+        {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, n->fc2_bias},
+        {BERT_TENSOR_LAYER_FFN_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, true},
+    }, heads[] = {
+        {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, o->pooler || o->classifier},
+        {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, o->pooler || o->classifier},
+        {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, o->classifier},
+        {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, o->classifier},
+        {BERT_TENSOR_MLM_DENSE_W, PARAM_WEIGHT, H, H, o->mlm},
+        {BERT_TENSOR_MLM_DENSE_B, PARAM_BIAS, H, 0, o->mlm && n->fc1_bias},
+        {BERT_TENSOR_MLM_LN_G, PARAM_LN_GAMMA, H, 0, o->mlm},
+        {BERT_TENSOR_MLM_LN_B, PARAM_LN_BETA, H, 0, o->mlm},
+        {BERT_TENSOR_MLM_DECODER_W, PARAM_WEIGHT, V, H, o->mlm && o->untied_decoder},
+        {BERT_TENSOR_MLM_DECODER_B, PARAM_BIAS, V, 0, o->mlm && n->fc1_bias},
+    };
+    if (!synth_add_items(l, o, c, top, sizeof top / sizeof top[0], 0))
+        return false;
+    for (size_t i = 0; i < c->num_layers; i++)
+        if (!synth_add_items(l, o, c, layer, sizeof layer / sizeof layer[0], i))
+            return false;
+    return synth_add_items(l, o, c, heads, sizeof heads / sizeof heads[0], 0);
+}
+
 static bool build_tensors(struct synth_list *l, const struct bert_synth_options *o,
                           const struct bert_config *c)
 {
     if (c->family == BERT_FAMILY_MODERNBERT)
         return build_modernbert(l, o, c);
+    if (c->family == BERT_FAMILY_NOMIC_BERT)
+        return build_nomic(l, o, c);
     const size_t H = c->hidden_size, E = c->embedding_size, FF = c->intermediate_size;
     const size_t V = c->vocab_size;
     const struct {
@@ -431,6 +500,10 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
         ((o->classifier || o->token_classification) && c.num_labels == 0) ||
         (o->token_classification + o->question_answering + o->classifier > 1) ||
         (o->discriminator && c.family != BERT_FAMILY_ELECTRA) ||
+        (c.family == BERT_FAMILY_NOMIC_BERT &&
+         ((c.hidden_size / c.num_heads) % 2 != 0 || !(c.nomic.rotary_base > 0) ||
+          (c.activation != BERT_ACTIVATION_SILU && c.activation != BERT_ACTIVATION_GELU) ||
+          o->token_classification || o->question_answering)) ||
         (c.family == BERT_FAMILY_MODERNBERT &&
          ((c.hidden_size / c.num_heads) % 2 != 0 || c.modern.global_attn_every == 0 ||
           c.modern.local_window == 0 || !(c.modern.global_rope_theta > 0) ||

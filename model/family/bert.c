@@ -11,12 +11,8 @@
 #include "family.h"
 #include "kernels.h"
 
-/* x = LayerNorm(word + position + token type) (BERT sec. 3.2) for this
- * member's rows, E wide. Positions restart for every packed sequence, at
- * position_offset (RoBERTa numbers them from padding_idx + 1); families
- * without token types add none. */
-static void embed_rows(const struct bert_model *model, const struct bert_batch *b, size_t r0,
-                       size_t r1, float *x)
+void family_bert_embed_rows(const struct bert_model *model, const struct bert_batch *b,
+                            size_t r0, size_t r1, float *x)
 {
     const struct bert_weights *w = &model->engine->weights;
     const size_t H = model->config.embedding_size;
@@ -29,10 +25,13 @@ static void embed_rows(const struct bert_model *model, const struct bert_batch *
             seq++;
         size_t pos = offset + t - b->seq_start[seq];
         const float *we = w->word_emb + (size_t)b->ids[t] * H;
-        const float *pe = w->pos_emb + pos * H;
         float *row = x + t * H;
-        for (size_t k = 0; k < H; k++)
-            row[k] = we[k] + pe[k];
+        memcpy(row, we, H * sizeof *row);
+        if (w->pos_emb != NULL) {
+            const float *pe = w->pos_emb + pos * H;
+            for (size_t k = 0; k < H; k++)
+                row[k] += pe[k];
+        }
         if (w->type_emb != NULL) {
             const float *te = w->type_emb + (size_t)b->type_ids[t] * H;
             for (size_t k = 0; k < H; k++)
@@ -104,7 +103,7 @@ void family_bert_encode_member(const struct bert_model *model, struct bert_scrat
                                const struct bert_batch *b, const struct bert_share *p)
 {
     const struct bert_weights *w = &model->engine->weights;
-    embed_rows(model, b, p->r0, p->r1, w->emb_proj.w ? s->ffn : s->x);
+    family_bert_embed_rows(model, b, p->r0, p->r1, w->emb_proj.w ? s->ffn : s->x);
     if (!p->by_rows)
         bert_team_barrier(s->team);
     if (w->emb_proj.w != NULL) {

@@ -17,6 +17,14 @@
 typedef void (*family_encode_member_fn)(const struct bert_model *model, struct bert_scratch *s,
                                         const struct bert_batch *b, const struct bert_share *p);
 
+/* x = LayerNorm(word + position + token type) (BERT sec. 3.2) for rows
+ * [r0, r1), E wide, with the embedding LayerNorm (NomicBERT's emb_ln).
+ * Positions restart for every packed sequence, at position_offset (RoBERTa
+ * numbers them from padding_idx + 1); families without position
+ * embeddings (rotary ones) or token types add none (bert.c). */
+void family_bert_embed_rows(const struct bert_model *model, const struct bert_batch *b,
+                            size_t r0, size_t r1, float *x);
+
 /* BERT, DistilBERT, RoBERTa / XLM-R and ELECTRA: post-LN layers (bert.c). */
 void family_bert_encode_member(const struct bert_model *model, struct bert_scratch *s,
                                const struct bert_batch *b, const struct bert_share *p);
@@ -26,6 +34,12 @@ void family_bert_encode_member(const struct bert_model *model, struct bert_scrat
  * RoPE, attention that is global every global_attn_every layers and a
  * sliding window otherwise, GeGLU MLP) and a final LayerNorm. */
 void family_modernbert_encode_member(const struct bert_model *model, struct bert_scratch *s,
+                                     const struct bert_batch *b, const struct bert_share *p);
+
+/* NomicBERT (nomic_bert.c): word + token type embeddings and emb_ln, then
+ * post-LN blocks (fused Wqkv, RoPE with the engine's rope_global table,
+ * out_proj, norm1, gated MLP fc11 * act(fc12) -> fc2, norm2). */
+void family_nomic_bert_encode_member(const struct bert_model *model, struct bert_scratch *s,
                                      const struct bert_batch *b, const struct bert_share *p);
 
 /* MPNet (mpnet.c) runs family_bert_encode_member; its relative position

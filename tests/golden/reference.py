@@ -9,8 +9,10 @@ modeling_roberta.py: positions from padding_idx + 1, RobertaLMHead,
 RobertaClassificationHead) and ELECTRA (Clark et al. 2020;
 modeling_electra.py: embedding_size projected to hidden_size, gelu heads)
 and ModernBERT (Warner et al. 2024; modeling_modernbert.py: pre-norm,
-RoPE, GeGLU, local / global attention) and MPNet (Song et al. 2020;
-modeling_mpnet.py: BERT layers plus a bucketed relative position bias). It reads checkpoints with its own minimal safetensors reader
+RoPE, GeGLU, local / global attention), MPNet (Song et al. 2020;
+modeling_mpnet.py: BERT layers plus a bucketed relative position bias) and
+NomicBERT (Nussbaum et al. 2024; modeling_hf_nomic_bert.py: post-LN, RoPE,
+SwiGLU). It reads checkpoints with its own minimal safetensors reader
 and shares no code with the C engine: do not import our C or call our
 binaries from here.
 
@@ -471,12 +473,81 @@ class MPNet(Bert):
         return x
 
 
+class NomicBert(Bert):
+    """NomicBERT (Nussbaum et al. 2024; the remote code
+    modeling_hf_nomic_bert.py) in float64: word + token type embeddings and
+    emb_ln, post-LN blocks (a fused Wqkv split as (three, head, dim), RoPE
+    over the whole head with rotary_emb_base, non-interleaved, out_proj,
+    norm1; fc2(fc11(x) * act(fc12(x))) with silu for swiglu and gelu for
+    geglu, norm2), NomicBertPooler (tanh) under the classifier, and
+    cls.predictions (dense, the same activation, layer_norm, tied decoder).
+    Biases the config leaves out are zeros."""
+
+    def __init__(self, folder):  # pylint: disable=super-init-not-called
+        with open(os.path.join(folder, "config.json")) as f:
+            self.config = c = json.load(f)
+        self.family = "nomic_bert"
+        self.H, self.A, self.L = c["n_embd"], c["n_head"], c["n_layer"]
+        self.eps = c.get("layer_norm_epsilon", 1e-5)
+        self.act = {"swiglu": "silu", "geglu": "gelu"}[c["activation_function"]]
+        self.mlm_act = self.act
+        self.base = c["rotary_emb_base"]
+        raw = read_safetensors(os.path.join(folder, "model.safetensors"))
+        self.w = {name: to_tensor(*v) for name, v in raw.items()}
+        self.prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self.w else ""
+        self.pooler_name, self.pooler_act = self.prefix + "pooler.dense", "tanh"
+        self.classifier_name = "classifier"
+        self.mlm_names = ("cls.predictions.transform.dense", "cls.predictions.transform.layer_norm",
+                          "cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
+        self.pooling, self.normalize = self._sentence_transformers(folder)
+
+    def lin(self, name, x):
+        """A Linear whose bias the config may have left out."""
+        wt = self.w[name + ".weight"]
+        b = self.w.get(name + ".bias")
+        return linear(x, wt, b if b is not None else torch.zeros(wt.shape[0], dtype=torch.float64))
+
+    def norm(self, name, x):
+        return layer_norm(x, self.w[name + ".weight"], self.w[name + ".bias"], self.eps)
+
+    def encode(self, ids, type_ids):
+        p = self.prefix
+        n, H, A = len(ids), self.H, self.A
+        D = H // A
+        ids, types = torch.tensor(ids, dtype=torch.long), torch.tensor(type_ids, dtype=torch.long)
+        x = (self.w[p + "embeddings.word_embeddings.weight"][ids]
+             + self.w[p + "embeddings.token_type_embeddings.weight"][types])
+        x = self.norm(p + "emb_ln", x)
+        cos, sin = ModernBert.rope(self, n, self.base)
+        for i in range(self.L):
+            lp = f"{p}encoder.layers.{i}."
+            qkv = self.lin(lp + "attn.Wqkv", x).reshape(n, 3, A, D)
+            q, k, v = (qkv[:, j].transpose(0, 1) for j in range(3))  # (A, n, D)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            probs = softmax(q @ k.transpose(1, 2) / math.sqrt(D))
+            ctx = (probs @ v).transpose(0, 1).reshape(n, H)
+            x = self.norm(lp + "norm1", self.lin(lp + "attn.out_proj", ctx) + x)
+            h = self.lin(lp + "mlp.fc11", x) * activation(self.act, self.lin(lp + "mlp.fc12", x))
+            x = self.norm(lp + "norm2", self.lin(lp + "mlp.fc2", h) + x)
+        return x
+
+    def mlm_logits(self, rows):
+        dense, norm, decoder_name, bias_name = self.mlm_names
+        t = self.norm(norm, activation(self.mlm_act, self.lin(dense, rows)))
+        decoder = self.w.get(decoder_name, self.w[self.prefix + "embeddings.word_embeddings.weight"])
+        bias = self.w.get(bias_name)
+        return t @ decoder.T + (bias if bias is not None else 0.0)
+
+
 def load(folder):
     """The reference model for a checkpoint folder of any supported family."""
     with open(os.path.join(folder, "config.json")) as f:
         model_type = json.load(f).get("model_type", "bert")
     if model_type == "modernbert":
         return ModernBert(folder)
+    if model_type == "nomic_bert":
+        return NomicBert(folder)
     return MPNet(folder) if model_type == "mpnet" else Bert(folder)
 
 

@@ -36,6 +36,10 @@ INIT_DEFAULTS = {
     "max-seq-length": 0,
 }
 
+# NomicBERT's extra `bert init` options (nomic-embed-text-v1.5's values,
+# --biases shared with ModernBERT); only nomic_bert specs carry them.
+NOMIC_DEFAULTS = {"rotary-base": 1000.0, "biases": False, "vocab-size": 0}
+
 # ModernBERT's extra `bert init` options (ModernBERT-base's values); only
 # modernbert specs carry them.
 MODERN_DEFAULTS = {
@@ -90,6 +94,8 @@ def defaults(init):
     d = dict(INIT_DEFAULTS)
     if init.get("model-type") == "modernbert":
         d.update(MODERN_DEFAULTS)
+    if init.get("model-type") == "nomic_bert":
+        d.update(NOMIC_DEFAULTS)
     if "discriminator" in init:  # ELECTRA specs that ask for it
         d["discriminator"] = False
     return d
@@ -107,10 +113,10 @@ def options(init):
 
 FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
             "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra",
-            "modernbert": "modernbert", "mpnet": "mpnet"}
+            "modernbert": "modernbert", "mpnet": "mpnet", "nomic_bert": "nomic_bert"}
 CLASS_PREFIX = {"bert": "Bert", "distilbert": "DistilBert", "roberta": "Roberta",
                 "xlm-roberta": "XLMRoberta", "camembert": "Camembert", "electra": "Electra",
-                "modernbert": "ModernBert", "mpnet": "MPNet"}
+                "modernbert": "ModernBert", "mpnet": "MPNet", "nomic_bert": "NomicBert"}
 # MPNet's relative position buckets (MPNetConfig relative_attention_num_buckets).
 MPNET_BUCKETS = 32
 
@@ -225,6 +231,51 @@ def modernbert_specs(o, vocab):
     return specs
 
 
+def nomic_specs(o, vocab):
+    """NomicBertModel / ForPreTraining / ForSequenceClassification names
+    (modeling_hf_nomic_bert.py): word and token type embeddings, emb_ln,
+    encoder.layers.N.{attn.Wqkv, attn.out_proj, norm1, mlp.fc11, mlp.fc12,
+    mlp.fc2, norm2}, the pooler under the encoder, classifier, and
+    cls.predictions; biases only with --biases (qkv_proj_bias for Wqkv and
+    out_proj, mlp_fc1_bias for fc11 / fc12 and the MLM transform and
+    decoder, mlp_fc2_bias for fc2)."""
+    p = "bert." if o["prefix"] else ""
+    H, FF, b = o["hidden"], o["intermediate"], o["biases"]
+    specs = [(f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, H)),
+             (f"{p}embeddings.token_type_embeddings.weight", WEIGHT, (o["type-vocab"], H)),
+             (f"{p}emb_ln.weight", LN_GAMMA, (H,)), (f"{p}emb_ln.bias", LN_BETA, (H,))]
+    for i in range(o["layers"]):
+        lp = f"{p}encoder.layers.{i}."
+        for name, kind, shape, on in (
+                ("attn.Wqkv.weight", WEIGHT, (3 * H, H), True), ("attn.Wqkv.bias", BIAS, (3 * H,), b),
+                ("attn.out_proj.weight", WEIGHT, (H, H), True), ("attn.out_proj.bias", BIAS, (H,), b),
+                ("norm1.weight", LN_GAMMA, (H,), True), ("norm1.bias", LN_BETA, (H,), True),
+                ("mlp.fc11.weight", WEIGHT, (FF, H), True), ("mlp.fc11.bias", BIAS, (FF,), b),
+                ("mlp.fc12.weight", WEIGHT, (FF, H), True), ("mlp.fc12.bias", BIAS, (FF,), b),
+                ("mlp.fc2.weight", WEIGHT, (H, FF), True), ("mlp.fc2.bias", BIAS, (H,), b),
+                ("norm2.weight", LN_GAMMA, (H,), True), ("norm2.bias", LN_BETA, (H,), True)):
+            if on:
+                specs.append((lp + name, kind, shape))
+    classifier = o["labels"] is not None
+    if o["pooler"] or classifier:
+        specs += [(f"{p}pooler.dense.weight", WEIGHT, (H, H)), (f"{p}pooler.dense.bias", BIAS, (H,))]
+    if classifier:
+        n = len(o["labels"].split(","))
+        specs += [("classifier.weight", WEIGHT, (n, H)), ("classifier.bias", BIAS, (n,))]
+    if o["mlm"]:
+        t = "cls.predictions."
+        specs.append((t + "transform.dense.weight", WEIGHT, (H, H)))
+        if b:
+            specs.append((t + "transform.dense.bias", BIAS, (H,)))
+        specs += [(t + "transform.layer_norm.weight", LN_GAMMA, (H,)),
+                  (t + "transform.layer_norm.bias", LN_BETA, (H,))]
+        if o["untied-decoder"]:
+            specs.append((t + "decoder.weight", WEIGHT, (vocab, H)))
+        if b:
+            specs.append((t + "decoder.bias", BIAS, (vocab,)))
+    return specs
+
+
 def tensor_specs(o, vocab):
     """(name, kind, shape) of every tensor, as Hugging Face names them for
     the family (BertForMaskedLM, DistilBertForSequenceClassification,
@@ -232,6 +283,8 @@ def tensor_specs(o, vocab):
     fam = family(o)
     if fam == "modernbert":
         return modernbert_specs(o, vocab)
+    if fam == "nomic_bert":
+        return nomic_specs(o, vocab)
     p = {"bert": "bert.", "distilbert": "distilbert.", "roberta": "roberta.",
          "electra": "electra.", "mpnet": "mpnet."}[fam] if o["prefix"] else ""
     H, FF, E = o["hidden"], o["intermediate"], embedding_size(o)
@@ -355,6 +408,17 @@ def config_json(o, vocab):
         cfg.update({"dim": o["hidden"], "n_layers": o["layers"], "n_heads": o["heads"],
                     "hidden_dim": o["intermediate"], "activation": act,
                     "sinusoidal_pos_embds": False})
+    elif fam == "nomic_bert":
+        b = o["biases"]
+        cfg.update({
+            "n_embd": o["hidden"], "n_inner": o["intermediate"], "n_layer": o["layers"],
+            "n_head": o["heads"], "n_positions": o["max-position"],
+            "type_vocab_size": o["type-vocab"],
+            "layer_norm_epsilon": float(np.float32(o["eps"])),
+            "activation_function": {"silu": "swiglu", "gelu": "geglu"}[o["act"]],
+            "rotary_emb_base": o["rotary-base"], "rotary_emb_fraction": 1.0,
+            "rotary_emb_interleaved": False, "prenorm": False,
+            "qkv_proj_bias": b, "mlp_fc1_bias": b, "mlp_fc2_bias": b})
     elif fam == "mpnet":
         cfg.update({
             "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],
@@ -426,7 +490,7 @@ def write_sentence_transformers(o, out_dir):
 
 def write_checkpoint(o, tokenizer_dir, out_dir):
     """Write the folder; returns [(name, shape, stored bytes)] for checksums."""
-    vocab = vocab_size(tokenizer_dir)
+    vocab = o.get("vocab-size") or vocab_size(tokenizer_dir)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(config_json(o, vocab), f, indent=2)

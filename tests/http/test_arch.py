@@ -56,12 +56,13 @@ class Family:
     mask = "[MASK]"
     tokenizer = "minilm"
     flags = ()
+    server_flags = ()
 
     @classmethod
     def setUpClass(cls):
         cls.model = init(cls.__name__, cls.tokenizer, "--model-type", cls.model_type, "--mlm",
                          "--labels", "LABEL_0", *cls.flags)
-        cls.s = Server(BIN, cls.model)
+        cls.s = Server(BIN, cls.model, flags=cls.server_flags)
 
     @classmethod
     def tearDownClass(cls):
@@ -190,12 +191,7 @@ class ModernBert(Family, unittest.TestCase):
     tokenizer = "modernbert"
     flags = ("--max-position", "8192", "--eps", "1e-5", "--local-window", "32",
              "--global-every", "2", "--classifier-pooling", "mean", "--biases")
-
-    @classmethod
-    def setUpClass(cls):
-        cls.model = init(cls.__name__, cls.tokenizer, "--model-type", cls.model_type, "--mlm",
-                         "--labels", "LABEL_0", *cls.flags)
-        cls.s = Server(BIN, cls.model, flags=("--max-batch-tokens", "8192"))
+    server_flags = ("--max-batch-tokens", "8192")
 
     def test_long_input(self):
         # [CLS] + 4094 words + [SEP]: 4,096 tokens through every layer kind.
@@ -226,12 +222,12 @@ class MPNet(Family, unittest.TestCase):
     flags = ("--max-position", "514")
 
 
-def real_checkpoint(name, folder, *flags):
+def real_checkpoint(name, folder, *flags, tokenizer=None):
     """`bert init --config` on a real folder's config.json (weights of the
     shapes it implies, BF16 to halve the bytes), with the folder's
-    sentence-transformers files."""
+    sentence-transformers files and tokenizer (or `tokenizer`'s)."""
     src = os.path.join(TOKENIZERS, SHARED, folder)
-    model = init(name, os.path.join(SHARED, folder), "--config",
+    model = init(name, os.path.join(SHARED, tokenizer or folder), "--config",
                  os.path.join(src, "config.json"), "--dtype", "bf16", *flags)
     for extra in ("modules.json", "sentence_bert_config.json", "1_Pooling"):
         path = os.path.join(src, extra)
@@ -287,6 +283,77 @@ class MPNetRealConfig(unittest.TestCase):
             self.assertEqual(s.stop(), 0, s.output())
         refused(self, model, lambda c: c.update(relative_attention_num_buckets=64),
                 "relative_attention_num_buckets 64 is not supported")
+
+
+class NomicBert(Family, unittest.TestCase):
+    """Post-LN blocks with RoPE and SwiGLU, every bias on, an 8K context
+    served with max_batch_tokens 8192, and a vocabulary padded past the
+    tokenizer's (whose rows fill-mask never answers)."""
+    family = model_type = "nomic_bert"
+    flags = ("--act", "silu", "--max-position", "8192", "--biases", "--vocab-size", "61440")
+    server_flags = ("--max-batch-tokens", "8192")
+
+    def test_long_input(self):
+        text = "hello" + " world" * 4093
+        got = self.same_as_cli("embed", {"inputs": text}, tol=1e-4)
+        self.assertEqual(len(got[0]), 64)
+        status, info = self.s.get_json("/info")
+        self.assertEqual(info["model"]["max_input_tokens"], 8192)
+
+    def test_padding_rows_never_answered(self):
+        # Half the rows are padding: a top 100 over all of them would hold some.
+        status, _, got = self.s.post("/fill-mask", {"inputs": "a [MASK] b", "top_k": 100})
+        self.assertEqual(status, 200, got)
+        self.assertTrue(all(p["token"] < 30522 for p in got), got)
+
+
+class NomicRealConfig(unittest.TestCase):
+    """nomic-embed-text-v1.5's and nomic-bert-2048's own config.json (12
+    layers of 768, SwiGLU 3072, RoPE base 1000, 30528 rows for a 30522-token
+    tokenizer): the server names the family and answers; variants the remote
+    code has and bertserve does not run are refused at start-up."""
+
+    def test_nomic_embed_text(self):
+        model = real_checkpoint("nomic-embed-real", "nomic-embed-text-v1.5", "--mlm")
+        s = Server(BIN, model, flags=("--max-batch-tokens", "8192"))
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["family"], "nomic_bert")
+            self.assertEqual(info["model"]["max_input_tokens"], 8192)
+            status, _, got = s.post("/embed", {"inputs": "search_query: Hello world!"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got[0]), 768)
+            status, _, got = s.post("/fill-mask", {"inputs": "Paris is the [MASK] of France.",
+                                                   "top_k": 100})
+            self.assertEqual(status, 200, got)
+            self.assertTrue(all(p["token"] < 30522 for p in got), got)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+        for key, value, needle in (
+                ("prenorm", True, "prenorm true is not supported"),
+                ("rotary_scaling_factor", 2.0, "rotary_scaling_factor set is not supported"),
+                ("rotary_emb_interleaved", True, "rotary_emb_interleaved true"),
+                ("activation_function", "gelu", 'activation_function \\"gelu\\"')):
+            with self.subTest(key=key):
+                saved = os.path.join(model, "config.saved")
+                shutil.copyfile(os.path.join(model, "config.json"), saved)
+                try:
+                    refused(self, model, lambda c: c.update({key: value}), needle)
+                finally:
+                    shutil.copyfile(saved, os.path.join(model, "config.json"))
+
+    def test_nomic_bert_2048(self):
+        model = real_checkpoint("nomic-2048-real", "nomic-bert-2048", "--mlm",
+                                tokenizer="nomic-embed-text-v1.5")
+        s = Server(BIN, model)
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["architecture"], "NomicBertForPreTraining")
+            self.assertIn("fill-mask", info["model"]["capabilities"])
+            status, _, got = s.post("/fill-mask", {"inputs": "Paris is the [MASK] of France."})
+            self.assertEqual(status, 200, got)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
 
 
 class ElectraDiscriminator(unittest.TestCase):
