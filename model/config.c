@@ -371,6 +371,35 @@ static enum bert_status parse_nomic_geometry(const char *name, json_t *root,
     return BERT_OK;
 }
 
+/* JinaBertConfig (jina-bert-implementation): BERT's keys, ALiBi instead of
+ * position embeddings, and feed_forward_type: its JinaBertGLUMLP computes
+ * act(first half) * second half of gated_layers with exact GELU (geglu) or
+ * ReLU (reglu) whatever hidden_act says; hidden_act stays the MLM
+ * transform's. */
+static enum bert_status parse_jina_extras(const char *name, json_t *root,
+                                          struct bert_config *cfg, struct bert_error *err)
+{
+    json_t *ff = json_object_get(root, "feed_forward_type");
+    const char *ff_name = json_is_string(ff) ? json_string_value(ff) : "original";
+    cfg->mlm_activation = cfg->activation;
+    if (strcmp(ff_name, "geglu") == 0)
+        cfg->activation = BERT_ACTIVATION_GELU;
+    else if (strcmp(ff_name, "reglu") == 0)
+        cfg->activation = BERT_ACTIVATION_RELU;
+    else
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: feed_forward_type \"%.40s\" is not supported with "
+                              "position_embedding_type alibi (supported: geglu, reglu)",
+                              name, ff_name);
+    if (cfg->token_head != BERT_TOKEN_HEAD_NONE)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: architectures \"%.60s\" is not supported for JinaBERT "
+                              "(supported: JinaBertModel, JinaBertForMaskedLM, "
+                              "JinaBertForSequenceClassification)",
+                              name, cfg->architecture);
+    return BERT_OK;
+}
+
 /* MPNetConfig: BERT's keys without token types, and the buckets of the
  * relative position bias. modeling_mpnet.py sizes relative_attention_bias
  * by relative_attention_num_buckets but buckets distances with a fixed 32
@@ -469,15 +498,21 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               model_type, bert_family_supported_types());
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", model_type);
 
-    /* ModernBERT's positions are RoPE whatever this key says. */
+    /* ModernBERT's positions are RoPE whatever this key says. JinaBERT v2
+     * is a BERT config whose positions are ALiBi. */
     json_t *pet = cfg->family == BERT_FAMILY_MODERNBERT
                       ? NULL
                       : json_object_get(root, "position_embedding_type");
+    if (cfg->family == BERT_FAMILY_BERT && json_is_string(pet) &&
+        strcmp(json_string_value(pet), "alibi") == 0)
+        cfg->family = BERT_FAMILY_JINA_BERT;
     if (pet != NULL && !json_is_null(pet) &&
-        (!json_is_string(pet) || strcmp(json_string_value(pet), "absolute") != 0))
+        (!json_is_string(pet) ||
+         strcmp(json_string_value(pet),
+                cfg->family == BERT_FAMILY_JINA_BERT ? "alibi" : "absolute") != 0))
         return bert_error_set(err, BERT_E_UNSUPPORTED,
                               "%s: position_embedding_type \"%.40s\" is not supported "
-                              "(supported: absolute)",
+                              "(supported: absolute; alibi for model_type bert)",
                               name, json_is_string(pet) ? json_string_value(pet) : "?");
     /* A causal BERT is the trainer's (cli/train.c --objective clm): it parses
      * here and the engine refuses to run it (model/encoder.c). */
@@ -513,7 +548,8 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
     int32_t pad_default =
         cfg->family == BERT_FAMILY_ROBERTA || cfg->family == BERT_FAMILY_MPNET ? 1 : 0;
     cfg->pad_token_id = json_is_integer(pad) ? (int32_t)json_integer_value(pad) : pad_default;
-    if ((st = set_family_details(name, cfg, err)) != BERT_OK)
+    if ((st = set_family_details(name, cfg, err)) != BERT_OK ||
+        (cfg->family == BERT_FAMILY_JINA_BERT && (st = parse_jina_extras(name, root, cfg, err))))
         return st;
 
     json_t *tie = json_object_get(root, "tie_word_embeddings");
@@ -705,6 +741,18 @@ static void write_modernbert(const struct bert_config *cfg, json_t *root)
     json_object_set_new(root, "decoder_bias", json_true());
 }
 
+/* JinaBERT v2's keys beyond BERT's: model_type bert (the family's own name
+ * is bert init's), ALiBi, the GLU kind, and hidden_act as the MLM
+ * transform's activation. */
+static void write_jina(const struct bert_config *cfg, json_t *root)
+{
+    json_object_set_new(root, "model_type", json_string("bert"));
+    json_object_set_new(root, "position_embedding_type", json_string("alibi"));
+    json_object_set_new(root, "feed_forward_type",
+                        json_string(cfg->activation == BERT_ACTIVATION_RELU ? "reglu" : "geglu"));
+    json_object_set_new(root, "hidden_act", json_string(activation_name(cfg->mlm_activation)));
+}
+
 /* NomicBertConfig's keys (GPT2Config names), as nomic-embed-text-v1.5's
  * config.json has them. */
 static void write_nomic(const struct bert_config *cfg, json_t *root)
@@ -793,6 +841,8 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
     if (cfg->family == BERT_FAMILY_MPNET)
         json_object_set_new(root, "relative_attention_num_buckets",
                             json_integer((json_int_t)cfg->relative_buckets));
+    else if (cfg->family == BERT_FAMILY_JINA_BERT)
+        write_jina(cfg, root);
     else if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT &&
              cfg->family != BERT_FAMILY_NOMIC_BERT)
         json_object_set_new(root, "position_embedding_type", json_string("absolute"));

@@ -18,7 +18,8 @@ struct bert_engine {
      * NULL for the families without rotary positions. */
     float *rope_global, *rope_local;
     /* A relative position bias added to every attention score, per head,
-     * indexed by key - query (family_mpnet_rel_bias_new); NULL when the
+     * indexed by key - query (MPNet's buckets, JinaBERT's ALiBi:
+     * family_mpnet_rel_bias_new, family_jina_alibi_new); NULL when the
      * family has none. Distances up to rel_positions - 1 either way. */
     float *rel_bias;
     size_t rel_positions;

@@ -89,10 +89,13 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
             return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE table");
         }
     }
-    if (m->config.family == BERT_FAMILY_MPNET) {
+    if (m->config.family == BERT_FAMILY_MPNET || m->config.family == BERT_FAMILY_JINA_BERT) {
         const struct bert_config *c = &m->config;
         e->rel_positions = c->max_position_embeddings - c->position_offset;
-        e->rel_bias = family_mpnet_rel_bias_new(c, e->weights.rel_attn_bias, e->rel_positions);
+        e->rel_bias = c->family == BERT_FAMILY_MPNET
+                          ? family_mpnet_rel_bias_new(c, e->weights.rel_attn_bias,
+                                                      e->rel_positions)
+                          : family_jina_alibi_new(c, e->rel_positions);
         if (e->rel_bias == NULL) {
             bert_model_free(m);
             return bert_error_set(err, BERT_E_NOMEM,

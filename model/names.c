@@ -17,6 +17,9 @@ static const struct {
     {"modernbert", BERT_FAMILY_MODERNBERT, "ModernBert"},
     {"mpnet", BERT_FAMILY_MPNET, "MPNet"},
     {"nomic_bert", BERT_FAMILY_NOMIC_BERT, "NomicBert"},
+    /* Real JinaBERT configs say model_type "bert" with position_embedding_type
+     * "alibi" (config.c); this name is `bert init`'s. */
+    {"jina_bert", BERT_FAMILY_JINA_BERT, "JinaBert"},
 };
 
 static const char *const family_names[BERT_FAMILY_COUNT] = {
@@ -27,6 +30,7 @@ static const char *const family_names[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_MODERNBERT] = "modernbert",
     [BERT_FAMILY_MPNET] = "mpnet",
     [BERT_FAMILY_NOMIC_BERT] = "nomic_bert",
+    [BERT_FAMILY_JINA_BERT] = "jina_bert",
 };
 
 /* transformers' base_model_prefix of each family: XLM-R and CamemBERT keep
@@ -39,6 +43,7 @@ static const char *const prefixes[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_MODERNBERT] = "model.",
     [BERT_FAMILY_MPNET] = "mpnet.",
     [BERT_FAMILY_NOMIC_BERT] = "bert.",
+    [BERT_FAMILY_JINA_BERT] = "bert.",
 };
 
 bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
@@ -54,7 +59,8 @@ bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
 
 const char *bert_family_supported_types(void)
 {
-    return "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet, nomic_bert";
+    return "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet, "
+           "nomic_bert, and bert with position_embedding_type alibi (JinaBERT v2)";
 }
 
 const char *bert_family_name(enum bert_family family)
@@ -97,11 +103,8 @@ struct tensor_name {
     [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layer.%zu.output.LayerNorm.weight", true},     \
     [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layer.%zu.output.LayerNorm.bias", true}
 
-/* BERT, RoBERTa and ELECTRA share the encoder layout (modeling_bert.py,
- * modeling_roberta.py, modeling_electra.py). */
-#define BERT_ENCODER_NAMES                                                                  \
-    BERT_EMBEDDING_NAMES,                                                                   \
-    [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},             \
+/* BertAttention (JinaBERT keeps it). */
+#define BERT_ATTENTION_NAMES                                                                \
     [BERT_TENSOR_LAYER_QUERY_W] = {"encoder.layer.%zu.attention.self.query.weight", true},  \
     [BERT_TENSOR_LAYER_QUERY_B] = {"encoder.layer.%zu.attention.self.query.bias", true},    \
     [BERT_TENSOR_LAYER_KEY_W] = {"encoder.layer.%zu.attention.self.key.weight", true},      \
@@ -114,7 +117,14 @@ struct tensor_name {
     [BERT_TENSOR_LAYER_ATTN_LN_G] = {"encoder.layer.%zu.attention.output.LayerNorm.weight", \
                                      true},                                                 \
     [BERT_TENSOR_LAYER_ATTN_LN_B] = {"encoder.layer.%zu.attention.output.LayerNorm.bias",   \
-                                     true},                                                 \
+                                     true}
+
+/* BERT, RoBERTa and ELECTRA share the encoder layout (modeling_bert.py,
+ * modeling_roberta.py, modeling_electra.py). */
+#define BERT_ENCODER_NAMES                                                                  \
+    BERT_EMBEDDING_NAMES,                                                                   \
+    [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},             \
+    BERT_ATTENTION_NAMES,                                                                   \
     BERT_FFN_NAMES
 
 /* RoBERTa's heads (RobertaLMHead "lm_head", RobertaClassificationHead
@@ -136,6 +146,20 @@ struct tensor_name {
     [BERT_TENSOR_MLM_DECODER_W] = {"lm_head.decoder.weight", false},                        \
     [BERT_TENSOR_MLM_DECODER_B] = {"lm_head.bias", false}
 
+/* BertPooler, the classifier on it, and BertOnlyMLMHead (JinaBERT keeps
+ * them). */
+#define BERT_HEAD_NAMES                                                                     \
+    [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", true},                                 \
+    [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},                                   \
+    [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},                              \
+    [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},                                \
+    [BERT_TENSOR_MLM_DENSE_W] = {"cls.predictions.transform.dense.weight", false},          \
+    [BERT_TENSOR_MLM_DENSE_B] = {"cls.predictions.transform.dense.bias", false},            \
+    [BERT_TENSOR_MLM_LN_G] = {"cls.predictions.transform.LayerNorm.weight", false},         \
+    [BERT_TENSOR_MLM_LN_B] = {"cls.predictions.transform.LayerNorm.bias", false},           \
+    [BERT_TENSOR_MLM_DECODER_W] = {"cls.predictions.decoder.weight", false},                \
+    [BERT_TENSOR_MLM_DECODER_B] = {"cls.predictions.bias", false}
+
 static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
     [BERT_FAMILY_BERT] = {
         [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
@@ -143,16 +167,7 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
         [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
         BERT_ENCODER_NAMES,
-        [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", true},
-        [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},
-        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
-        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
-        [BERT_TENSOR_MLM_DENSE_W] = {"cls.predictions.transform.dense.weight", false},
-        [BERT_TENSOR_MLM_DENSE_B] = {"cls.predictions.transform.dense.bias", false},
-        [BERT_TENSOR_MLM_LN_G] = {"cls.predictions.transform.LayerNorm.weight", false},
-        [BERT_TENSOR_MLM_LN_B] = {"cls.predictions.transform.LayerNorm.bias", false},
-        [BERT_TENSOR_MLM_DECODER_W] = {"cls.predictions.decoder.weight", false},
-        [BERT_TENSOR_MLM_DECODER_B] = {"cls.predictions.bias", false},
+        BERT_HEAD_NAMES,
     },
     /* modeling_distilbert.py: Embeddings, TransformerBlock, the MLM's
      * vocab_* layers and the classifier's pre_classifier. */
@@ -317,6 +332,23 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_MLM_DECODER_W] = {"cls.predictions.decoder.weight", false},
         [BERT_TENSOR_MLM_DECODER_B] = {"cls.predictions.decoder.bias", false},
     },
+    /* JinaBERT v2 (jina-bert-implementation's modeling_bert.py, remote code):
+     * BERT's names without position embeddings (ALiBi) and with
+     * JinaBertGLUMLP (mlp.gated_layers (2I, H) without bias, mlp.wo,
+     * mlp.layernorm) in place of intermediate / output; BERT's heads. */
+    [BERT_FAMILY_JINA_BERT] = {
+        [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
+        [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},
+        [BERT_TENSOR_EMB_LN_B] = {"embeddings.LayerNorm.bias", true},
+        [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},
+        BERT_ATTENTION_NAMES,
+        [BERT_TENSOR_LAYER_FFN_IN_W] = {"encoder.layer.%zu.mlp.gated_layers.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_W] = {"encoder.layer.%zu.mlp.wo.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layer.%zu.mlp.wo.bias", true},
+        [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layer.%zu.mlp.layernorm.weight", true},
+        [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layer.%zu.mlp.layernorm.bias", true},
+        BERT_HEAD_NAMES,
+    },
 };
 
 static bool format_name(enum bert_family family, const char *pattern, bool base, size_t layer,
@@ -345,7 +377,8 @@ bool bert_tensor_alt_name(enum bert_family family, enum bert_tensor tensor, size
     char name[200];
     if (!bert_tensor_name(family, tensor, layer, prefixed, name, sizeof name))
         return false;
-    if (tensor == BERT_TENSOR_MLM_DECODER_B && family == BERT_FAMILY_BERT)
+    if (tensor == BERT_TENSOR_MLM_DECODER_B &&
+        (family == BERT_FAMILY_BERT || family == BERT_FAMILY_JINA_BERT))
         return snprintf(buf, size, "cls.predictions.decoder.bias") < (int)size;
     if (tensor == BERT_TENSOR_MLM_DECODER_B &&
         (family == BERT_FAMILY_ROBERTA || family == BERT_FAMILY_MPNET))

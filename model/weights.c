@@ -98,10 +98,25 @@ static enum bert_status need(struct binder *b, const struct bert_config *c,
     return add_binding(b, t, dst, ndim, shape);
 }
 
+/* A tensor the config may turn off (ModernBERT's, NomicBERT's, JinaBERT's):
+ * bound when `on`, else the zeros (a bias or a LayerNorm beta). */
+static enum bert_status maybe(struct binder *b, const struct bert_config *c, bool on,
+                              enum bert_tensor tensor, size_t layer, const float **dst,
+                              size_t n, const float *zeros)
+{
+    if (!on) {
+        *dst = zeros;
+        return BERT_OK;
+    }
+    return need(b, c, tensor, layer, dst, 1, n, 0);
+}
+
 static enum bert_status bind_layer(struct binder *b, const struct bert_config *c, size_t i,
-                                   struct bert_layer_weights *l)
+                                   struct bert_layer_weights *l, const float *zeros)
 {
     const size_t H = c->hidden_size, I = c->intermediate_size;
+    /* JinaBertGLUMLP: gated_layers (2I, H), no bias. */
+    const bool glu = c->family == BERT_FAMILY_JINA_BERT;
     const struct {
         enum bert_tensor tensor;
         const float **dst;
@@ -117,7 +132,7 @@ static enum bert_status bind_layer(struct binder *b, const struct bert_config *c
         {BERT_TENSOR_LAYER_ATTN_OUT_B, &l->attn_out_b, 1, H, 0},
         {BERT_TENSOR_LAYER_ATTN_LN_G, &l->attn_ln_g, 1, H, 0},
         {BERT_TENSOR_LAYER_ATTN_LN_B, &l->attn_ln_b, 1, H, 0},
-        {BERT_TENSOR_LAYER_FFN_IN_W, &l->ffn_in.w, 2, I, H},
+        {BERT_TENSOR_LAYER_FFN_IN_W, &l->ffn_in.w, 2, glu ? 2 * I : I, H},
         {BERT_TENSOR_LAYER_FFN_IN_B, &l->ffn_in_b, 1, I, 0},
         {BERT_TENSOR_LAYER_FFN_OUT_W, &l->ffn_out.w, 2, H, I},
         {BERT_TENSOR_LAYER_FFN_OUT_B, &l->ffn_out_b, 1, H, 0},
@@ -126,8 +141,10 @@ static enum bert_status bind_layer(struct binder *b, const struct bert_config *c
     };
     enum bert_status st = BERT_OK;
     for (size_t k = 0; k < sizeof params / sizeof params[0] && st == BERT_OK; k++)
-        st = need(b, c, params[k].tensor, i, params[k].dst, params[k].ndim, params[k].d0,
-                  params[k].d1);
+        st = glu && params[k].tensor == BERT_TENSOR_LAYER_FFN_IN_B
+                 ? maybe(b, c, false, params[k].tensor, i, params[k].dst, I, zeros)
+                 : need(b, c, params[k].tensor, i, params[k].dst, params[k].ndim, params[k].d0,
+                        params[k].d1);
     return st;
 }
 
@@ -136,9 +153,12 @@ static enum bert_status bind_embeddings(struct binder *b, const struct bert_conf
 {
     const size_t E = c->embedding_size, H = c->hidden_size;
     enum bert_status st;
+    char pos[256];
+    const bool positions = bert_tensor_name(c->family, BERT_TENSOR_POS_EMB, 0, false, pos,
+                                            sizeof pos); /* JinaBERT's are ALiBi */
     if ((st = need(b, c, BERT_TENSOR_WORD_EMB, 0, &w->word_emb, 2, c->vocab_size, E)) ||
-        (st = need(b, c, BERT_TENSOR_POS_EMB, 0, &w->pos_emb, 2, c->max_position_embeddings,
-                   E)) ||
+        (positions && (st = need(b, c, BERT_TENSOR_POS_EMB, 0, &w->pos_emb, 2,
+                                 c->max_position_embeddings, E))) ||
         (st = need(b, c, BERT_TENSOR_EMB_LN_G, 0, &w->emb_ln_g, 1, E, 0)) ||
         (st = need(b, c, BERT_TENSOR_EMB_LN_B, 0, &w->emb_ln_b, 1, E, 0)))
         return st;
@@ -175,19 +195,6 @@ static enum bert_status bind_mlm(struct binder *b, const struct bert_config *c,
                               b->file->path, name);
     }
     return need(b, c, BERT_TENSOR_MLM_DECODER_B, 0, &w->mlm_decoder_b, 1, V, 0);
-}
-
-/* A ModernBERT tensor the config may turn off: bound when `on`, else the
- * zeros (a bias or a LayerNorm beta). */
-static enum bert_status maybe(struct binder *b, const struct bert_config *c, bool on,
-                              enum bert_tensor tensor, size_t layer, const float **dst,
-                              size_t n, const float *zeros)
-{
-    if (!on) {
-        *dst = zeros;
-        return BERT_OK;
-    }
-    return need(b, c, tensor, layer, dst, 1, n, 0);
 }
 
 static enum bert_status bind_modernbert_layer(struct binder *b, const struct bert_config *c,
@@ -363,7 +370,7 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
     } else {
         st = bind_embeddings(b, c, w);
         for (size_t i = 0; i < c->num_layers && st == BERT_OK; i++)
-            st = bind_layer(b, c, i, &w->layers[i]);
+            st = bind_layer(b, c, i, &w->layers[i], w->zeros);
         if (st == BERT_OK && c->family == BERT_FAMILY_MPNET)
             st = need(b, c, BERT_TENSOR_REL_ATTN_BIAS, 0, &w->rel_attn_bias, 2,
                       c->relative_buckets, c->num_heads);
@@ -510,8 +517,9 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
     size_t longest = 3 * cfg->hidden_size;
     longest = 2 * cfg->intermediate_size > longest ? 2 * cfg->intermediate_size : longest;
     longest = cfg->vocab_size > longest ? cfg->vocab_size : longest;
-    const bool optional_biases =
-        cfg->family == BERT_FAMILY_MODERNBERT || cfg->family == BERT_FAMILY_NOMIC_BERT;
+    const bool optional_biases = cfg->family == BERT_FAMILY_MODERNBERT ||
+                                 cfg->family == BERT_FAMILY_NOMIC_BERT ||
+                                 cfg->family == BERT_FAMILY_JINA_BERT;
     if (optional_biases)
         w->zeros = calloc(longest, sizeof *w->zeros);
     if (w->layers == NULL || (optional_biases && w->zeros == NULL)) {
@@ -568,7 +576,7 @@ size_t bert_weights_pack_bf16(struct bert_weights *w, const struct bert_config *
         pack_dense(&l->key, H, H, &n);
         pack_dense(&l->value, H, H, &n);
         pack_dense(&l->attn_out, H, H, &n);
-        pack_dense(&l->ffn_in, modern ? 2 * I : I, H, &n);
+        pack_dense(&l->ffn_in, modern || c->family == BERT_FAMILY_JINA_BERT ? 2 * I : I, H, &n);
         pack_dense(&l->ffn_gate, I, H, &n);
         pack_dense(&l->ffn_out, H, I, &n);
     }

@@ -91,13 +91,18 @@ static const struct suite suites[] = {
      false, false},
     {"all-mpnet-base-v2 (real tokenizer.json)", "json", SHARED "all-mpnet-base-v2/tokenizer.json",
      DATA "mpnet.jsonl", true, false},
-    /* nomic-embed-text-v1.5's tokenizer.json is MiniLM's (bert-base-uncased)
-     * without truncation or padding: the same lines, less the 80 that the
-     * MiniLM file's own truncation cuts. */
+    /* nomic-embed-text-v1.5's and jina-embeddings-v2-base-en's tokenizer.json
+     * run MiniLM's (bert-base-uncased) pipeline without truncation or
+     * padding: the same lines (tests/tokenizer/gen checks that the reference
+     * agrees), less the 80 that the MiniLM file's own truncation cuts. */
     {"nomic-embed-text-v1.5 (real folder)", "dir", SHARED "nomic-embed-text-v1.5",
      DATA "minilm.jsonl", false, true},
     {"nomic-embed-text-v1.5 (real tokenizer.json)", "json",
      SHARED "nomic-embed-text-v1.5/tokenizer.json", DATA "minilm.jsonl", true, true},
+    {"jina-embeddings-v2-base-en (real folder)", "dir", SHARED "jina-embeddings-v2-base-en",
+     DATA "minilm.jsonl", false, true},
+    {"jina-embeddings-v2-base-en (real tokenizer.json)", "json",
+     SHARED "jina-embeddings-v2-base-en/tokenizer.json", DATA "minilm.jsonl", true, true},
 };
 
 /* Print s (at most 120 bytes) with control characters escaped. */
@@ -964,6 +969,23 @@ static int bench(const char *path, const char *tokenizer)
     return EXIT_SUCCESS;
 }
 
+/* A folder whose vocab.txt and tokenizer.json disagree (JinaBERT v2's):
+ * tokenizer.json's ids win and the load note says where they differ; a
+ * folder whose two files agree has nothing to say. */
+static void test_vocab_txt_conflict(void)
+{
+    struct bert_tokenizer *tok = load_or_die("dir", SHARED "jina-embeddings-v2-base-en");
+    const char *note = bert_tokenizer_load_note(tok);
+    CHECK(note != NULL && strstr(note, "disagree at 2 ids") != NULL &&
+          strstr(note, "id 30525 is 'jonathangeuter' in vocab.txt, 'alaeddineabdessalem' in "
+                       "tokenizer.json") != NULL);
+    CHECK_INT_EQ(bert_tokenizer_token_to_id(tok, "alaeddineabdessalem"), 30525);
+    bert_tokenizer_free(tok);
+    tok = load_or_die("dir", SHARED "all-mpnet-base-v2");
+    CHECK(bert_tokenizer_load_note(tok) == NULL);
+    bert_tokenizer_free(tok);
+}
+
 int main(int argc, char **argv)
 {
     if ((argc == 3 || argc == 4) && strcmp(argv[1], "--bench") == 0)
@@ -999,5 +1021,6 @@ int main(int argc, char **argv)
     }
     test_decode();
     test_load_errors();
+    test_vocab_txt_conflict();
     return check_exit();
 }

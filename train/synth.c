@@ -295,7 +295,9 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         {BERT_TENSOR_LAYER_ATTN_OUT_B, PARAM_BIAS, H, 0, true, true},
         {BERT_TENSOR_LAYER_ATTN_LN_G, PARAM_LN_GAMMA, H, 0, true, true},
         {BERT_TENSOR_LAYER_ATTN_LN_B, PARAM_LN_BETA, H, 0, true, true},
-        {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT, FF, H, true, true},
+        /* JinaBERT's gated_layers hold both halves of its GLU. */
+        {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT,
+         c->family == BERT_FAMILY_JINA_BERT ? 2 * FF : FF, H, true, true},
         {BERT_TENSOR_LAYER_FFN_IN_B, PARAM_BIAS, FF, 0, true, true},
         {BERT_TENSOR_LAYER_FFN_OUT_W, PARAM_WEIGHT, H, FF, true, true},
         {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, true, true},
@@ -456,6 +458,9 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
         struct bert_synth_options copy = *o;
         copy.config_file = NULL;
         copy.config = from_file;
+        /* A JinaBERT config says model_type bert; the family has its own name. */
+        if (from_file.family == BERT_FAMILY_JINA_BERT)
+            snprintf(copy.config.model_type, sizeof copy.config.model_type, "jina_bert");
         if (o->classifier || o->token_classification) { /* the options' labels */
             copy.config.num_labels = o->config.num_labels;
             copy.config.id2label = o->config.id2label;
@@ -494,12 +499,19 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     if (c.family == BERT_FAMILY_ROBERTA || c.family == BERT_FAMILY_MPNET)
         c.pad_token_id = 1;
     c.relative_buckets = c.family == BERT_FAMILY_MPNET ? 32 : 0;
+    /* JinaBERT: --act picks the GLU (gelu: geglu, relu: reglu); hidden_act,
+     * the MLM transform's, is gelu. */
+    if (c.family == BERT_FAMILY_JINA_BERT)
+        c.mlm_activation = BERT_ACTIVATION_GELU;
     if (c.hidden_size == 0 || c.num_heads == 0 || c.hidden_size % c.num_heads != 0 ||
         c.num_layers == 0 || c.intermediate_size == 0 ||
         c.max_position_embeddings <= (size_t)c.pad_token_id + 1 ||
         ((o->classifier || o->token_classification) && c.num_labels == 0) ||
         (o->token_classification + o->question_answering + o->classifier > 1) ||
         (o->discriminator && c.family != BERT_FAMILY_ELECTRA) ||
+        (c.family == BERT_FAMILY_JINA_BERT &&
+         ((c.activation != BERT_ACTIVATION_GELU && c.activation != BERT_ACTIVATION_RELU) ||
+          o->token_classification || o->question_answering)) ||
         (c.family == BERT_FAMILY_NOMIC_BERT &&
          ((c.hidden_size / c.num_heads) % 2 != 0 || !(c.nomic.rotary_base > 0) ||
           (c.activation != BERT_ACTIVATION_SILU && c.activation != BERT_ACTIVATION_GELU) ||

@@ -42,6 +42,38 @@ void family_bert_embed_rows(const struct bert_model *model, const struct bert_ba
                          model->config.layer_norm_eps);
 }
 
+void family_bert_attention(const struct bert_model *model, struct bert_scratch *s,
+                           const struct bert_batch *b, const struct bert_layer_weights *l,
+                           const struct bert_share *p, const float *x, float *out)
+{
+    const struct bert_config *c = &model->config;
+    struct bert_team *team = s->team;
+    const size_t H = c->hidden_size, rows = p->r1 - p->r0;
+    size_t c0, c1;
+
+    /* Q, K and V land side by side in one (T, 3H) matrix; the bias goes on
+     * the part this member computed. */
+    bert_linear_share(p, x, H, &l->query, H, s->qkv, 3 * H);
+    bert_linear_share(p, x, H, &l->key, H, s->qkv + H, 3 * H);
+    bert_linear_share(p, x, H, &l->value, H, s->qkv + 2 * H, 3 * H);
+    bert_share_cols(p, H, &c0, &c1);
+    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : p->rows;
+    const float *biases[3] = {l->query_b, l->key_b, l->value_b};
+    for (size_t k = 0; k < 3; k++)
+        kernel_add_bias(s->qkv + r0 * 3 * H + k * H + c0, biases[k] + c0, nr, c1 - c0, 3 * H);
+    if (p->member == 0)
+        atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
+    bert_team_barrier(team);
+    attention_member(model, s, b, p->member, SIZE_MAX);
+    bert_team_barrier(team);
+
+    bert_linear_share(p, s->ctx, H, &l->attn_out, H, out, H);
+    if (!p->by_rows)
+        bert_team_barrier(team);
+    kernel_add_layernorm(out + p->r0 * H, x + p->r0 * H, l->attn_out_b, l->attn_ln_g,
+                         l->attn_ln_b, rows, H, c->layer_norm_eps);
+}
+
 /* One post-LN Transformer layer (BERT keeps the original order) for this
  * member; *x and *tmp swap so *x ends as the layer's output. */
 static void layer_forward(const struct bert_model *model, struct bert_scratch *s,
@@ -54,33 +86,14 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     const size_t rows = p->r1 - p->r0;
     size_t c0, c1;
 
-    /* Q, K and V land side by side in one (T, 3H) matrix; the bias goes on
-     * the part this member computed. */
-    bert_linear_share(p, *x, H, &l->query, H, s->qkv, 3 * H);
-    bert_linear_share(p, *x, H, &l->key, H, s->qkv + H, 3 * H);
-    bert_linear_share(p, *x, H, &l->value, H, s->qkv + 2 * H, 3 * H);
-    bert_share_cols(p, H, &c0, &c1);
-    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : T;
-    const float *biases[3] = {l->query_b, l->key_b, l->value_b};
-    for (size_t k = 0; k < 3; k++)
-        kernel_add_bias(s->qkv + r0 * 3 * H + k * H + c0, biases[k] + c0, nr, c1 - c0, 3 * H);
-    if (p->member == 0)
-        atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
-    bert_team_barrier(team);
-    attention_member(model, s, b, p->member, SIZE_MAX);
-    bert_team_barrier(team);
-
-    bert_linear_share(p, s->ctx, H, &l->attn_out, H, *tmp, H);
-    if (!p->by_rows)
-        bert_team_barrier(team);
-    kernel_add_layernorm(*tmp + p->r0 * H, *x + p->r0 * H, l->attn_out_b, l->attn_ln_g,
-                         l->attn_ln_b, rows, H, c->layer_norm_eps);
+    family_bert_attention(model, s, b, l, p, *x, *tmp);
     float *swap = *x;
     *x = *tmp;
     *tmp = swap;
     if (!p->by_rows)
         bert_team_barrier(team);
 
+    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : T;
     bert_linear_share(p, *x, H, &l->ffn_in, FF, s->ffn, FF);
     bert_share_cols(p, FF, &c0, &c1);
     kernel_bias_activation(s->ffn + r0 * FF + c0, l->ffn_in_b + c0, nr, c1 - c0, FF,

@@ -46,38 +46,6 @@ static void attention_block(const struct bert_model *model, struct bert_scratch 
                          l->attn_ln_b, rows, H, c->layer_norm_eps);
 }
 
-/* The gated MLP and norm2(fc2(...) + x) into *out. fc11 and fc12 land side
- * by side in ffn (T, 2I); their product goes to qkv (T, I), free after the
- * attention. */
-static void mlp_block(const struct bert_model *model, struct bert_scratch *s,
-                      const struct bert_layer_weights *l, const struct bert_share *p,
-                      const float *x, float *out)
-{
-    const struct bert_config *c = &model->config;
-    const size_t H = c->hidden_size, I = c->intermediate_size, rows = p->r1 - p->r0;
-    const size_t br0 = p->by_rows ? p->r0 : 0, bnr = p->by_rows ? rows : p->rows;
-    size_t c0, c1;
-    bert_linear_share(p, x, H, &l->ffn_in, I, s->ffn, 2 * I);
-    bert_linear_share(p, x, H, &l->ffn_gate, I, s->ffn + I, 2 * I);
-    bert_share_cols(p, I, &c0, &c1);
-    kernel_add_bias(s->ffn + br0 * 2 * I + c0, l->ffn_in_b + c0, bnr, c1 - c0, 2 * I);
-    kernel_add_bias(s->ffn + br0 * 2 * I + I + c0, l->ffn_gate_b + c0, bnr, c1 - c0, 2 * I);
-    sync_cols(p, s->team);
-    kernel_bias_activation(s->ffn + p->r0 * 2 * I + I, model->engine->weights.zeros, rows, I,
-                           2 * I, c->activation);
-    float *glu = s->qkv;
-    for (size_t r = p->r0; r < p->r1; r++) {
-        const float *in = s->ffn + r * 2 * I;
-        for (size_t k = 0; k < I; k++)
-            glu[r * I + k] = in[k] * in[I + k];
-    }
-    sync_cols(p, s->team);
-    bert_linear_share(p, glu, I, &l->ffn_out, H, out, H);
-    sync_cols(p, s->team);
-    kernel_add_layernorm(out + p->r0 * H, x + p->r0 * H, l->ffn_out_b, l->ffn_ln_g, l->ffn_ln_b,
-                         rows, H, c->layer_norm_eps);
-}
-
 void family_nomic_bert_encode_member(const struct bert_model *model, struct bert_scratch *s,
                                      const struct bert_batch *b, const struct bert_share *p)
 {
@@ -88,7 +56,7 @@ void family_nomic_bert_encode_member(const struct bert_model *model, struct bert
         /* x -> tmp -> x: the result stays in s->x. */
         attention_block(model, s, b, &w->layers[i], p, s->x, s->tmp);
         sync_cols(p, s->team);
-        mlp_block(model, s, &w->layers[i], p, s->tmp, s->x);
+        family_glu_ffn(model, s, &w->layers[i], p, s->tmp, s->x);
         /* Always: glu rows are I floats apart, qkv rows 3H, so one member's
          * next QKV rows overlap another's glu rows. */
         bert_team_barrier(s->team);

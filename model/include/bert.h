@@ -33,10 +33,12 @@ enum bert_family {
     BERT_FAMILY_MODERNBERT, /* ModernBERT: pre-norm, RoPE, GeGLU, local/global attention */
     BERT_FAMILY_MPNET,      /* MPNet: BERT layers plus a bucketed relative position bias */
     BERT_FAMILY_NOMIC_BERT, /* NomicBERT: post-LN, fused QKV, RoPE, SwiGLU / GeGLU */
+    BERT_FAMILY_JINA_BERT,  /* JinaBERT v2 (model_type bert, alibi): BERT with ALiBi, GeGLU */
     BERT_FAMILY_COUNT
 };
 
-/* "bert", "distilbert", "roberta", "electra", "modernbert", "mpnet", "nomic_bert". */
+/* "bert", "distilbert", "roberta", "electra", "modernbert", "mpnet", "nomic_bert",
+ * "jina_bert". */
 const char *bert_family_name(enum bert_family family);
 
 enum bert_activation {

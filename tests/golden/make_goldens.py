@@ -449,6 +449,49 @@ SPECS += [
 ]
 
 
+# JinaBERT v2: ALiBi instead of positions, GeGLU; three heads, so the
+# slopes take ALiBi's workaround for head counts that are not powers of two
+# (2^-4, 2^-8, then 2^-2). Its tokenizer is jina-embeddings-v2-base-en's
+# real tokenizer.json (30528 tokens).
+JINA = {"model-type": "jina_bert", "layers": 2, "hidden": 96, "heads": 3, "intermediate": 128,
+        "max-position": 8192}
+SPECS += [
+    {
+        "name": "jina-mlm",
+        "about": "JinaBertForMaskedLM L=2 H=96 A=3 I=128: bert. names without position "
+                 "embeddings, mlp.gated_layers (2I, no bias) / mlp.wo / mlp.layernorm, ALiBi "
+                 "with three heads' slopes, cls.predictions (hidden_act gelu) tied",
+        "tokenizer": SHARED_TOKENIZER + "jina-embeddings-v2-base-en",
+        "init": {**JINA, **SPREAD, "weight-std": 0.25, "seed": 104, "prefix": True, "mlm": True},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON[:2] + MASKED[:3] + [LONG_MASKED]],
+        "hidden": {"f32": [0, 2]},
+    },
+    {
+        "name": "jina-embed",
+        "about": "JinaBertModel L=2 H=96 A=3 like jina-embeddings-v2 (no prefix), mean "
+                 "pooling + Normalize, inputs up to ~530 tokens; F32, BF16, F16",
+        "tokenizer": SHARED_TOKENIZER + "jina-embeddings-v2-base-en",
+        "init": {**JINA, "weight-std": 0.1, "bias-range": 0.1, "ln-range": 0.2, "seed": 102,
+                 "sentence-transformers": True, "pooling": "mean", "normalize": True},
+        "dtypes": ["f32", "bf16", "f16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES[:1] + [LONG_TEXT + " " + LONG_TEXT]],
+        "hidden": {"f32": [0], "bf16": [0], "f16": [0]},
+    },
+    {
+        "name": "jina-classify",
+        "about": "JinaBertForSequenceClassification L=2 H=96 A=3 with feed_forward_type "
+                 "reglu: pooler.dense + tanh, classifier, 3 labels softmax, pairs",
+        "tokenizer": SHARED_TOKENIZER + "jina-embeddings-v2-base-en",
+        "init": {**JINA, **SPREAD, "weight-std": 0.15, "seed": 103, "prefix": True, "act": "relu",
+                 "labels": "negative,neutral,positive", "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES[:2]] + PAIRS[1:3] + [PAIRS[5]],
+        "hidden": {"f32": [0]},
+    },
+]
+
+
 def tokenize(tokenizer_dir, inputs):
     """Ids from the official tokenizer: tokenizer.json as is, or the
     vocab.txt layout converted as transformers does."""

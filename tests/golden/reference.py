@@ -225,8 +225,18 @@ class Bert:
         ctx = (probs @ v).transpose(0, 1).reshape(n, H)
         # Post-LN residual blocks.
         x = norm("ln1", proj("o", ctx) + x)
+        return self.feed_forward(x, lp)
+
+    def feed_forward(self, x, lp):
+        """BertIntermediate + BertOutput (post-LN)."""
+        names = self.layer_names
+
+        def proj(key, inp):
+            return linear(inp, self.p(lp + names[key] + ".weight"),
+                          self.p(lp + names[key] + ".bias"))
         h = activation(self.act, proj("ff1", x))
-        return norm("ln2", proj("ff2", h) + x)
+        return layer_norm(proj("ff2", h) + x, self.p(lp + names["ln2"] + ".weight"),
+                          self.p(lp + names["ln2"] + ".bias"), self.eps)
 
     @staticmethod
     def pool(hidden, mode):
@@ -540,14 +550,72 @@ class NomicBert(Bert):
         return t @ decoder.T + (bias if bias is not None else 0.0)
 
 
+def alibi_slopes(heads):
+    """ALiBi's head slopes (Press et al. 2022, and its reference code for
+    head counts that are not powers of two): a geometric sequence from
+    2^(-8 / n) for n = 2^k heads; otherwise the closest lower power's slopes
+    followed by every other slope of the next power's."""
+    def power_of_2(n):
+        first = 2.0 ** (-8.0 / n)
+        return [first ** (i + 1) for i in range(n)]
+    if math.log2(heads).is_integer():
+        return power_of_2(heads)
+    lower = 2 ** math.floor(math.log2(heads))
+    return power_of_2(lower) + alibi_slopes(2 * lower)[0::2][:heads - lower]
+
+
+class JinaBert(Bert):
+    """JinaBERT v2 (Günther et al. 2023; jina-bert-implementation's
+    modeling_bert.py, remote code) in float64: word + token type embeddings
+    and LayerNorm (no positions), BERT's post-LN attention with the scores
+    of head h biased by -slope_h * |i - j| (the slopes as float32, as the
+    remote code's torch.Tensor keeps them), and JinaBertGLUMLP:
+    LayerNorm(wo(act(g) * u) + x) with [g | u] = gated_layers(x), act exact
+    GELU (geglu) or ReLU (reglu); BERT's pooler, classifier and MLM head
+    (hidden_act)."""
+
+    def __init__(self, folder):
+        super().__init__(folder)
+        self.family = "jina_bert"
+        self.glu_act = {"geglu": "gelu", "reglu": "relu"}[self.config["feed_forward_type"]]
+        self.prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self.w else ""
+        self.pooler_name = self.prefix + "pooler.dense"
+        self.I = self.config["intermediate_size"]
+
+    def encode(self, ids, type_ids):
+        n = len(ids)
+        ids, types = torch.tensor(ids, dtype=torch.long), torch.tensor(type_ids, dtype=torch.long)
+        x = (self.p("embeddings.word_embeddings.weight")[ids]
+             + self.p("embeddings.token_type_embeddings.weight")[types])
+        x = layer_norm(x, self.p("embeddings.LayerNorm.weight"),
+                       self.p("embeddings.LayerNorm.bias"), self.eps)
+        slopes = torch.tensor(alibi_slopes(self.A), dtype=torch.float32).double()
+        idx = torch.arange(n)
+        distance = (idx[None, :] - idx[:, None]).abs().double()
+        self.attn_bias = -slopes[:, None, None] * distance[None]  # (A, n, n)
+        for i in range(self.L):
+            x = self.layer(x, f"encoder.layer.{i}.")
+        return x
+
+    def feed_forward(self, x, lp):
+        h = linear(x, self.p(lp + "mlp.gated_layers.weight"), 0.0)
+        h = activation(self.glu_act, h[:, :self.I]) * h[:, self.I:]
+        h = linear(h, self.p(lp + "mlp.wo.weight"), self.p(lp + "mlp.wo.bias"))
+        return layer_norm(h + x, self.p(lp + "mlp.layernorm.weight"),
+                          self.p(lp + "mlp.layernorm.bias"), self.eps)
+
+
 def load(folder):
     """The reference model for a checkpoint folder of any supported family."""
     with open(os.path.join(folder, "config.json")) as f:
-        model_type = json.load(f).get("model_type", "bert")
+        config = json.load(f)
+    model_type = config.get("model_type", "bert")
     if model_type == "modernbert":
         return ModernBert(folder)
     if model_type == "nomic_bert":
         return NomicBert(folder)
+    if model_type == "bert" and config.get("position_embedding_type") == "alibi":
+        return JinaBert(folder)
     return MPNet(folder) if model_type == "mpnet" else Bert(folder)
 
 
@@ -584,6 +652,10 @@ def self_check():
     large = 8 + (torch.log(n.float() / 8) / math.log(128 / 8) * 8).long()
     f32 = (rel > 0).long() * 16 + torch.where(n < 8, n, large.clamp(max=15))
     pairs["mpnet_bucket"] = (mpnet_bucket(rel).double(), f32.double())
+    # ALiBi slopes: the paper's values for 8 heads, and its 12-head workaround.
+    pairs["alibi_8"] = (torch.tensor(alibi_slopes(8)), 2.0 ** -torch.arange(1.0, 9.0))
+    pairs["alibi_12"] = (torch.tensor(alibi_slopes(12)), torch.tensor(
+        [2.0 ** -k for k in range(1, 9)] + [2.0 ** -(k + 0.5) for k in range(0, 4)]))
     for name, (ours, theirs) in pairs.items():
         err = float((ours - theirs).abs().max())
         if err > 1e-12:

@@ -113,10 +113,12 @@ def options(init):
 
 FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
             "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra",
-            "modernbert": "modernbert", "mpnet": "mpnet", "nomic_bert": "nomic_bert"}
+            "modernbert": "modernbert", "mpnet": "mpnet", "nomic_bert": "nomic_bert",
+            "jina_bert": "jina_bert"}
 CLASS_PREFIX = {"bert": "Bert", "distilbert": "DistilBert", "roberta": "Roberta",
                 "xlm-roberta": "XLMRoberta", "camembert": "Camembert", "electra": "Electra",
-                "modernbert": "ModernBert", "mpnet": "MPNet", "nomic_bert": "NomicBert"}
+                "modernbert": "ModernBert", "mpnet": "MPNet", "nomic_bert": "NomicBert",
+                "jina_bert": "JinaBert"}
 # MPNet's relative position buckets (MPNetConfig relative_attention_num_buckets).
 MPNET_BUCKETS = 32
 
@@ -164,6 +166,20 @@ def mpnet_layer_specs(lp, H, FF):
             name = name.replace(old, new)
         specs.append((name, kind, shape))
     return specs
+
+
+def jina_layer_specs(lp, H, FF):
+    """JinaBERT v2 layer names (jina-bert-implementation): BertLayer's
+    attention, then JinaBertGLUMLP: mlp.gated_layers (2 * FF, H) without a
+    bias, mlp.wo and mlp.layernorm."""
+    specs = bert_layer_specs(lp, H, FF)[:10]  # query, key, value, output.dense, LayerNorm
+    return specs + [
+        (f"{lp}mlp.gated_layers.weight", WEIGHT, (2 * FF, H)),
+        (f"{lp}mlp.wo.weight", WEIGHT, (H, FF)),
+        (f"{lp}mlp.wo.bias", BIAS, (H,)),
+        (f"{lp}mlp.layernorm.weight", LN_GAMMA, (H,)),
+        (f"{lp}mlp.layernorm.bias", LN_BETA, (H,)),
+    ]
 
 
 def distilbert_layer_specs(lp, H, FF):
@@ -286,12 +302,12 @@ def tensor_specs(o, vocab):
     if fam == "nomic_bert":
         return nomic_specs(o, vocab)
     p = {"bert": "bert.", "distilbert": "distilbert.", "roberta": "roberta.",
-         "electra": "electra.", "mpnet": "mpnet."}[fam] if o["prefix"] else ""
+         "electra": "electra.", "mpnet": "mpnet.", "jina_bert": "bert."}[fam] if o["prefix"] else ""
     H, FF, E = o["hidden"], o["intermediate"], embedding_size(o)
-    specs = [
-        (f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, E)),
-        (f"{p}embeddings.position_embeddings.weight", WEIGHT, (o["max-position"], E)),
-    ]
+    specs = [(f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, E))]
+    if fam != "jina_bert":  # JinaBERT's positions are ALiBi
+        specs.append((f"{p}embeddings.position_embeddings.weight", WEIGHT,
+                      (o["max-position"], E)))
     if fam not in ("distilbert", "mpnet"):
         specs.append((f"{p}embeddings.token_type_embeddings.weight", WEIGHT,
                       (o["type-vocab"], E)))
@@ -305,6 +321,8 @@ def tensor_specs(o, vocab):
             specs += distilbert_layer_specs(f"{p}transformer.layer.{i}.", H, FF)
         elif fam == "mpnet":
             specs += mpnet_layer_specs(f"{p}encoder.layer.{i}.", H, FF)
+        elif fam == "jina_bert":
+            specs += jina_layer_specs(f"{p}encoder.layer.{i}.", H, FF)
         else:
             specs += bert_layer_specs(f"{p}encoder.layer.{i}.", H, FF)
     if fam == "mpnet":  # MPNetEncoder.relative_attention_bias, one scalar per bucket and head
@@ -312,7 +330,8 @@ def tensor_specs(o, vocab):
                       (MPNET_BUCKETS, o["heads"])))
     classifier = o["labels"] is not None
     if o["pooler"] or classifier:
-        pooler = {"bert": f"{p}pooler.dense", "distilbert": "pre_classifier",
+        pooler = {"bert": f"{p}pooler.dense", "jina_bert": f"{p}pooler.dense",
+                  "distilbert": "pre_classifier",
                   "roberta": "classifier.dense", "electra": "classifier.dense",
                   "mpnet": "classifier.dense"}[fam]
         specs += [(f"{pooler}.weight", WEIGHT, (H, H)), (f"{pooler}.bias", BIAS, (H,))]
@@ -320,6 +339,9 @@ def tensor_specs(o, vocab):
         dense, norm, decoder, bias = {
             "bert": ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
                      "cls.predictions.decoder.weight", "cls.predictions.bias"),
+            "jina_bert": ("cls.predictions.transform.dense",
+                          "cls.predictions.transform.LayerNorm",
+                          "cls.predictions.decoder.weight", "cls.predictions.bias"),
             "distilbert": ("vocab_transform", "vocab_layer_norm", "vocab_projector.weight",
                            "vocab_projector.bias"),
             "roberta": ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder.weight",
@@ -340,7 +362,7 @@ def tensor_specs(o, vocab):
             specs.append((decoder, WEIGHT, (vocab, E)))
     if classifier:
         n = len(o["labels"].split(","))
-        out = "classifier" if fam in ("bert", "distilbert") else "classifier.out_proj"
+        out = "classifier" if fam in ("bert", "distilbert", "jina_bert") else "classifier.out_proj"
         specs += [(f"{out}.weight", WEIGHT, (n, H)), (f"{out}.bias", BIAS, (n,))]
     if o.get("discriminator"):  # ElectraForPreTraining's ElectraDiscriminatorPredictions
         d = "discriminator_predictions."
@@ -435,6 +457,10 @@ def config_json(o, vocab):
             "position_embedding_type": "absolute"})
         if fam == "electra":
             cfg["embedding_size"] = embedding_size(o)
+        if fam == "jina_bert":  # a BERT config with ALiBi and a GLU
+            cfg.update({"model_type": "bert", "position_embedding_type": "alibi",
+                        "feed_forward_type": {"gelu": "geglu", "relu": "reglu"}[o["act"]],
+                        "hidden_act": "gelu"})
     cfg["id2label"] = {str(i): l for i, l in enumerate(labels)}
     cfg["label2id"] = {l: i for i, l in enumerate(labels)}
     if o["problem-type"]:

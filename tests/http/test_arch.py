@@ -7,8 +7,8 @@ equal the `bert` CLI's, /rerank and /v1/rerank order equals sorting the
 classifier's scores, /info names the family and its capabilities, routes the
 checkpoint cannot serve answer 422 naming why; ModernBERT also takes a
 4,096-token input end to end; an ELECTRA discriminator serves
-/replaced-tokens; MPNet also loads all-mpnet-base-v2's real config.json
-(../shared/data). An unsupported model_type or family variant fails
+/replaced-tokens; MPNet, NomicBERT and JinaBERT also load their real
+checkpoints' config.json (../shared/data). An unsupported model_type or family variant fails
 start-up naming config.json and the value.
 
 usage: test_arch.py BIN_DIR TOKENIZER_ROOT
@@ -58,10 +58,13 @@ class Family:
     flags = ()
     server_flags = ()
 
+    init_type = None    # `bert init --model-type`, when not model_type
+
     @classmethod
     def setUpClass(cls):
-        cls.model = init(cls.__name__, cls.tokenizer, "--model-type", cls.model_type, "--mlm",
-                         "--labels", "LABEL_0", *cls.flags)
+        cls.model = init(cls.__name__, cls.tokenizer, "--model-type",
+                         cls.init_type or cls.model_type, "--mlm", "--labels", "LABEL_0",
+                         *cls.flags)
         cls.s = Server(BIN, cls.model, flags=cls.server_flags)
 
     @classmethod
@@ -354,6 +357,50 @@ class NomicRealConfig(unittest.TestCase):
             self.assertEqual(status, 200, got)
         finally:
             self.assertEqual(s.stop(), 0, s.output())
+
+
+class JinaBert(Family, unittest.TestCase):
+    """A BERT config with ALiBi and GeGLU (model_type bert, family jina_bert)
+    on jina-embeddings-v2-base-en's tokenizer, 8K context."""
+    family, model_type, init_type = "jina_bert", "bert", "jina_bert"
+    tokenizer = os.path.join(SHARED, "jina-embeddings-v2-base-en")
+    flags = ("--max-position", "8192")
+    server_flags = ("--max-batch-tokens", "8192")
+
+    def test_long_input(self):
+        text = "hello" + " world" * 8189
+        got = self.same_as_cli("embed", {"inputs": text}, tol=1e-4)
+        self.assertEqual(len(got[0]), 64)
+        status, _, got = self.s.post("/embed", {"inputs": text + " world"})
+        self.assertEqual(status, 413, got)
+
+
+class JinaRealConfig(unittest.TestCase):
+    """jina-embeddings-v2-base-en's own folder: the model config's 768 wins
+    over 1_Pooling's word_embedding_dimension 512, its tokenizer.json over its
+    vocab.txt (two ids differ; the log says so), max_seq_length 8192;
+    feed-forward kinds the remote code does not have are refused."""
+
+    def test_real_config(self):
+        model = real_checkpoint("jina-real", "jina-embeddings-v2-base-en", "--mlm")
+        s = Server(BIN, model, flags=("--max-batch-tokens", "8192"))
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["family"], "jina_bert")
+            self.assertEqual(info["model"]["model_type"], "bert")
+            self.assertEqual(info["model"]["max_input_tokens"], 8192)
+            status, _, got = s.post("/embed", {"inputs": "Hello world!"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got[0]), 768)
+            status, _, got = s.post("/tokenize", {"inputs": "alaeddineabdessalem"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(got[0][1]["id"], 30525)  # tokenizer.json's id, not vocab.txt's
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+        self.assertIn("disagree at 2 ids", s.output())
+        self.assertIn("tokenizer.json wins", s.output())
+        refused(self, model, lambda c: c.update(feed_forward_type="original"),
+                "feed_forward_type")
 
 
 class ElectraDiscriminator(unittest.TestCase):

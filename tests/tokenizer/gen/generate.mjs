@@ -84,6 +84,11 @@ const TOKENIZERS = [
   // (at a space) and half the STS pairs to keep the .jsonl near 1 MB.
   // all-mpnet-base-v2: BertNormalizer + WordPiece under RobertaProcessing
   // (<s> A </s></s> B </s>), <mask> with lstrip.
+  // nomic-embed-text-v1.5 and jina-embeddings-v2-base-en: MiniLM's pipeline
+  // (jina's vocabulary has 6 more tokens): their lines must equal minilm's,
+  // which is checked here and nothing is written.
+  { name: 'nomic', shared: 'nomic-embed-text-v1.5', sameAs: 'minilm' },
+  { name: 'jina', shared: 'jina-embeddings-v2-base-en', sameAs: 'minilm' },
   { name: 'mpnet', layout: 'json', shared: 'all-mpnet-base-v2', sst: 2700, sstClip: 40, sts: 150, wiki: 60, wikiLong: 3, noTjs: true, files: {} },
 ];
 
@@ -426,10 +431,40 @@ env.allowRemoteModels = false;
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'bert-tok-'));
 env.localModelPath = tmpRoot;
 
+// Every line of another tokenizer's .jsonl (less those cut by that file's
+// own truncation) must come out of this tokenizer.json the same: ids, type
+// ids, special masks and `tokenizers` decodes. Throws on the first that
+// does not.
+async function checkSameAs(spec) {
+  const rust = tk.Tokenizer.fromString(fs.readFileSync(path.join(SHARED, spec.shared, 'tokenizer.json'), 'utf8'));
+  rust.disablePadding();
+  rust.disableTruncation();
+  let n = 0;
+  for (const line of fs.readFileSync(path.join(OUT, spec.sameAs + '.jsonl'), 'utf8').split('\n')) {
+    if (!line) continue;
+    const c = JSON.parse(line);
+    if (c.file_trunc) continue;
+    if (c.ml) rust.setTruncation(c.ml, { direction: c.side || 'right', strategy: 'LongestFirst' });
+    const r = await encodeRust(rust, c);
+    if (c.ml) rust.disableTruncation();
+    const same = r.ids.join(',') === c.ids.join(',') && r.types === c.types && r.special === c.special
+      && r.offsets.join(',') === c.offsets.join(',')
+      && (c.dec_rust === undefined || ((await rust.decode(c.ids, false)) === c.dec_rust
+        && (await rust.decode(c.ids, true)) === c.dec_rust_skip));
+    if (!same) throw new Error(`${spec.name}: differs from ${spec.sameAs} on ${JSON.stringify(c.text).slice(0, 80)}`);
+    n++;
+  }
+  console.error(`${spec.name}: ${n} lines of ${spec.sameAs}.jsonl identical`);
+}
+
 const only = process.argv.slice(2);
 const summaryPath = path.join(OUT, 'summary.json');
 const summary = only.length && fs.existsSync(summaryPath) ? JSON.parse(fs.readFileSync(summaryPath, 'utf8')) : [];
 for (const spec of TOKENIZERS.filter((t) => !only.length || only.includes(t.name))) {
+  if (spec.sameAs) {
+    await checkSameAs(spec);
+    continue;
+  }
   const dir = spec.shared ? path.join(SHARED, spec.shared) : path.join(OUT, spec.name);
   if (!spec.shared) fs.mkdirSync(dir, { recursive: true });
   for (const [dst, src] of Object.entries(spec.files)) {
