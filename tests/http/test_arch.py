@@ -345,6 +345,8 @@ class NomicRealConfig(unittest.TestCase):
                 finally:
                     shutil.copyfile(saved, os.path.join(model, "config.json"))
 
+    @unittest.skipIf(os.environ.get("BERT_TEST_SANITIZED"),
+                     "a second real-size NomicBERT: too slow for the sanitizer builds")
     def test_nomic_bert_2048(self):
         model = real_checkpoint("nomic-2048-real", "nomic-bert-2048", "--mlm",
                                 tokenizer="nomic-embed-text-v1.5")
