@@ -48,6 +48,7 @@ static struct bert_synth_options init_defaults(void)
     mb->global_attn_every = 3;
     mb->local_window = 128;
     mb->classifier_activation = BERT_ACTIVATION_GELU;
+    c->nomic.rotary_base = 1000.0; /* nomic-embed-text's rotary_emb_base */
     return o;
 }
 
@@ -94,6 +95,7 @@ static int apply_choices(const struct init_choices *ch, struct bert_synth_option
         return CLI_EXIT_USAGE;
     }
     mb->attention_bias = mb->mlp_bias = mb->norm_bias = mb->classifier_bias = ch->biases;
+    c->nomic.qkv_bias = c->nomic.fc1_bias = c->nomic.fc2_bias = ch->biases;
     if (ch->problem != NULL) {
         if (strcmp(ch->problem, "single_label") == 0)
             c->problem_type = BERT_PROBLEM_SINGLE_LABEL;
@@ -129,7 +131,12 @@ int cli_init_command(int argc, char **argv)
         {"out", CLI_OPT_STRING, &out, "checkpoint folder to write (required)"},
         {"tokenizer", CLI_OPT_STRING, &o.tokenizer_dir, "folder to copy tokenizer files from (required)"},
         {"model-type", CLI_OPT_STRING, &ch.model_type,
-         "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert (bert)"},
+         "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet, "
+         "nomic_bert (bert)"},
+        {"vocab-size", CLI_OPT_SIZE, &c->vocab_size,
+         "embedding rows, at least the tokenizer's (0: the tokenizer's; more: padding rows)"},
+        {"config", CLI_OPT_STRING, &o.config_file,
+         "a real config.json: its family and geometry instead of the flags', kept as is"},
         {"embedding-size", CLI_OPT_SIZE, &c->embedding_size,
          "ELECTRA embedding width, projected to --hidden (hidden)"},
         {"layers", CLI_OPT_SIZE, &c->num_layers, "encoder layers (2)"},
@@ -139,7 +146,9 @@ int cli_init_command(int argc, char **argv)
         {"max-position", CLI_OPT_SIZE, &c->max_position_embeddings, "position embeddings (512)"},
         {"type-vocab", CLI_OPT_SIZE, &c->type_vocab_size, "token types (2)"},
         {"eps", CLI_OPT_DOUBLE, &ch.eps, "LayerNorm epsilon (1e-12)"},
-        {"act", CLI_OPT_STRING, &ch.act, "hidden_act: gelu, gelu_new, relu, silu (gelu)"},
+        {"act", CLI_OPT_STRING, &ch.act,
+         "hidden_act: gelu, gelu_new, relu, silu (gelu); NomicBERT: silu swiglu, gelu geglu"},
+        {"rotary-base", CLI_OPT_DOUBLE, &c->nomic.rotary_base, "NomicBERT: rotary_emb_base (1000)"},
         {"seed", CLI_OPT_U64, &o.seed, "generator seed (0)"},
         {"weight-std", CLI_OPT_DOUBLE, &o.weight_std, "std of weights and embeddings (0.02)"},
         {"bias-range", CLI_OPT_DOUBLE, &o.bias_range, "biases uniform in [-r, r] (0)"},
@@ -171,7 +180,8 @@ int cli_init_command(int argc, char **argv)
         {"question-answering", CLI_OPT_FLAG, &o.question_answering,
          "start and end logits per token (*ForQuestionAnswering)"},
         {"biases", CLI_OPT_FLAG, &ch.biases,
-         "ModernBERT: attention, MLP, norm and head biases on (the real checkpoints have none)"},
+         "ModernBERT: attention, MLP, norm and head biases on; NomicBERT: qkv_proj_bias, "
+         "mlp_fc1_bias, mlp_fc2_bias (the real checkpoints have none)"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
     if (!cli_parse("init", argc, argv, opts, n_opts))

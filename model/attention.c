@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "engine.h"
 #include "scratch.h"
 #include "simd.h"
 #include "vmath.h"
@@ -91,7 +92,7 @@ static inline __attribute__((always_inline)) void block_values(const float *rest
 BERT_HOT
 void attention_head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
                            size_t d, float scale, float *out, size_t ldo, float *work,
-                           size_t half_window)
+                           size_t half_window, const float *rel_bias)
 {
     const size_t n16 = round_lanes(n), d16 = round_lanes(d);
     float *kt = work;                 /* (d, n16) keys transposed, zero padded */
@@ -125,6 +126,9 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
                 sr[j] = -INFINITY;
             for (size_t j = last; j < hi; j++)
                 sr[j] = -INFINITY;
+            if (rel_bias != NULL) /* the bias of key j is rel_bias[j - i] */
+                for (size_t j = first; j < last; j++)
+                    sr[j] += rel_bias[(ptrdiff_t)j - (ptrdiff_t)i];
             softmax_row(sr + lo, hi - lo, width);
         }
         size_t c0 = 0;
@@ -149,7 +153,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
 void attention_head(const float *q, const float *k, const float *v, size_t ld, size_t n,
                     size_t d, float scale, float *out, size_t ldo, float *work)
 {
-    attention_head_window(q, k, v, ld, n, d, scale, out, ldo, work, SIZE_MAX);
+    attention_head_window(q, k, v, ld, n, d, scale, out, ldo, work, SIZE_MAX, NULL);
 }
 
 /* Sequences never see each other's tokens: that is what packing without
@@ -161,12 +165,15 @@ void attention_member(const struct bert_model *model, struct bert_scratch *s,
     const size_t ld = 3 * H, items = b->n_seqs * A;
     const float scale = 1.0f / sqrtf((float)D);
     float *work = s->attn + member * s->attn_floats;
+    const struct bert_engine *e = model->engine;
+    const size_t rel_span = 2 * e->rel_positions - 1;
     size_t item;
     while ((item = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed)) < items) {
         size_t i = item / A, h = item % A;
         size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
         const float *q = s->qkv + r0 * ld + h * D;
+        const float *rel = e->rel_bias ? e->rel_bias + h * rel_span + e->rel_positions - 1 : NULL;
         attention_head_window(q, q + H, q + 2 * H, ld, n, D, scale, s->ctx + r0 * H + h * D, H,
-                              work, half_window);
+                              work, half_window, rel);
     }
 }

@@ -19,17 +19,21 @@ void attention_head(const float *q, const float *k, const float *v, size_t ld, s
 
 /* The same with a sliding window (ModernBERT's local layers): query i sees
  * only keys j with |i - j| <= half_window, and only those are computed, so
- * a local layer costs O(n * window * d). SIZE_MAX: no window. */
+ * a local layer costs O(n * window * d). SIZE_MAX: no window. rel_bias,
+ * when not NULL, is added to the scaled scores: rel_bias[j - i] for query i
+ * and key j, so it must be valid from -(n - 1) to n - 1 (MPNet's relative
+ * position bias of the head). */
 void attention_head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
                            size_t d, float scale, float *out, size_t ldo, float *work,
-                           size_t half_window);
+                           size_t half_window, const float *rel_bias);
 
 struct bert_model;
 struct bert_scratch;
 struct bert_batch;
 
 /* This member's share of the attention of every (sequence, head) of the
- * batch, from s->qkv into s->ctx, handed out one (sequence, head) at a time
+ * batch, from s->qkv into s->ctx, with the model's relative position bias
+ * when it has one (engine.h), handed out one (sequence, head) at a time
  * so members stay busy whatever the sequence lengths; s->next_item must
  * have been reset to 0 before a barrier. half_window: as
  * attention_head_window's (SIZE_MAX: none). */

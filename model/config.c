@@ -298,6 +298,136 @@ static enum bert_status parse_modernbert_geometry(const char *name, json_t *root
     return parse_activation(name, root, "hidden_activation", &cfg->activation, err);
 }
 
+/* A NomicBertConfig key that must keep the one value bertserve computes:
+ * `want` true / false for a flag; a number key must be absent or null. */
+static enum bert_status nomic_fixed(const char *name, json_t *root, const char *key, int want,
+                                    struct bert_error *err)
+{
+    json_t *v = json_object_get(root, key);
+    const bool ok = want < 0 ? v == NULL || json_is_null(v)
+                             : get_flag(root, key, false) == (want == 1) &&
+                                   (v == NULL || json_is_boolean(v));
+    if (ok)
+        return BERT_OK;
+    return bert_error_set(err, BERT_E_UNSUPPORTED,
+                          "%s: %s %s is not supported (bertserve runs NomicBERT with %s)", name,
+                          key, want < 0 ? "set" : want ? "false" : "true",
+                          want < 0 ? "it null" : want ? "it true" : "it false");
+}
+
+/* NomicBertConfig (GPT2Config keys, modeling_hf_nomic_bert.py): post-LN
+ * blocks with a fused Wqkv, full-width non-interleaved RoPE, a gated MLP
+ * (swiglu: fc11 * silu(fc12); geglu: fc11 * gelu(fc12)), token types, and
+ * a vocabulary padded up to pad_vocab_size_multiple. Every other variant the
+ * remote code has is refused here, naming the key. */
+static enum bert_status parse_nomic_geometry(const char *name, json_t *root,
+                                             struct bert_config *cfg, struct bert_error *err)
+{
+    struct bert_nomic *n = &cfg->nomic;
+    enum bert_status st;
+    size_t multiple = 1;
+    double eps = 1e-5, fraction = 0.0;
+    if ((st = get_size(name, root, "vocab_size", 0, &cfg->vocab_size, err)) ||
+        (st = get_size(name, root, "n_embd", 768, &cfg->hidden_size, err)) ||
+        (st = get_size(name, root, "n_layer", 12, &cfg->num_layers, err)) ||
+        (st = get_size(name, root, "n_head", 12, &cfg->num_heads, err)) ||
+        (st = get_size(name, root, "n_inner", 0, &cfg->intermediate_size, err)) ||
+        (st = get_size(name, root, "n_positions", 1024, &cfg->max_position_embeddings, err)) ||
+        (st = get_size(name, root, "type_vocab_size", 2, &cfg->type_vocab_size, err)) ||
+        (st = get_size(name, root, "pad_vocab_size_multiple", 1, &multiple, err)) ||
+        (st = get_real(name, root, "layer_norm_epsilon", 1e-5, &eps, err)) ||
+        (st = get_real(name, root, "rotary_emb_base", 10000.0, &n->rotary_base, err)) ||
+        (st = get_real(name, root, "rotary_emb_fraction", 1e-300, &fraction, err)))
+        return st;
+    static const struct {
+        const char *key;
+        int want;
+    } fixed[] = {{"prenorm", 0},           {"parallel_block", 0},
+                 {"use_rms_norm", 0},      {"rotary_emb_interleaved", 0},
+                 {"causal", 0},            {"rotary_emb_scale_base", -1},
+                 {"rotary_scaling_factor", -1}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if ((st = nomic_fixed(name, root, fixed[i].key, fixed[i].want, err)))
+            return st;
+    if (fraction != 1.0)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: rotary_emb_fraction %g is not supported (supported: 1.0, "
+                              "RoPE over the whole head)",
+                              name, fraction == 1e-300 ? 0.0 : fraction);
+    json_t *act = json_object_get(root, "activation_function");
+    const char *act_name = json_is_string(act) ? json_string_value(act) : "gelu_new";
+    if (strcmp(act_name, "swiglu") != 0 && strcmp(act_name, "geglu") != 0)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: activation_function \"%.40s\" is not supported (supported: "
+                              "swiglu, geglu)",
+                              name, act_name);
+    cfg->activation = act_name[0] == 's' ? BERT_ACTIVATION_SILU : BERT_ACTIVATION_GELU;
+    /* NomicBertModel rounds the vocabulary up to the multiple; the rows past
+     * the tokenizer's are padding. */
+    if (cfg->vocab_size % multiple != 0)
+        cfg->vocab_size += multiple - cfg->vocab_size % multiple;
+    cfg->embedding_size = cfg->hidden_size;
+    cfg->layer_norm_eps = (float)eps;
+    n->qkv_bias = get_flag(root, "qkv_proj_bias", true);
+    n->fc1_bias = get_flag(root, "mlp_fc1_bias", true);
+    n->fc2_bias = get_flag(root, "mlp_fc2_bias", true);
+    if (cfg->token_head != BERT_TOKEN_HEAD_NONE)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: architectures \"%.60s\" is not supported for nomic_bert "
+                              "(supported: NomicBertModel, NomicBertForPreTraining, "
+                              "NomicBertForSequenceClassification)",
+                              name, cfg->architecture);
+    return BERT_OK;
+}
+
+/* JinaBertConfig (jina-bert-implementation): BERT's keys, ALiBi instead of
+ * position embeddings, and feed_forward_type: its JinaBertGLUMLP computes
+ * act(first half) * second half of gated_layers with exact GELU (geglu) or
+ * ReLU (reglu) whatever hidden_act says; hidden_act stays the MLM
+ * transform's. */
+static enum bert_status parse_jina_extras(const char *name, json_t *root,
+                                          struct bert_config *cfg, struct bert_error *err)
+{
+    json_t *ff = json_object_get(root, "feed_forward_type");
+    const char *ff_name = json_is_string(ff) ? json_string_value(ff) : "original";
+    cfg->mlm_activation = cfg->activation;
+    if (strcmp(ff_name, "geglu") == 0)
+        cfg->activation = BERT_ACTIVATION_GELU;
+    else if (strcmp(ff_name, "reglu") == 0)
+        cfg->activation = BERT_ACTIVATION_RELU;
+    else
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: feed_forward_type \"%.40s\" is not supported with "
+                              "position_embedding_type alibi (supported: geglu, reglu)",
+                              name, ff_name);
+    if (cfg->token_head != BERT_TOKEN_HEAD_NONE)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: architectures \"%.60s\" is not supported for JinaBERT "
+                              "(supported: JinaBertModel, JinaBertForMaskedLM, "
+                              "JinaBertForSequenceClassification)",
+                              name, cfg->architecture);
+    return BERT_OK;
+}
+
+/* MPNetConfig: BERT's keys without token types, and the buckets of the
+ * relative position bias. modeling_mpnet.py sizes relative_attention_bias
+ * by relative_attention_num_buckets but buckets distances with a fixed 32
+ * (compute_position_bias' default), so any other count computes something
+ * no checkpoint was trained with. */
+static enum bert_status parse_mpnet_extras(const char *name, json_t *root,
+                                           struct bert_config *cfg, struct bert_error *err)
+{
+    cfg->type_vocab_size = 0;
+    enum bert_status st = get_size(name, root, "relative_attention_num_buckets", 32,
+                                   &cfg->relative_buckets, err);
+    if (st == BERT_OK && cfg->relative_buckets != 32)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "%s: relative_attention_num_buckets %zu is not supported "
+                              "(supported: 32, the buckets modeling_mpnet.py computes)",
+                              name, cfg->relative_buckets);
+    return st;
+}
+
 /* What differs between families beyond the geometry: where positions start
  * and the activations of the heads (modeling_*.py of each family). */
 static enum bert_status set_family_details(const char *name, struct bert_config *cfg,
@@ -308,17 +438,21 @@ static enum bert_status set_family_details(const char *name, struct bert_config 
     cfg->mlm_activation = cfg->activation;
     switch (cfg->family) {
     case BERT_FAMILY_ROBERTA:
-        /* create_position_ids_from_input_ids: padding_idx + 1 onwards. */
-        if (cfg->pad_token_id < 0 ||
-            (size_t)cfg->pad_token_id + 2 > cfg->max_position_embeddings)
+    case BERT_FAMILY_MPNET: {
+        /* create_position_ids_from_input_ids: padding_idx + 1 onwards. MPNet's
+         * padding_idx is 1 whatever pad_token_id says (MPNetEmbeddings). */
+        const int32_t padding_idx = cfg->family == BERT_FAMILY_MPNET ? 1 : cfg->pad_token_id;
+        if (padding_idx < 0 || (size_t)padding_idx + 2 > cfg->max_position_embeddings)
             return bert_error_set(err, BERT_E_FORMAT,
-                                  "%s: pad_token_id %d leaves no position embeddings (RoBERTa "
-                                  "positions start at pad_token_id + 1; max_position_embeddings "
-                                  "is %zu)",
-                                  name, cfg->pad_token_id, cfg->max_position_embeddings);
-        cfg->position_offset = (size_t)cfg->pad_token_id + 1;
-        cfg->mlm_activation = BERT_ACTIVATION_GELU; /* RobertaLMHead calls gelu */
+                                  "%s: pad_token_id %d leaves no position embeddings (positions "
+                                  "start at padding_idx %d + 1; max_position_embeddings is %zu)",
+                                  name, cfg->pad_token_id, padding_idx,
+                                  cfg->max_position_embeddings);
+        cfg->position_offset = (size_t)padding_idx + 1;
+        /* RobertaLMHead and MPNetLMHead call gelu whatever hidden_act is. */
+        cfg->mlm_activation = BERT_ACTIVATION_GELU;
         break;
+    }
     case BERT_FAMILY_DISTILBERT:
         cfg->pooler_activation = BERT_ACTIVATION_RELU; /* pre_classifier + ReLU */
         break;
@@ -373,15 +507,21 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               model_type, bert_family_supported_types());
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", model_type);
 
-    /* ModernBERT's positions are RoPE whatever this key says. */
+    /* ModernBERT's positions are RoPE whatever this key says. JinaBERT v2
+     * is a BERT config whose positions are ALiBi. */
     json_t *pet = cfg->family == BERT_FAMILY_MODERNBERT
                       ? NULL
                       : json_object_get(root, "position_embedding_type");
+    if (cfg->family == BERT_FAMILY_BERT && json_is_string(pet) &&
+        strcmp(json_string_value(pet), "alibi") == 0)
+        cfg->family = BERT_FAMILY_JINA_BERT;
     if (pet != NULL && !json_is_null(pet) &&
-        (!json_is_string(pet) || strcmp(json_string_value(pet), "absolute") != 0))
+        (!json_is_string(pet) ||
+         strcmp(json_string_value(pet),
+                cfg->family == BERT_FAMILY_JINA_BERT ? "alibi" : "absolute") != 0))
         return bert_error_set(err, BERT_E_UNSUPPORTED,
                               "%s: position_embedding_type \"%.40s\" is not supported "
-                              "(supported: absolute)",
+                              "(supported: absolute; alibi for model_type bert)",
                               name, json_is_string(pet) ? json_string_value(pet) : "?");
     /* A causal BERT is the trainer's (cli/train.c --objective clm): it parses
      * here and the engine refuses to run it (model/encoder.c). */
@@ -396,23 +536,29 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               ? parse_distilbert_geometry(name, root, cfg, err)
                           : cfg->family == BERT_FAMILY_MODERNBERT
                               ? parse_modernbert_geometry(name, root, cfg, err)
+                          : cfg->family == BERT_FAMILY_NOMIC_BERT
+                              ? parse_nomic_geometry(name, root, cfg, err)
                               : parse_bert_geometry(name, root, cfg, err);
-    if (st != BERT_OK)
+    if (st != BERT_OK || (cfg->family == BERT_FAMILY_MPNET &&
+                          (st = parse_mpnet_extras(name, root, cfg, err)) != BERT_OK))
         return st;
     if (cfg->hidden_size % cfg->num_heads != 0)
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: hidden_size %zu is not a multiple of num_attention_heads %zu",
                               name, cfg->hidden_size, cfg->num_heads);
-    if (cfg->family == BERT_FAMILY_MODERNBERT && (cfg->hidden_size / cfg->num_heads) % 2 != 0)
+    if ((cfg->family == BERT_FAMILY_MODERNBERT || cfg->family == BERT_FAMILY_NOMIC_BERT) &&
+        (cfg->hidden_size / cfg->num_heads) % 2 != 0)
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: the head size %zu must be even (RoPE rotates pairs of halves)",
                               name, cfg->hidden_size / cfg->num_heads);
 
     json_t *pad = json_object_get(root, "pad_token_id");
-    /* RobertaConfig's default pad_token_id is 1. */
-    int32_t pad_default = cfg->family == BERT_FAMILY_ROBERTA ? 1 : 0;
+    /* RobertaConfig's and MPNetConfig's default pad_token_id is 1. */
+    int32_t pad_default =
+        cfg->family == BERT_FAMILY_ROBERTA || cfg->family == BERT_FAMILY_MPNET ? 1 : 0;
     cfg->pad_token_id = json_is_integer(pad) ? (int32_t)json_integer_value(pad) : pad_default;
-    if ((st = set_family_details(name, cfg, err)) != BERT_OK)
+    if ((st = set_family_details(name, cfg, err)) != BERT_OK ||
+        (cfg->family == BERT_FAMILY_JINA_BERT && (st = parse_jina_extras(name, root, cfg, err))))
         return st;
 
     json_t *tie = json_object_get(root, "tie_word_embeddings");
@@ -660,6 +806,41 @@ static void write_modernbert(const struct bert_config *cfg, json_t *root)
     json_object_set_new(root, "decoder_bias", json_true());
 }
 
+/* JinaBERT v2's keys beyond BERT's: model_type bert (the family's own name
+ * is bert init's), ALiBi, the GLU kind, and hidden_act as the MLM
+ * transform's activation. */
+static void write_jina(const struct bert_config *cfg, json_t *root)
+{
+    json_object_set_new(root, "model_type", json_string("bert"));
+    json_object_set_new(root, "position_embedding_type", json_string("alibi"));
+    json_object_set_new(root, "feed_forward_type",
+                        json_string(cfg->activation == BERT_ACTIVATION_RELU ? "reglu" : "geglu"));
+    json_object_set_new(root, "hidden_act", json_string(activation_name(cfg->mlm_activation)));
+}
+
+/* NomicBertConfig's keys (GPT2Config names), as nomic-embed-text-v1.5's
+ * config.json has them. */
+static void write_nomic(const struct bert_config *cfg, json_t *root)
+{
+    const struct bert_nomic *n = &cfg->nomic;
+    json_object_set_new(root, "n_embd", json_integer((json_int_t)cfg->hidden_size));
+    json_object_set_new(root, "n_inner", json_integer((json_int_t)cfg->intermediate_size));
+    json_object_set_new(root, "n_layer", json_integer((json_int_t)cfg->num_layers));
+    json_object_set_new(root, "n_head", json_integer((json_int_t)cfg->num_heads));
+    json_object_set_new(root, "n_positions", json_integer((json_int_t)cfg->max_position_embeddings));
+    json_object_set_new(root, "type_vocab_size", json_integer((json_int_t)cfg->type_vocab_size));
+    json_object_set_new(root, "layer_norm_epsilon", json_real(cfg->layer_norm_eps));
+    json_object_set_new(root, "activation_function",
+                        json_string(cfg->activation == BERT_ACTIVATION_SILU ? "swiglu" : "geglu"));
+    json_object_set_new(root, "rotary_emb_base", json_real(n->rotary_base));
+    json_object_set_new(root, "rotary_emb_fraction", json_real(1.0));
+    json_object_set_new(root, "rotary_emb_interleaved", json_false());
+    json_object_set_new(root, "prenorm", json_false());
+    json_object_set_new(root, "qkv_proj_bias", json_boolean(n->qkv_bias));
+    json_object_set_new(root, "mlp_fc1_bias", json_boolean(n->fc1_bias));
+    json_object_set_new(root, "mlp_fc2_bias", json_boolean(n->fc2_bias));
+}
+
 enum bert_status bert_config_write(const struct bert_config *cfg, const char *path,
                                    struct bert_error *err)
 {
@@ -699,6 +880,8 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
         json_object_set_new(root, "attention_dropout", json_real(0.1));
     } else if (cfg->family == BERT_FAMILY_MODERNBERT) {
         write_modernbert(cfg, root);
+    } else if (cfg->family == BERT_FAMILY_NOMIC_BERT) {
+        write_nomic(cfg, root);
     } else {
         json_object_set_new(root, "hidden_size", json_integer((json_int_t)cfg->hidden_size));
         if (cfg->family == BERT_FAMILY_ELECTRA)
@@ -710,8 +893,9 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
                             json_integer((json_int_t)cfg->intermediate_size));
         json_object_set_new(root, "max_position_embeddings",
                             json_integer((json_int_t)cfg->max_position_embeddings));
-        json_object_set_new(root, "type_vocab_size",
-                            json_integer((json_int_t)cfg->type_vocab_size));
+        if (cfg->family != BERT_FAMILY_MPNET) /* MPNet has no token types */
+            json_object_set_new(root, "type_vocab_size",
+                                json_integer((json_int_t)cfg->type_vocab_size));
         json_object_set_new(root, "layer_norm_eps", json_real(cfg->layer_norm_eps));
         json_object_set_new(root, "hidden_act", json_string(activation_name(cfg->activation)));
         json_object_set_new(root, "hidden_dropout_prob", json_real(0.1));
@@ -719,7 +903,13 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
     }
     json_object_set_new(root, "initializer_range", json_real(0.02));
     json_object_set_new(root, "pad_token_id", json_integer(cfg->pad_token_id));
-    if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT)
+    if (cfg->family == BERT_FAMILY_MPNET)
+        json_object_set_new(root, "relative_attention_num_buckets",
+                            json_integer((json_int_t)cfg->relative_buckets));
+    else if (cfg->family == BERT_FAMILY_JINA_BERT)
+        write_jina(cfg, root);
+    else if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT &&
+             cfg->family != BERT_FAMILY_NOMIC_BERT)
         json_object_set_new(root, "position_embedding_type", json_string("absolute"));
     json_object_set_new(root, "tie_word_embeddings", json_boolean(cfg->tie_word_embeddings));
     if (cfg->is_decoder)

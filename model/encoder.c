@@ -24,10 +24,10 @@ static size_t round_floats(size_t n)
 /* Each team member's bf16 or int8 context, with room for the most rows it
  * can be given: member m runs only when the team is at least m + 1 wide,
  * so its share of T rows is at most ceil(T / (m + 1)). `max_in`: the
- * widest input of a dense layer (H, I, or ELECTRA's E); strided outputs
- * (Q, K, V) are H wide. */
+ * widest input of a dense layer (H, I, or ELECTRA's E); `strided`: the
+ * widest output written into strided rows. */
 static bool member_contexts_new(struct bert_scratch *s, const struct bert_model *model, size_t T,
-                                size_t max_in, size_t H)
+                                size_t max_in, size_t strided)
 {
     const size_t members = bert_team_size(s->team);
     if (model->int8)
@@ -39,8 +39,8 @@ static bool member_contexts_new(struct bert_scratch *s, const struct bert_model 
     for (size_t m = 0; m < members; m++) {
         const size_t rows = (T + m) / (m + 1);
         if (model->int8) {
-            s->int8[m] = linear_int8_ctx_new(rows, max_in, H);
-            s->bytes += rows * (max_in + sizeof(float) * (H + 1));
+            s->int8[m] = linear_int8_ctx_new(rows, max_in, strided);
+            s->bytes += rows * (max_in + sizeof(float) * (strided + 1));
         } else {
             s->bf16[m] = linear_bf16_ctx_new(rows, max_in);
             s->bytes += rows * max_in * sizeof(uint16_t);
@@ -81,13 +81,18 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     const size_t members = bert_team_size(s->team);
     const size_t T = max_tokens, H = c->hidden_size, E = c->embedding_size;
     /* ffn also holds ELECTRA's (T, E) embeddings before their projection,
-     * tmp the MLM transform's (rows, E) output. ModernBERT's ffn holds the
-     * GeGLU's (T, 2I) input and gate, qkv also its (T, I) product. */
-    const bool modern = c->family == BERT_FAMILY_MODERNBERT;
+     * tmp the MLM transform's (rows, E) output. ModernBERT's, NomicBERT's and
+     * JinaBERT's ffn holds the gated MLP's (T, 2I) input and gate, qkv also
+     * its (T, I) product. */
+    const bool gated = c->family == BERT_FAMILY_MODERNBERT || c->family == BERT_FAMILY_NOMIC_BERT ||
+                       c->family == BERT_FAMILY_JINA_BERT;
     const size_t inter = c->intermediate_size;
-    const size_t FF = modern ? 2 * inter : inter > E ? inter : E;
-    const size_t QKV = modern && inter > 3 * H ? inter : 3 * H;
+    const size_t FF = gated ? 2 * inter : inter > E ? inter : E;
+    const size_t QKV = gated && inter > 3 * H ? inter : 3 * H;
     const size_t HE = H > E ? H : E;
+    /* The widest product written into strided rows: Q, K and V (H), and
+     * NomicBERT's two feed-forward halves side by side in ffn (I each). */
+    const size_t strided = c->family == BERT_FAMILY_NOMIC_BERT && inter > H ? inter : H;
     s->attn_floats = round_floats(attention_workspace_floats(max_seq_len, H / c->num_heads));
     size_t sizes[] = {
         round_floats(T * H),     /* x */
@@ -107,7 +112,7 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     s->bytes = total * sizeof(float);
     if (mem == NULL || s->masks == NULL ||
         ((model->bf16 || model->int8) &&
-         !member_contexts_new(s, model, T, HE > inter ? HE : inter, H))) {
+         !member_contexts_new(s, model, T, HE > inter ? HE : inter, strided))) {
         bert_scratch_free(s);
         bert_error_set(err, BERT_E_NOMEM, "out of memory allocating %zu MiB of scratch",
                        total * sizeof(float) >> 20);
@@ -157,8 +162,8 @@ static enum bert_status check_batch(const struct bert_model *model, const struct
                               b->n_tokens, s->max_tokens);
     for (size_t i = 0; i < b->n_seqs; i++) {
         size_t n = b->seq_start[i + 1] - b->seq_start[i];
-        /* ModernBERT's RoPE tables cover max_input_tokens positions. */
-        const size_t positions = c->family == BERT_FAMILY_MODERNBERT
+        /* RoPE tables cover max_input_tokens positions. */
+        const size_t positions = model->engine->rope_global != NULL
                                      ? model->max_input_tokens
                                      : c->max_position_embeddings - c->position_offset;
         if (b->seq_start[i + 1] < b->seq_start[i] || n == 0 || n > s->max_seq_len ||
@@ -191,9 +196,14 @@ static family_encode_member_fn family_encoder(enum bert_family family)
     case BERT_FAMILY_DISTILBERT:
     case BERT_FAMILY_ROBERTA:
     case BERT_FAMILY_ELECTRA:
+    case BERT_FAMILY_MPNET: /* BERT's layers; attention adds its relative bias */
         return family_bert_encode_member;
     case BERT_FAMILY_MODERNBERT:
         return family_modernbert_encode_member;
+    case BERT_FAMILY_NOMIC_BERT:
+        return family_nomic_bert_encode_member;
+    case BERT_FAMILY_JINA_BERT:
+        return family_jina_bert_encode_member;
     case BERT_FAMILY_COUNT:
         break;
     }

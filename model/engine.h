@@ -1,5 +1,5 @@
 /* What a loaded model's forward pass reads besides its config: the mapped
- * checkpoint, the weights bound to it, and ModernBERT's RoPE tables. Behind
+ * checkpoint, the weights bound to it, and the RoPE and bias tables. Behind
  * struct bert_model's `engine` pointer, so nothing outside the engine (the
  * trainer aside, which copies weights out of a loaded checkpoint) depends
  * on the layout. Read-only once bert_model_load returns. */
@@ -13,9 +13,19 @@
 struct bert_engine {
     struct safetensors_file file;
     struct bert_weights weights;
-    /* ModernBERT's RoPE tables (rope.h) for positions < max_input_tokens,
-     * global and local theta; NULL for the other families. */
+    /* RoPE tables (rope.h) for positions < max_input_tokens: ModernBERT's
+     * global and local theta, NomicBERT's rotary_emb_base in rope_global;
+     * NULL for the families without rotary positions. */
     float *rope_global, *rope_local;
+    /* A relative position bias added to every attention score, per head,
+     * indexed by key - query (MPNet's buckets, JinaBERT's ALiBi:
+     * family_mpnet_rel_bias_new, family_jina_alibi_new); NULL when the
+     * family has none. Distances up to rel_positions - 1 either way. */
+    float *rel_bias;
+    size_t rel_positions;
+    /* Ids the MLM head may answer: the tokenizer's vocabulary; embedding
+     * rows past it are padding. */
+    size_t emit_vocab;
 };
 
 #endif

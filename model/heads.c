@@ -181,8 +181,11 @@ static void softmax_stats(const float *logits, size_t V, float *max_out, float *
 
 /* Softmax over the vocabulary row and the task's top-k, written at mask
  * `ord` of the sequence. Probabilities are exp(l - max) / sum like
- * torch.softmax; only the k winners are normalised. */
-static void mlm_select(const float *logits, size_t V, const struct bert_seq_task *t, size_t ord)
+ * torch.softmax; only the k winners are normalised. Only ids below `emit`
+ * (the tokenizer's) are answered: rows past it pad the vocabulary (NomicBERT
+ * rounds it up to a multiple of 64) and no token has them. */
+static void mlm_select(const float *logits, size_t V, size_t emit, const struct bert_seq_task *t,
+                       size_t ord)
 {
     float max, sum;
     softmax_stats(logits, V, &max, &sum);
@@ -193,7 +196,7 @@ static void mlm_select(const float *logits, size_t V, const struct bert_seq_task
         for (uint32_t j = 0; j < t->n_targets; j++)
             topk_insert(probs, ids, t->top_k, &have, logits[t->targets[j]], t->targets[j]);
     } else {
-        for (size_t j = 0; j < V; j++)
+        for (size_t j = 0; j < emit; j++)
             topk_insert(probs, ids, t->top_k, &have, logits[j], (int32_t)j);
     }
     for (uint32_t j = 0; j < have; j++)
@@ -259,7 +262,8 @@ static void fill_mask_member(const struct heads_job *job, size_t member, size_t 
         bert_team_barrier(s->team);
         for (size_t r = r0; r < r1; r++)
             if (job->tasks[rows[r].seq].task == BERT_TASK_FILL_MASK)
-                mlm_select(s->logits + r * V, V, &job->tasks[rows[r].seq], rows[r].ord);
+                mlm_select(s->logits + r * V, V, model->engine->emit_vocab,
+                           &job->tasks[rows[r].seq], rows[r].ord);
         bert_team_barrier(s->team);
     }
 }

@@ -8,6 +8,7 @@
 #include "bert.h"
 #include "config.h"
 #include "engine.h"
+#include "family/family.h"
 #include "fileutil.h"
 #include "rope.h"
 
@@ -68,6 +69,7 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
         return st;
     }
     m->max_input_tokens = model_max_input_tokens(&m->config);
+    e->emit_vocab = bert_tokenizer_vocab_size(m->tokenizer);
     if (m->config.family == BERT_FAMILY_MODERNBERT) {
         const struct bert_config *c = &m->config;
         const size_t D = c->hidden_size / c->num_heads;
@@ -76,6 +78,28 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
         if (e->rope_global == NULL || e->rope_local == NULL) {
             bert_model_free(m);
             return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE tables");
+        }
+    }
+    if (m->config.family == BERT_FAMILY_NOMIC_BERT) {
+        const struct bert_config *c = &m->config;
+        e->rope_global = rope_table_new(m->max_input_tokens, c->hidden_size / c->num_heads,
+                                        c->nomic.rotary_base);
+        if (e->rope_global == NULL) {
+            bert_model_free(m);
+            return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE table");
+        }
+    }
+    if (m->config.family == BERT_FAMILY_MPNET || m->config.family == BERT_FAMILY_JINA_BERT) {
+        const struct bert_config *c = &m->config;
+        e->rel_positions = c->max_position_embeddings - c->position_offset;
+        e->rel_bias = c->family == BERT_FAMILY_MPNET
+                          ? family_mpnet_rel_bias_new(c, e->weights.rel_attn_bias,
+                                                      e->rel_positions)
+                          : family_jina_alibi_new(c, e->rel_positions);
+        if (e->rel_bias == NULL) {
+            bert_model_free(m);
+            return bert_error_set(err, BERT_E_NOMEM,
+                                  "out of memory for the relative position bias");
         }
     }
     m->can_fill_mask = e->weights.mlm_dense_w != NULL && bert_tokenizer_mask_id(m->tokenizer) >= 0;
@@ -132,6 +156,7 @@ void bert_model_free(struct bert_model *m)
         bert_weights_free(&e->weights);
         free(e->rope_global);
         free(e->rope_local);
+        free(e->rel_bias);
         safetensors_close(&e->file);
         free(e);
     }

@@ -15,6 +15,11 @@ static const struct {
     {"camembert", BERT_FAMILY_ROBERTA, "Camembert"},
     {"electra", BERT_FAMILY_ELECTRA, "Electra"},
     {"modernbert", BERT_FAMILY_MODERNBERT, "ModernBert"},
+    {"mpnet", BERT_FAMILY_MPNET, "MPNet"},
+    {"nomic_bert", BERT_FAMILY_NOMIC_BERT, "NomicBert"},
+    /* Real JinaBERT configs say model_type "bert" with position_embedding_type
+     * "alibi" (config.c); this name is `bert init`'s. */
+    {"jina_bert", BERT_FAMILY_JINA_BERT, "JinaBert"},
 };
 
 static const char *const family_names[BERT_FAMILY_COUNT] = {
@@ -23,6 +28,9 @@ static const char *const family_names[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_ROBERTA] = "roberta",
     [BERT_FAMILY_ELECTRA] = "electra",
     [BERT_FAMILY_MODERNBERT] = "modernbert",
+    [BERT_FAMILY_MPNET] = "mpnet",
+    [BERT_FAMILY_NOMIC_BERT] = "nomic_bert",
+    [BERT_FAMILY_JINA_BERT] = "jina_bert",
 };
 
 /* transformers' base_model_prefix of each family: XLM-R and CamemBERT keep
@@ -33,6 +41,9 @@ static const char *const prefixes[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_ROBERTA] = "roberta.",
     [BERT_FAMILY_ELECTRA] = "electra.",
     [BERT_FAMILY_MODERNBERT] = "model.",
+    [BERT_FAMILY_MPNET] = "mpnet.",
+    [BERT_FAMILY_NOMIC_BERT] = "bert.",
+    [BERT_FAMILY_JINA_BERT] = "bert.",
 };
 
 bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
@@ -48,7 +59,8 @@ bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
 
 const char *bert_family_supported_types(void)
 {
-    return "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert";
+    return "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet, "
+           "nomic_bert, and bert with position_embedding_type alibi (JinaBERT v2)";
 }
 
 const char *bert_family_name(enum bert_family family)
@@ -76,14 +88,23 @@ struct tensor_name {
     bool base;
 };
 
-/* BERT, RoBERTa and ELECTRA share the encoder layout (modeling_bert.py,
- * modeling_roberta.py, modeling_electra.py). */
-#define BERT_ENCODER_NAMES                                                                  \
+/* BertEmbeddings without token types (MPNet's too) and BertIntermediate +
+ * BertOutput (MPNet keeps them). */
+#define BERT_EMBEDDING_NAMES                                                                \
     [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},                   \
     [BERT_TENSOR_POS_EMB] = {"embeddings.position_embeddings.weight", true},                \
-    [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},             \
     [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},                         \
-    [BERT_TENSOR_EMB_LN_B] = {"embeddings.LayerNorm.bias", true},                           \
+    [BERT_TENSOR_EMB_LN_B] = {"embeddings.LayerNorm.bias", true}
+#define BERT_FFN_NAMES                                                                      \
+    [BERT_TENSOR_LAYER_FFN_IN_W] = {"encoder.layer.%zu.intermediate.dense.weight", true},   \
+    [BERT_TENSOR_LAYER_FFN_IN_B] = {"encoder.layer.%zu.intermediate.dense.bias", true},     \
+    [BERT_TENSOR_LAYER_FFN_OUT_W] = {"encoder.layer.%zu.output.dense.weight", true},        \
+    [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layer.%zu.output.dense.bias", true},          \
+    [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layer.%zu.output.LayerNorm.weight", true},     \
+    [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layer.%zu.output.LayerNorm.bias", true}
+
+/* BertAttention (JinaBERT keeps it). */
+#define BERT_ATTENTION_NAMES                                                                \
     [BERT_TENSOR_LAYER_QUERY_W] = {"encoder.layer.%zu.attention.self.query.weight", true},  \
     [BERT_TENSOR_LAYER_QUERY_B] = {"encoder.layer.%zu.attention.self.query.bias", true},    \
     [BERT_TENSOR_LAYER_KEY_W] = {"encoder.layer.%zu.attention.self.key.weight", true},      \
@@ -96,13 +117,48 @@ struct tensor_name {
     [BERT_TENSOR_LAYER_ATTN_LN_G] = {"encoder.layer.%zu.attention.output.LayerNorm.weight", \
                                      true},                                                 \
     [BERT_TENSOR_LAYER_ATTN_LN_B] = {"encoder.layer.%zu.attention.output.LayerNorm.bias",   \
-                                     true},                                                 \
-    [BERT_TENSOR_LAYER_FFN_IN_W] = {"encoder.layer.%zu.intermediate.dense.weight", true},   \
-    [BERT_TENSOR_LAYER_FFN_IN_B] = {"encoder.layer.%zu.intermediate.dense.bias", true},     \
-    [BERT_TENSOR_LAYER_FFN_OUT_W] = {"encoder.layer.%zu.output.dense.weight", true},        \
-    [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layer.%zu.output.dense.bias", true},          \
-    [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layer.%zu.output.LayerNorm.weight", true},     \
-    [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layer.%zu.output.LayerNorm.bias", true}
+                                     true}
+
+/* BERT, RoBERTa and ELECTRA share the encoder layout (modeling_bert.py,
+ * modeling_roberta.py, modeling_electra.py). */
+#define BERT_ENCODER_NAMES                                                                  \
+    BERT_EMBEDDING_NAMES,                                                                   \
+    [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},             \
+    BERT_ATTENTION_NAMES,                                                                   \
+    BERT_FFN_NAMES
+
+/* RoBERTa's heads (RobertaLMHead "lm_head", RobertaClassificationHead
+ * "classifier.dense" / "classifier.out_proj", the per-token Linear layers);
+ * MPNet's have the same names. */
+#define ROBERTA_HEAD_NAMES                                                                  \
+    [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},                               \
+    [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},                                 \
+    [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},                                      \
+    [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},                                        \
+    [BERT_TENSOR_POOLER_W] = {"classifier.dense.weight", false},                            \
+    [BERT_TENSOR_POOLER_B] = {"classifier.dense.bias", false},                              \
+    [BERT_TENSOR_CLASSIFIER_W] = {"classifier.out_proj.weight", false},                     \
+    [BERT_TENSOR_CLASSIFIER_B] = {"classifier.out_proj.bias", false},                       \
+    [BERT_TENSOR_MLM_DENSE_W] = {"lm_head.dense.weight", false},                            \
+    [BERT_TENSOR_MLM_DENSE_B] = {"lm_head.dense.bias", false},                              \
+    [BERT_TENSOR_MLM_LN_G] = {"lm_head.layer_norm.weight", false},                          \
+    [BERT_TENSOR_MLM_LN_B] = {"lm_head.layer_norm.bias", false},                            \
+    [BERT_TENSOR_MLM_DECODER_W] = {"lm_head.decoder.weight", false},                        \
+    [BERT_TENSOR_MLM_DECODER_B] = {"lm_head.bias", false}
+
+/* BertPooler, the classifier on it, and BertOnlyMLMHead (JinaBERT keeps
+ * them). */
+#define BERT_HEAD_NAMES                                                                     \
+    [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", true},                                 \
+    [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},                                   \
+    [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},                              \
+    [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},                                \
+    [BERT_TENSOR_MLM_DENSE_W] = {"cls.predictions.transform.dense.weight", false},          \
+    [BERT_TENSOR_MLM_DENSE_B] = {"cls.predictions.transform.dense.bias", false},            \
+    [BERT_TENSOR_MLM_LN_G] = {"cls.predictions.transform.LayerNorm.weight", false},         \
+    [BERT_TENSOR_MLM_LN_B] = {"cls.predictions.transform.LayerNorm.bias", false},           \
+    [BERT_TENSOR_MLM_DECODER_W] = {"cls.predictions.decoder.weight", false},                \
+    [BERT_TENSOR_MLM_DECODER_B] = {"cls.predictions.bias", false}
 
 static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
     [BERT_FAMILY_BERT] = {
@@ -111,16 +167,7 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
         [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
         BERT_ENCODER_NAMES,
-        [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", true},
-        [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},
-        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
-        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
-        [BERT_TENSOR_MLM_DENSE_W] = {"cls.predictions.transform.dense.weight", false},
-        [BERT_TENSOR_MLM_DENSE_B] = {"cls.predictions.transform.dense.bias", false},
-        [BERT_TENSOR_MLM_LN_G] = {"cls.predictions.transform.LayerNorm.weight", false},
-        [BERT_TENSOR_MLM_LN_B] = {"cls.predictions.transform.LayerNorm.bias", false},
-        [BERT_TENSOR_MLM_DECODER_W] = {"cls.predictions.decoder.weight", false},
-        [BERT_TENSOR_MLM_DECODER_B] = {"cls.predictions.bias", false},
+        BERT_HEAD_NAMES,
     },
     /* modeling_distilbert.py: Embeddings, TransformerBlock, the MLM's
      * vocab_* layers and the classifier's pre_classifier. */
@@ -162,21 +209,8 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
     },
     /* RobertaLMHead and RobertaClassificationHead. */
     [BERT_FAMILY_ROBERTA] = {
-        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
-        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
-        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
-        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
         BERT_ENCODER_NAMES,
-        [BERT_TENSOR_POOLER_W] = {"classifier.dense.weight", false},
-        [BERT_TENSOR_POOLER_B] = {"classifier.dense.bias", false},
-        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.out_proj.weight", false},
-        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.out_proj.bias", false},
-        [BERT_TENSOR_MLM_DENSE_W] = {"lm_head.dense.weight", false},
-        [BERT_TENSOR_MLM_DENSE_B] = {"lm_head.dense.bias", false},
-        [BERT_TENSOR_MLM_LN_G] = {"lm_head.layer_norm.weight", false},
-        [BERT_TENSOR_MLM_LN_B] = {"lm_head.layer_norm.bias", false},
-        [BERT_TENSOR_MLM_DECODER_W] = {"lm_head.decoder.weight", false},
-        [BERT_TENSOR_MLM_DECODER_B] = {"lm_head.bias", false},
+        ROBERTA_HEAD_NAMES,
     },
     /* ElectraModel's embeddings_project, ElectraClassificationHead, the
      * generator's ElectraGeneratorPredictions + generator_lm_head, and
@@ -241,6 +275,80 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_MLM_DECODER_W] = {"decoder.weight", false},
         [BERT_TENSOR_MLM_DECODER_B] = {"decoder.bias", false},
     },
+    /* modeling_mpnet.py: MPNetEmbeddings (no token types), MPNetLayer
+     * (attention.attn.{q,k,v,o}, attention.LayerNorm, then BERT's
+     * intermediate / output), the encoder's relative_attention_bias,
+     * MPNetLMHead ("lm_head", as RoBERTa's) and MPNetClassificationHead
+     * (classifier.dense + tanh + classifier.out_proj). */
+    [BERT_FAMILY_MPNET] = {
+        BERT_EMBEDDING_NAMES,
+        [BERT_TENSOR_LAYER_QUERY_W] = {"encoder.layer.%zu.attention.attn.q.weight", true},
+        [BERT_TENSOR_LAYER_QUERY_B] = {"encoder.layer.%zu.attention.attn.q.bias", true},
+        [BERT_TENSOR_LAYER_KEY_W] = {"encoder.layer.%zu.attention.attn.k.weight", true},
+        [BERT_TENSOR_LAYER_KEY_B] = {"encoder.layer.%zu.attention.attn.k.bias", true},
+        [BERT_TENSOR_LAYER_VALUE_W] = {"encoder.layer.%zu.attention.attn.v.weight", true},
+        [BERT_TENSOR_LAYER_VALUE_B] = {"encoder.layer.%zu.attention.attn.v.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_W] = {"encoder.layer.%zu.attention.attn.o.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_B] = {"encoder.layer.%zu.attention.attn.o.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_G] = {"encoder.layer.%zu.attention.LayerNorm.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_B] = {"encoder.layer.%zu.attention.LayerNorm.bias", true},
+        BERT_FFN_NAMES,
+        [BERT_TENSOR_REL_ATTN_BIAS] = {"encoder.relative_attention_bias.weight", true},
+        ROBERTA_HEAD_NAMES,
+    },
+    /* modeling_hf_nomic_bert.py (remote code): NomicBertEmbeddings (word and
+     * token type, no positions: RoPE), emb_ln, NomicBertBlock (attn.Wqkv,
+     * attn.out_proj, norm1, mlp.fc11 / fc12 / fc2, norm2), NomicBertPooler,
+     * NomicBertForSequenceClassification's classifier and
+     * NomicBertForPreTraining's cls.predictions. Task models keep the
+     * encoder under "bert.". Biases exist only where the config says. */
+    [BERT_FAMILY_NOMIC_BERT] = {
+        [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
+        [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},
+        [BERT_TENSOR_EMB_LN_G] = {"emb_ln.weight", true},
+        [BERT_TENSOR_EMB_LN_B] = {"emb_ln.bias", true},
+        [BERT_TENSOR_LAYER_QUERY_W] = {"encoder.layers.%zu.attn.Wqkv.weight", true},
+        [BERT_TENSOR_LAYER_QUERY_B] = {"encoder.layers.%zu.attn.Wqkv.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_W] = {"encoder.layers.%zu.attn.out_proj.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_B] = {"encoder.layers.%zu.attn.out_proj.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_G] = {"encoder.layers.%zu.norm1.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_B] = {"encoder.layers.%zu.norm1.bias", true},
+        [BERT_TENSOR_LAYER_FFN_IN_W] = {"encoder.layers.%zu.mlp.fc11.weight", true},
+        [BERT_TENSOR_LAYER_FFN_IN_B] = {"encoder.layers.%zu.mlp.fc11.bias", true},
+        [BERT_TENSOR_LAYER_FFN_GATE_W] = {"encoder.layers.%zu.mlp.fc12.weight", true},
+        [BERT_TENSOR_LAYER_FFN_GATE_B] = {"encoder.layers.%zu.mlp.fc12.bias", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_W] = {"encoder.layers.%zu.mlp.fc2.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layers.%zu.mlp.fc2.bias", true},
+        [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layers.%zu.norm2.weight", true},
+        [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layers.%zu.norm2.bias", true},
+        [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", true},
+        [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},
+        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
+        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
+        [BERT_TENSOR_MLM_DENSE_W] = {"cls.predictions.transform.dense.weight", false},
+        [BERT_TENSOR_MLM_DENSE_B] = {"cls.predictions.transform.dense.bias", false},
+        [BERT_TENSOR_MLM_LN_G] = {"cls.predictions.transform.layer_norm.weight", false},
+        [BERT_TENSOR_MLM_LN_B] = {"cls.predictions.transform.layer_norm.bias", false},
+        [BERT_TENSOR_MLM_DECODER_W] = {"cls.predictions.decoder.weight", false},
+        [BERT_TENSOR_MLM_DECODER_B] = {"cls.predictions.decoder.bias", false},
+    },
+    /* JinaBERT v2 (jina-bert-implementation's modeling_bert.py, remote code):
+     * BERT's names without position embeddings (ALiBi) and with
+     * JinaBertGLUMLP (mlp.gated_layers (2I, H) without bias, mlp.wo,
+     * mlp.layernorm) in place of intermediate / output; BERT's heads. */
+    [BERT_FAMILY_JINA_BERT] = {
+        [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
+        [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},
+        [BERT_TENSOR_EMB_LN_B] = {"embeddings.LayerNorm.bias", true},
+        [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},
+        BERT_ATTENTION_NAMES,
+        [BERT_TENSOR_LAYER_FFN_IN_W] = {"encoder.layer.%zu.mlp.gated_layers.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_W] = {"encoder.layer.%zu.mlp.wo.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layer.%zu.mlp.wo.bias", true},
+        [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layer.%zu.mlp.layernorm.weight", true},
+        [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layer.%zu.mlp.layernorm.bias", true},
+        BERT_HEAD_NAMES,
+    },
 };
 
 static bool format_name(enum bert_family family, const char *pattern, bool base, size_t layer,
@@ -269,9 +377,11 @@ bool bert_tensor_alt_name(enum bert_family family, enum bert_tensor tensor, size
     char name[200];
     if (!bert_tensor_name(family, tensor, layer, prefixed, name, sizeof name))
         return false;
-    if (tensor == BERT_TENSOR_MLM_DECODER_B && family == BERT_FAMILY_BERT)
+    if (tensor == BERT_TENSOR_MLM_DECODER_B &&
+        (family == BERT_FAMILY_BERT || family == BERT_FAMILY_JINA_BERT))
         return snprintf(buf, size, "cls.predictions.decoder.bias") < (int)size;
-    if (tensor == BERT_TENSOR_MLM_DECODER_B && family == BERT_FAMILY_ROBERTA)
+    if (tensor == BERT_TENSOR_MLM_DECODER_B &&
+        (family == BERT_FAMILY_ROBERTA || family == BERT_FAMILY_MPNET))
         return snprintf(buf, size, "lm_head.decoder.bias") < (int)size;
     /* TF-converted BERT checkpoints name LayerNorm parameters gamma/beta. */
     const char *ln = strstr(name, "LayerNorm.");

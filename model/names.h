@@ -65,6 +65,11 @@ enum bert_tensor {
     BERT_TENSOR_TOKEN_CLS_B,
     BERT_TENSOR_QA_W,
     BERT_TENSOR_QA_B,
+    /* MPNet's relative_attention_bias (buckets, heads), shared by all layers. */
+    BERT_TENSOR_REL_ATTN_BIAS,
+    /* The gate of a gated MLP kept apart from its input (NomicBERT fc12). */
+    BERT_TENSOR_LAYER_FFN_GATE_W,
+    BERT_TENSOR_LAYER_FFN_GATE_B,
     BERT_TENSOR_COUNT
 };
 

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "bert.h"
+
 float *rope_table_new(size_t positions, size_t d, double theta)
 {
     const size_t half = d / 2;
@@ -27,5 +29,20 @@ void rope_rotate(float *x, size_t d, const float *row)
         const float a = x[k], b = x[k + half];
         x[k] = a * cs[k] - b * sn[k];
         x[k + half] = b * cs[k] + a * sn[k];
+    }
+}
+
+void rope_rotate_rows(const struct bert_batch *b, float *qkv, size_t r0, size_t r1, size_t H,
+                      size_t A, const float *table)
+{
+    const size_t D = H / A;
+    size_t seq = 0;
+    for (size_t t = r0; t < r1; t++) {
+        while (b->seq_start[seq + 1] <= t)
+            seq++;
+        const float *row = table + (t - b->seq_start[seq]) * D;
+        float *q = qkv + t * 3 * H;
+        for (size_t h = 0; h < 2 * A; h++) /* the A query heads, then the A key heads */
+            rope_rotate(q + h * D, D, row);
     }
 }

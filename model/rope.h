@@ -15,4 +15,12 @@ float *rope_table_new(size_t positions, size_t d, double theta);
  * x[k] <- x[k] cos - x[k + d/2] sin, x[k + d/2] <- x[k + d/2] cos + x[k] sin. */
 void rope_rotate(float *x, size_t d, const float *row);
 
+struct bert_batch;
+
+/* Rotate the A query heads and the A key heads of rows [r0, r1) of a packed
+ * batch's (T, 3H) query | key | value matrix by each row's position in its
+ * own sequence (positions restart per sequence). */
+void rope_rotate_rows(const struct bert_batch *b, float *qkv, size_t r0, size_t r1, size_t H,
+                      size_t A, const float *table);
+
 #endif

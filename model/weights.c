@@ -101,10 +101,25 @@ static enum bert_status need(struct binder *b, const struct bert_config *c,
     return add_binding(b, t, dst, ndim, shape);
 }
 
+/* A tensor the config may turn off (ModernBERT's, NomicBERT's, JinaBERT's):
+ * bound when `on`, else the zeros (a bias or a LayerNorm beta). */
+static enum bert_status maybe(struct binder *b, const struct bert_config *c, bool on,
+                              enum bert_tensor tensor, size_t layer, const float **dst,
+                              size_t n, const float *zeros)
+{
+    if (!on) {
+        *dst = zeros;
+        return BERT_OK;
+    }
+    return need(b, c, tensor, layer, dst, 1, n, 0);
+}
+
 static enum bert_status bind_layer(struct binder *b, const struct bert_config *c, size_t i,
-                                   struct bert_layer_weights *l)
+                                   struct bert_layer_weights *l, const float *zeros)
 {
     const size_t H = c->hidden_size, I = c->intermediate_size;
+    /* JinaBertGLUMLP: gated_layers (2I, H), no bias. */
+    const bool glu = c->family == BERT_FAMILY_JINA_BERT;
     const struct {
         enum bert_tensor tensor;
         const float **dst;
@@ -120,7 +135,7 @@ static enum bert_status bind_layer(struct binder *b, const struct bert_config *c
         {BERT_TENSOR_LAYER_ATTN_OUT_B, &l->attn_out_b, 1, H, 0},
         {BERT_TENSOR_LAYER_ATTN_LN_G, &l->attn_ln_g, 1, H, 0},
         {BERT_TENSOR_LAYER_ATTN_LN_B, &l->attn_ln_b, 1, H, 0},
-        {BERT_TENSOR_LAYER_FFN_IN_W, &l->ffn_in.w, 2, I, H},
+        {BERT_TENSOR_LAYER_FFN_IN_W, &l->ffn_in.w, 2, glu ? 2 * I : I, H},
         {BERT_TENSOR_LAYER_FFN_IN_B, &l->ffn_in_b, 1, I, 0},
         {BERT_TENSOR_LAYER_FFN_OUT_W, &l->ffn_out.w, 2, H, I},
         {BERT_TENSOR_LAYER_FFN_OUT_B, &l->ffn_out_b, 1, H, 0},
@@ -129,8 +144,10 @@ static enum bert_status bind_layer(struct binder *b, const struct bert_config *c
     };
     enum bert_status st = BERT_OK;
     for (size_t k = 0; k < sizeof params / sizeof params[0] && st == BERT_OK; k++)
-        st = need(b, c, params[k].tensor, i, params[k].dst, params[k].ndim, params[k].d0,
-                  params[k].d1);
+        st = glu && params[k].tensor == BERT_TENSOR_LAYER_FFN_IN_B
+                 ? maybe(b, c, false, params[k].tensor, i, params[k].dst, I, zeros)
+                 : need(b, c, params[k].tensor, i, params[k].dst, params[k].ndim, params[k].d0,
+                        params[k].d1);
     return st;
 }
 
@@ -139,9 +156,12 @@ static enum bert_status bind_embeddings(struct binder *b, const struct bert_conf
 {
     const size_t E = c->embedding_size, H = c->hidden_size;
     enum bert_status st;
+    char pos[256];
+    const bool positions = bert_tensor_name(c->family, BERT_TENSOR_POS_EMB, 0, false, pos,
+                                            sizeof pos); /* JinaBERT's are ALiBi */
     if ((st = need(b, c, BERT_TENSOR_WORD_EMB, 0, &w->word_emb, 2, c->vocab_size, E)) ||
-        (st = need(b, c, BERT_TENSOR_POS_EMB, 0, &w->pos_emb, 2, c->max_position_embeddings,
-                   E)) ||
+        (positions && (st = need(b, c, BERT_TENSOR_POS_EMB, 0, &w->pos_emb, 2,
+                                 c->max_position_embeddings, E))) ||
         (st = need(b, c, BERT_TENSOR_EMB_LN_G, 0, &w->emb_ln_g, 1, E, 0)) ||
         (st = need(b, c, BERT_TENSOR_EMB_LN_B, 0, &w->emb_ln_b, 1, E, 0)))
         return st;
@@ -178,19 +198,6 @@ static enum bert_status bind_mlm(struct binder *b, const struct bert_config *c,
                               b->file->path, name);
     }
     return need(b, c, BERT_TENSOR_MLM_DECODER_B, 0, &w->mlm_decoder_b, 1, V, 0);
-}
-
-/* A ModernBERT tensor the config may turn off: bound when `on`, else the
- * zeros (a bias or a LayerNorm beta). */
-static enum bert_status maybe(struct binder *b, const struct bert_config *c, bool on,
-                              enum bert_tensor tensor, size_t layer, const float **dst,
-                              size_t n, const float *zeros)
-{
-    if (!on) {
-        *dst = zeros;
-        return BERT_OK;
-    }
-    return need(b, c, tensor, layer, dst, 1, n, 0);
 }
 
 static enum bert_status bind_modernbert_layer(struct binder *b, const struct bert_config *c,
@@ -293,6 +300,67 @@ static enum bert_status bind_modernbert(struct binder *b, const struct bert_conf
     return BERT_OK;
 }
 
+/* NomicBertModel: embeddings (word, token type) and emb_ln, post-LN
+ * blocks with a fused Wqkv and the gated MLP fc11 / fc12 / fc2, biases
+ * where the config turns them on. */
+static enum bert_status bind_nomic_encoder(struct binder *b, const struct bert_config *c,
+                                           struct bert_weights *w)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size;
+    const struct bert_nomic *n = &c->nomic;
+    enum bert_status st;
+    if ((st = need(b, c, BERT_TENSOR_WORD_EMB, 0, &w->word_emb, 2, c->vocab_size, H)) ||
+        (st = need(b, c, BERT_TENSOR_EMB_LN_G, 0, &w->emb_ln_g, 1, H, 0)) ||
+        (st = need(b, c, BERT_TENSOR_EMB_LN_B, 0, &w->emb_ln_b, 1, H, 0)) ||
+        (c->type_vocab_size > 0 &&
+         (st = need(b, c, BERT_TENSOR_TYPE_EMB, 0, &w->type_emb, 2, c->type_vocab_size, H))))
+        return st;
+    for (size_t i = 0; i < c->num_layers; i++) {
+        struct bert_layer_weights *l = &w->layers[i];
+        if ((st = need(b, c, BERT_TENSOR_LAYER_QUERY_W, i, &l->query.w, 2, 3 * H, H)) ||
+            (st = maybe(b, c, n->qkv_bias, BERT_TENSOR_LAYER_QUERY_B, i, &l->query_b, 3 * H,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_OUT_W, i, &l->attn_out.w, 2, H, H)) ||
+            (st = maybe(b, c, n->qkv_bias, BERT_TENSOR_LAYER_ATTN_OUT_B, i, &l->attn_out_b, H,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_LN_G, i, &l->attn_ln_g, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_LN_B, i, &l->attn_ln_b, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_IN_W, i, &l->ffn_in.w, 2, I, H)) ||
+            (st = maybe(b, c, n->fc1_bias, BERT_TENSOR_LAYER_FFN_IN_B, i, &l->ffn_in_b, I,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_GATE_W, i, &l->ffn_gate.w, 2, I, H)) ||
+            (st = maybe(b, c, n->fc1_bias, BERT_TENSOR_LAYER_FFN_GATE_B, i, &l->ffn_gate_b, I,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_OUT_W, i, &l->ffn_out.w, 2, H, I)) ||
+            (st = maybe(b, c, n->fc2_bias, BERT_TENSOR_LAYER_FFN_OUT_B, i, &l->ffn_out_b, H,
+                        w->zeros)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_LN_G, i, &l->ffn_ln_g, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_LN_B, i, &l->ffn_ln_b, 1, H, 0)))
+            return st;
+    }
+    return BERT_OK;
+}
+
+/* NomicBertForPreTraining's cls.predictions: the transform's dense (bias
+ * with mlp_fc1_bias), activation and layer_norm, and the decoder (tied to
+ * the word embeddings unless stored; bias with mlp_fc1_bias). */
+static enum bert_status bind_nomic_mlm(struct binder *b, const struct bert_config *c,
+                                       struct bert_weights *w)
+{
+    const size_t H = c->hidden_size, V = c->vocab_size;
+    const bool bias = c->nomic.fc1_bias;
+    enum bert_status st;
+    if ((st = need(b, c, BERT_TENSOR_MLM_DENSE_W, 0, &w->mlm_dense_w, 2, H, H)) ||
+        (st = maybe(b, c, bias, BERT_TENSOR_MLM_DENSE_B, 0, &w->mlm_dense_b, H, w->zeros)) ||
+        (st = need(b, c, BERT_TENSOR_MLM_LN_G, 0, &w->mlm_ln_g, 1, H, 0)) ||
+        (st = need(b, c, BERT_TENSOR_MLM_LN_B, 0, &w->mlm_ln_b, 1, H, 0)) ||
+        (st = maybe(b, c, bias, BERT_TENSOR_MLM_DECODER_B, 0, &w->mlm_decoder_b, V, w->zeros)))
+        return st;
+    return has(b, c, BERT_TENSOR_MLM_DECODER_W)
+               ? need(b, c, BERT_TENSOR_MLM_DECODER_W, 0, &w->mlm_decoder_w, 2, V, H)
+               : BERT_OK;
+}
+
 static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
                                  struct bert_weights *w)
 {
@@ -300,10 +368,15 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
     enum bert_status st;
     if (c->family == BERT_FAMILY_MODERNBERT) {
         st = bind_modernbert(b, c, w);
+    } else if (c->family == BERT_FAMILY_NOMIC_BERT) {
+        st = bind_nomic_encoder(b, c, w);
     } else {
         st = bind_embeddings(b, c, w);
         for (size_t i = 0; i < c->num_layers && st == BERT_OK; i++)
-            st = bind_layer(b, c, i, &w->layers[i]);
+            st = bind_layer(b, c, i, &w->layers[i], w->zeros);
+        if (st == BERT_OK && c->family == BERT_FAMILY_MPNET)
+            st = need(b, c, BERT_TENSOR_REL_ATTN_BIAS, 0, &w->rel_attn_bias, 2,
+                      c->relative_buckets, c->num_heads);
     }
     if (st != BERT_OK)
         return st;
@@ -324,7 +397,9 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
         ((st = need(b, c, BERT_TENSOR_POOLER_W, 0, &w->pooler_w, 2, H, H)) ||
          (st = need(b, c, BERT_TENSOR_POOLER_B, 0, &w->pooler_b, 1, H, 0))))
         return st;
-    if (has(b, c, BERT_TENSOR_MLM_DENSE_W) && (st = bind_mlm(b, c, w)) != BERT_OK)
+    if (has(b, c, BERT_TENSOR_MLM_DENSE_W) &&
+        (st = c->family == BERT_FAMILY_NOMIC_BERT ? bind_nomic_mlm(b, c, w)
+                                                  : bind_mlm(b, c, w)) != BERT_OK)
         return st;
     if (has(b, c, BERT_TENSOR_DISC_DENSE_W) &&
         ((st = need(b, c, BERT_TENSOR_DISC_DENSE_W, 0, &w->disc_dense_w, 2, H, H)) ||
@@ -445,9 +520,12 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
     size_t longest = 3 * cfg->hidden_size;
     longest = 2 * cfg->intermediate_size > longest ? 2 * cfg->intermediate_size : longest;
     longest = cfg->vocab_size > longest ? cfg->vocab_size : longest;
-    if (cfg->family == BERT_FAMILY_MODERNBERT)
+    const bool optional_biases = cfg->family == BERT_FAMILY_MODERNBERT ||
+                                 cfg->family == BERT_FAMILY_NOMIC_BERT ||
+                                 cfg->family == BERT_FAMILY_JINA_BERT;
+    if (optional_biases)
         w->zeros = calloc(longest, sizeof *w->zeros);
-    if (w->layers == NULL || (cfg->family == BERT_FAMILY_MODERNBERT && w->zeros == NULL)) {
+    if (w->layers == NULL || (optional_biases && w->zeros == NULL)) {
         bert_weights_free(w);
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");
     }
@@ -485,7 +563,7 @@ struct dense_ref {
     size_t out, in;
 };
 
-/* Lists them into `refs` (room for 1 + 6 per layer); returns how many. */
+/* Lists them into `refs` (room for 1 + 7 per layer); returns how many. */
 static size_t dense_layers(struct bert_weights *w, const struct bert_config *c,
                            struct dense_ref *refs)
 {
@@ -493,15 +571,20 @@ static size_t dense_layers(struct bert_weights *w, const struct bert_config *c,
     /* ModernBERT fuses Q, K and V into one (3H, H) and its GeGLU input is
      * (2I, H); it has no key and value weights of its own. */
     const bool modern = c->family == BERT_FAMILY_MODERNBERT;
+    const bool fused_qkv = modern || c->family == BERT_FAMILY_NOMIC_BERT;
+    /* ModernBERT's and JinaBERT's gated feed-forward input is one (2I, H);
+     * NomicBERT's is two (I, H), the second in ffn_gate. */
+    const bool gated_in = modern || c->family == BERT_FAMILY_JINA_BERT;
     size_t n = 0;
     refs[n++] = (struct dense_ref){&w->emb_proj, H, E};
     for (size_t i = 0; i < w->n_layers; i++) {
         struct bert_layer_weights *l = &w->layers[i];
-        refs[n++] = (struct dense_ref){&l->query, modern ? 3 * H : H, H};
+        refs[n++] = (struct dense_ref){&l->query, fused_qkv ? 3 * H : H, H};
         refs[n++] = (struct dense_ref){&l->key, H, H};
         refs[n++] = (struct dense_ref){&l->value, H, H};
         refs[n++] = (struct dense_ref){&l->attn_out, H, H};
-        refs[n++] = (struct dense_ref){&l->ffn_in, modern ? 2 * I : I, H};
+        refs[n++] = (struct dense_ref){&l->ffn_in, gated_in ? 2 * I : I, H};
+        refs[n++] = (struct dense_ref){&l->ffn_gate, I, H};
         refs[n++] = (struct dense_ref){&l->ffn_out, H, I};
     }
     return n;
@@ -524,7 +607,7 @@ struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct b
                                           enum bert_pack_kind kind,
                                           const struct safetensors_file *file)
 {
-    struct dense_ref *refs = malloc((1 + 6 * w->n_layers) * sizeof *refs);
+    struct dense_ref *refs = malloc((1 + 7 * w->n_layers) * sizeof *refs);
     struct bert_pack_counts counts = {0};
     if (refs == NULL)
         return counts;
@@ -555,7 +638,8 @@ void bert_weights_free(struct bert_weights *w)
     for (size_t i = 0; i < w->n_layers; i++) {
         struct bert_dense *d[] = {&w->layers[i].query,    &w->layers[i].key,
                                   &w->layers[i].value,    &w->layers[i].attn_out,
-                                  &w->layers[i].ffn_in,   &w->layers[i].ffn_out};
+                                  &w->layers[i].ffn_in,   &w->layers[i].ffn_out,
+                                  &w->layers[i].ffn_gate};
         for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
             linear_bf16_weight_free(d[k]->bf16);
             linear_int8_weight_free(d[k]->int8);

@@ -25,10 +25,11 @@ struct bert_layer_weights {
     struct bert_dense value;              /* (H, H) */
     struct bert_dense attn_out;           /* (H, H) */
     struct bert_dense ffn_in;             /* (I, H) */
+    struct bert_dense ffn_gate;           /* (I, H): NomicBERT's fc12; w NULL elsewhere */
     struct bert_dense ffn_out;            /* (H, I) */
     const float *query_b, *key_b, *value_b, *attn_out_b; /* (H) each */
     const float *attn_ln_g, *attn_ln_b;   /* (H), (H) */
-    const float *ffn_in_b;                /* (I) */
+    const float *ffn_in_b, *ffn_gate_b;   /* (I), (I) */
     const float *ffn_out_b;               /* (H) */
     const float *ffn_ln_g, *ffn_ln_b;     /* (H), (H) */
 };
@@ -42,6 +43,7 @@ struct bert_weights {
     const float *emb_proj_b;              /* (H) */
     struct bert_layer_weights *layers;    /* (n_layers) */
     size_t n_layers;
+    const float *rel_attn_bias;           /* (buckets, A): MPNet's, shared by the layers */
 
     /* Optional heads: NULL when the checkpoint has none. The pooler is the
      * dense layer the classifier reads (BERT pooler, DistilBERT

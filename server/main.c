@@ -271,6 +271,8 @@ static int run(struct server *s)
         return EXIT_FAILURE;
     }
     const struct bert_config *c = &s->model->config;
+    if (bert_tokenizer_load_note(s->model->tokenizer) != NULL)
+        log_msg(LOG_WARN, "%s", bert_tokenizer_load_note(s->model->tokenizer));
     log_msg(LOG_INFO,
             "loaded %s in %.0f ms: %s, %zu layers, hidden %zu, %zu heads, vocab %zu, "
             "max %zu tokens, heads:%s%s",

@@ -152,6 +152,16 @@ bool golden_synth_options(json_t *init, const char *dtype, const char *tokenizer
         {"local-theta", NULL, &mb->local_rope_theta, NULL},
         {"biases", NULL, NULL, &biases},
     };
+    /* NomicBERT specs: its RoPE base, the vocabulary with padding rows,
+     * and the biases flag it shares with ModernBERT. */
+    c->nomic.rotary_base = 1000.0;
+    const struct init_field nomic_fields[] = {
+        {"rotary-base", NULL, &c->nomic.rotary_base, NULL},
+        {"vocab-size", &c->vocab_size, NULL, NULL},
+        {"biases", NULL, NULL, &biases},
+    };
+    const size_t n_nomic = sizeof nomic_fields / sizeof nomic_fields[0];
+    const bool nomic = json_object_get(init, "rotary-base") != NULL;
     const size_t n_modern = sizeof modern_fields / sizeof modern_fields[0] + 1;
     const size_t n_fields = sizeof fields / sizeof fields[0];
     const size_t n_keys = n_fields + sizeof special_keys / sizeof special_keys[0];
@@ -159,7 +169,7 @@ bool golden_synth_options(json_t *init, const char *dtype, const char *tokenizer
     /* ELECTRA discriminator specs add "discriminator"; the extraction
      * goldens (tests/extraction) "token-classification" and
      * "question-answering". */
-    const size_t want_keys = n_keys + (modern ? n_modern : 0) +
+    const size_t want_keys = n_keys + (modern ? n_modern : 0) + (nomic ? n_nomic : 0) +
                              (json_object_get(init, "discriminator") != NULL) +
                              (json_object_get(init, "token-classification") != NULL) +
                              (json_object_get(init, "question-answering") != NULL);
@@ -174,7 +184,8 @@ bool golden_synth_options(json_t *init, const char *dtype, const char *tokenizer
         const char *s = json_string_value(v);
         bool ok = false;
         if (set_field(fields, n_fields, key, v, &ok) ||
-            (modern && set_field(modern_fields, n_modern - 1, key, v, &ok))) {
+            (modern && set_field(modern_fields, n_modern - 1, key, v, &ok)) ||
+            (nomic && set_field(nomic_fields, n_nomic, key, v, &ok))) {
         } else if (strcmp(key, "token-classification") == 0) {
             ok = json_is_boolean(v);
             o->token_classification = json_is_true(v);
@@ -216,6 +227,7 @@ bool golden_synth_options(json_t *init, const char *dtype, const char *tokenizer
         }
     }
     mb->attention_bias = mb->mlp_bias = mb->norm_bias = mb->classifier_bias = biases;
+    c->nomic.qkv_bias = c->nomic.fc1_bias = c->nomic.fc2_bias = biases;
     if (o->token_classification)
         o->classifier = false; /* the labels are the per-token classes */
     return true;

@@ -437,6 +437,13 @@ static void gpt2(const char *d) { config_set(d, "model_type", json_string("gpt2"
 static void modernbert(const char *d) { config_set(d, "model_type", json_string("modernbert")); }
 /* A BERT checkpoint declared as RoBERTa: the binder looks for RoBERTa's names. */
 static void roberta_names(const char *d) { config_set(d, "model_type", json_string("roberta")); }
+/* MPNet with a bucket count modeling_mpnet.py does not compute (it always
+ * buckets distances into 32). */
+static void mpnet_buckets(const char *d)
+{
+    config_set(d, "model_type", json_string("mpnet"));
+    config_set(d, "relative_attention_num_buckets", json_integer(64));
+}
 static void no_layers_key(const char *d) { config_set(d, "num_hidden_layers", NULL); }
 static void heads_3(const char *d) { config_set(d, "num_attention_heads", json_integer(3)); }
 static void act_foo(const char *d) { config_set(d, "hidden_act", json_string("foo")); }
@@ -529,6 +536,8 @@ static const struct bad_case cases[] = {
      {"missing tensor 'embeddings.tok_embeddings.weight'", NULL}},
     {"bert-weights-as-roberta", roberta_names, BERT_E_FORMAT, "model.safetensors",
      {"missing tensor 'embeddings.word_embeddings.weight'", NULL}},
+    {"mpnet-buckets", mpnet_buckets, BERT_E_UNSUPPORTED, "config.json",
+     {"relative_attention_num_buckets 64 is not supported", "supported: 32"}},
     {"relative-key", relative_key, BERT_E_UNSUPPORTED, "config.json",
      {"position_embedding_type \"relative_key\"", NULL}},
     {"roberta-decoder", roberta_decoder, BERT_E_UNSUPPORTED, "config.json",

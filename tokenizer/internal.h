@@ -74,6 +74,7 @@ struct bert_tokenizer {
     bool decoder_cleanup;
     struct tok_metaspace decoder_metaspace;
     bool cleanup_spaces; /* transformers' clean_up_tokenization_spaces */
+    char load_note[256]; /* something the loader chose that the caller should log; "" if none */
 
     /* Role token strings (NULL: the role is absent); ids resolved at the end. */
     char *unk_token, *sep_token, *pad_token, *cls_token, *mask_token, *bos_token, *eos_token;

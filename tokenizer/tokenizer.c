@@ -87,6 +87,48 @@ static enum bert_status finish_load(struct bert_tokenizer *tok, enum bert_status
     return BERT_OK;
 }
 
+/* tokenizer.json won over a vocab.txt beside it: note the ids at which the
+ * two disagree (transformers' fast tokenizer reads only tokenizer.json). A
+ * vocab.txt that cannot be read changes nothing. */
+static void note_vocab_txt_conflicts(struct bert_tokenizer *tok, const char *vocab_path)
+{
+    char *text;
+    size_t len;
+    struct bert_error ignored = {0};
+    if (tok->kind != BERT_TOKENIZER_WORDPIECE || !file_exists(vocab_path) ||
+        file_read_all(vocab_path, &text, &len, &ignored) != BERT_OK)
+        return;
+    size_t differ = 0, id = 0, first = 0;
+    char first_txt[64] = "";
+    for (char *line = text; line < text + len; id++) {
+        char *end = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = end ? (size_t)(end - line) : (size_t)(text + len - line);
+        if (n > 0 && line[n - 1] == '\r')
+            n--;
+        const char *json = bert_tokenizer_id_to_token(tok, (int32_t)id);
+        if (json == NULL || strlen(json) != n || memcmp(json, line, n) != 0) {
+            if (differ++ == 0) {
+                first = id;
+                snprintf(first_txt, sizeof first_txt, "%.*s", (int)(n < 40 ? n : 40), line);
+            }
+        }
+        line = end ? end + 1 : text + len;
+    }
+    free(text);
+    if (differ > 0) {
+        const char *json = bert_tokenizer_id_to_token(tok, (int32_t)first);
+        snprintf(tok->load_note, sizeof tok->load_note,
+                 "%s and tokenizer.json disagree at %zu ids (first: id %zu is '%s' in "
+                 "vocab.txt, '%.40s' in tokenizer.json); tokenizer.json wins",
+                 vocab_path, differ, first, first_txt, json ? json : "(none)");
+    }
+}
+
+const char *bert_tokenizer_load_note(const struct bert_tokenizer *tok)
+{
+    return tok->load_note[0] ? tok->load_note : NULL;
+}
+
 enum bert_status bert_tokenizer_load(const char *dir, struct bert_tokenizer **out,
                                      struct bert_error *err)
 {
@@ -138,6 +180,8 @@ enum bert_status bert_tokenizer_load(const char *dir, struct bert_tokenizer **ou
     if (st == BERT_OK)
         tok->uses_type_ids = cfg.uses_type_ids;
     st = finish_load(tok, st, source, out, err);
+    if (st == BERT_OK && source == json_path)
+        note_vocab_txt_conflicts(*out, vocab_path);
     tok_hf_config_free(&cfg);
     free(json_path);
     free(vocab_path);

@@ -194,11 +194,80 @@ static bool build_modernbert(struct synth_list *l, const struct bert_synth_optio
     return true;
 }
 
+/* One named tensor of a plan: what it is and whether the options want it. */
+struct synth_item {
+    enum bert_tensor t;
+    enum param_kind kind;
+    size_t d0, d1;
+    bool want;
+};
+
+static bool synth_add_items(struct synth_list *l, const struct bert_synth_options *o,
+                            const struct bert_config *c, const struct synth_item *items,
+                            size_t n, size_t layer)
+{
+    for (size_t k = 0; k < n; k++)
+        if (items[k].want && !synth_add_named(l, o, c, items[k].t, layer, items[k].kind,
+                                              items[k].d0, items[k].d1))
+            return false;
+    return true;
+}
+
+/* NomicBertModel / ForPreTraining / ForSequenceClassification
+ * (modeling_hf_nomic_bert.py): no position embeddings (RoPE), fused Wqkv,
+ * fc11 / fc12 / fc2, biases only where the config turns them on. */
+static bool build_nomic(struct synth_list *l, const struct bert_synth_options *o,
+                        const struct bert_config *c)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
+    const struct bert_nomic *n = &c->nomic;
+    const struct synth_item top[] = {
+        {BERT_TENSOR_WORD_EMB, PARAM_WEIGHT, V, H, true},
+        {BERT_TENSOR_TYPE_EMB, PARAM_WEIGHT, c->type_vocab_size, H, c->type_vocab_size > 0},
+        {BERT_TENSOR_EMB_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_EMB_LN_B, PARAM_LN_BETA, H, 0, true},
+    }, layer[] = {
+        {BERT_TENSOR_LAYER_QUERY_W, PARAM_WEIGHT, 3 * H, H, true},
+        {BERT_TENSOR_LAYER_QUERY_B, PARAM_BIAS, 3 * H, 0, n->qkv_bias},
+        {BERT_TENSOR_LAYER_ATTN_OUT_W, PARAM_WEIGHT, H, H, true},
+        {BERT_TENSOR_LAYER_ATTN_OUT_B, PARAM_BIAS, H, 0, n->qkv_bias},
+        {BERT_TENSOR_LAYER_ATTN_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_LAYER_ATTN_LN_B, PARAM_LN_BETA, H, 0, true},
+        {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT, I, H, true},
+        {BERT_TENSOR_LAYER_FFN_IN_B, PARAM_BIAS, I, 0, n->fc1_bias},
+        {BERT_TENSOR_LAYER_FFN_GATE_W, PARAM_WEIGHT, I, H, true},
+        {BERT_TENSOR_LAYER_FFN_GATE_B, PARAM_BIAS, I, 0, n->fc1_bias},
+        {BERT_TENSOR_LAYER_FFN_OUT_W, PARAM_WEIGHT, H, I, true},
+        {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, n->fc2_bias},
+        {BERT_TENSOR_LAYER_FFN_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, true},
+    }, heads[] = {
+        {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, o->pooler || o->classifier},
+        {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, o->pooler || o->classifier},
+        {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, o->classifier},
+        {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, o->classifier},
+        {BERT_TENSOR_MLM_DENSE_W, PARAM_WEIGHT, H, H, o->mlm},
+        {BERT_TENSOR_MLM_DENSE_B, PARAM_BIAS, H, 0, o->mlm && n->fc1_bias},
+        {BERT_TENSOR_MLM_LN_G, PARAM_LN_GAMMA, H, 0, o->mlm},
+        {BERT_TENSOR_MLM_LN_B, PARAM_LN_BETA, H, 0, o->mlm},
+        {BERT_TENSOR_MLM_DECODER_W, PARAM_WEIGHT, V, H, o->mlm && o->untied_decoder},
+        {BERT_TENSOR_MLM_DECODER_B, PARAM_BIAS, V, 0, o->mlm && n->fc1_bias},
+    };
+    if (!synth_add_items(l, o, c, top, sizeof top / sizeof top[0], 0))
+        return false;
+    for (size_t i = 0; i < c->num_layers; i++)
+        if (!synth_add_items(l, o, c, layer, sizeof layer / sizeof layer[0], i))
+            return false;
+    return synth_add_items(l, o, c, heads, sizeof heads / sizeof heads[0], 0);
+}
+
 static bool build_tensors(struct synth_list *l, const struct bert_synth_options *o,
                           const struct bert_config *c)
 {
     if (c->family == BERT_FAMILY_MODERNBERT)
         return build_modernbert(l, o, c);
+    if (c->family == BERT_FAMILY_NOMIC_BERT)
+        return build_nomic(l, o, c);
     const size_t H = c->hidden_size, E = c->embedding_size, FF = c->intermediate_size;
     const size_t V = c->vocab_size;
     const struct {
@@ -226,12 +295,16 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         {BERT_TENSOR_LAYER_ATTN_OUT_B, PARAM_BIAS, H, 0, true, true},
         {BERT_TENSOR_LAYER_ATTN_LN_G, PARAM_LN_GAMMA, H, 0, true, true},
         {BERT_TENSOR_LAYER_ATTN_LN_B, PARAM_LN_BETA, H, 0, true, true},
-        {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT, FF, H, true, true},
+        /* JinaBERT's gated_layers hold both halves of its GLU. */
+        {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT,
+         c->family == BERT_FAMILY_JINA_BERT ? 2 * FF : FF, H, true, true},
         {BERT_TENSOR_LAYER_FFN_IN_B, PARAM_BIAS, FF, 0, true, true},
         {BERT_TENSOR_LAYER_FFN_OUT_W, PARAM_WEIGHT, H, FF, true, true},
         {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, true, true},
         {BERT_TENSOR_LAYER_FFN_LN_G, PARAM_LN_GAMMA, H, 0, true, true},
         {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, true, true},
+        {BERT_TENSOR_REL_ATTN_BIAS, PARAM_WEIGHT, c->relative_buckets, c->num_heads, false,
+         c->family == BERT_FAMILY_MPNET},
         {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, false, o->pooler || o->classifier},
         {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, false, o->pooler || o->classifier},
         {BERT_TENSOR_MLM_DENSE_W, PARAM_WEIGHT, E, H, false, o->mlm},
@@ -358,9 +431,48 @@ static enum bert_status write_sentence_transformers(const struct bert_synth_opti
     return BERT_OK;
 }
 
+/* The config a real config.json describes, with the options' labels when
+ * they ask for a classifier. `c` is what the file says; its id2label is
+ * freed by the caller. */
+static enum bert_status config_from_file(const struct bert_synth_options *o,
+                                         struct bert_config *c, struct bert_error *err)
+{
+    char *text;
+    size_t len;
+    enum bert_status st = file_read_all(o->config_file, &text, &len, err);
+    if (st != BERT_OK)
+        return st;
+    st = bert_config_parse(o->config_file, text, len, c, err);
+    free(text);
+    return st;
+}
+
 enum bert_status bert_synth_write(const struct bert_synth_options *o, const char *dir,
                                   struct bert_error *err)
 {
+    struct bert_config from_file = {0};
+    if (o->config_file != NULL) {
+        enum bert_status st = config_from_file(o, &from_file, err);
+        if (st != BERT_OK)
+            return st;
+        struct bert_synth_options copy = *o;
+        copy.config_file = NULL;
+        copy.config = from_file;
+        /* A JinaBERT config says model_type bert; the family has its own name. */
+        if (from_file.family == BERT_FAMILY_JINA_BERT)
+            snprintf(copy.config.model_type, sizeof copy.config.model_type, "jina_bert");
+        if (o->classifier || o->token_classification) { /* the options' labels */
+            copy.config.num_labels = o->config.num_labels;
+            copy.config.id2label = o->config.id2label;
+        }
+        if ((st = bert_synth_write(&copy, dir, err)) == BERT_OK) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/config.json", dir);
+            st = file_copy(o->config_file, path, err);
+        }
+        bert_config_free(&from_file);
+        return st;
+    }
     struct bert_config c = o->config;
     if (c.vocab_size == 0) {
         struct bert_tokenizer *tok;
@@ -375,22 +487,35 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     if (!bert_family_from_model_type(c.model_type, &c.family))
         return bert_error_set(err, BERT_E_INVALID, "model type '%s' is not one of %s",
                               c.model_type, bert_family_supported_types());
-    if (c.family == BERT_FAMILY_DISTILBERT || c.family == BERT_FAMILY_MODERNBERT)
+    if (c.family == BERT_FAMILY_DISTILBERT || c.family == BERT_FAMILY_MODERNBERT ||
+        c.family == BERT_FAMILY_MPNET)
         c.type_vocab_size = 0;
     else if (c.type_vocab_size == 0)
         return bert_error_set(err, BERT_E_INVALID, "%s needs at least one token type",
                               c.model_type);
     if (c.family != BERT_FAMILY_ELECTRA || c.embedding_size == 0)
         c.embedding_size = c.hidden_size;
-    /* RoBERTa tokenizers put <pad> at 1; positions start after it. */
-    if (c.family == BERT_FAMILY_ROBERTA)
+    /* RoBERTa and MPNet tokenizers put <pad> at 1; positions start after it. */
+    if (c.family == BERT_FAMILY_ROBERTA || c.family == BERT_FAMILY_MPNET)
         c.pad_token_id = 1;
+    c.relative_buckets = c.family == BERT_FAMILY_MPNET ? 32 : 0;
+    /* JinaBERT: --act picks the GLU (gelu: geglu, relu: reglu); hidden_act,
+     * the MLM transform's, is gelu. */
+    if (c.family == BERT_FAMILY_JINA_BERT)
+        c.mlm_activation = BERT_ACTIVATION_GELU;
     if (c.hidden_size == 0 || c.num_heads == 0 || c.hidden_size % c.num_heads != 0 ||
         c.num_layers == 0 || c.intermediate_size == 0 ||
         c.max_position_embeddings <= (size_t)c.pad_token_id + 1 ||
         ((o->classifier || o->token_classification) && c.num_labels == 0) ||
         (o->token_classification + o->question_answering + o->classifier > 1) ||
         (o->discriminator && c.family != BERT_FAMILY_ELECTRA) ||
+        (c.family == BERT_FAMILY_JINA_BERT &&
+         ((c.activation != BERT_ACTIVATION_GELU && c.activation != BERT_ACTIVATION_RELU) ||
+          o->token_classification || o->question_answering)) ||
+        (c.family == BERT_FAMILY_NOMIC_BERT &&
+         ((c.hidden_size / c.num_heads) % 2 != 0 || !(c.nomic.rotary_base > 0) ||
+          (c.activation != BERT_ACTIVATION_SILU && c.activation != BERT_ACTIVATION_GELU) ||
+          o->token_classification || o->question_answering)) ||
         (c.family == BERT_FAMILY_MODERNBERT &&
          ((c.hidden_size / c.num_heads) % 2 != 0 || c.modern.global_attn_every == 0 ||
           c.modern.local_window == 0 || !(c.modern.global_rope_theta > 0) ||

@@ -11,12 +11,8 @@
 #include "family.h"
 #include "kernels.h"
 
-/* x = LayerNorm(word + position + token type) (BERT sec. 3.2) for this
- * member's rows, E wide. Positions restart for every packed sequence, at
- * position_offset (RoBERTa numbers them from padding_idx + 1); families
- * without token types add none. */
-static void embed_rows(const struct bert_model *model, const struct bert_batch *b, size_t r0,
-                       size_t r1, float *x)
+void family_bert_embed_rows(const struct bert_model *model, const struct bert_batch *b,
+                            size_t r0, size_t r1, float *x)
 {
     const struct bert_weights *w = &model->engine->weights;
     const size_t H = model->config.embedding_size;
@@ -29,10 +25,13 @@ static void embed_rows(const struct bert_model *model, const struct bert_batch *
             seq++;
         size_t pos = offset + t - b->seq_start[seq];
         const float *we = w->word_emb + (size_t)b->ids[t] * H;
-        const float *pe = w->pos_emb + pos * H;
         float *row = x + t * H;
-        for (size_t k = 0; k < H; k++)
-            row[k] = we[k] + pe[k];
+        memcpy(row, we, H * sizeof *row);
+        if (w->pos_emb != NULL) {
+            const float *pe = w->pos_emb + pos * H;
+            for (size_t k = 0; k < H; k++)
+                row[k] += pe[k];
+        }
         if (w->type_emb != NULL) {
             const float *te = w->type_emb + (size_t)b->type_ids[t] * H;
             for (size_t k = 0; k < H; k++)
@@ -41,6 +40,38 @@ static void embed_rows(const struct bert_model *model, const struct bert_batch *
     }
     kernel_add_layernorm(x + r0 * H, NULL, NULL, w->emb_ln_g, w->emb_ln_b, r1 - r0, H,
                          model->config.layer_norm_eps);
+}
+
+void family_bert_attention(const struct bert_model *model, struct bert_scratch *s,
+                           const struct bert_batch *b, const struct bert_layer_weights *l,
+                           const struct bert_share *p, const float *x, float *out)
+{
+    const struct bert_config *c = &model->config;
+    struct bert_team *team = s->team;
+    const size_t H = c->hidden_size, rows = p->r1 - p->r0;
+    size_t c0, c1;
+
+    /* Q, K and V land side by side in one (T, 3H) matrix; the bias goes on
+     * the part this member computed. */
+    bert_linear_share(p, x, H, &l->query, H, s->qkv, 3 * H);
+    bert_linear_share(p, x, H, &l->key, H, s->qkv + H, 3 * H);
+    bert_linear_share(p, x, H, &l->value, H, s->qkv + 2 * H, 3 * H);
+    bert_share_cols(p, H, &c0, &c1);
+    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : p->rows;
+    const float *biases[3] = {l->query_b, l->key_b, l->value_b};
+    for (size_t k = 0; k < 3; k++)
+        kernel_add_bias(s->qkv + r0 * 3 * H + k * H + c0, biases[k] + c0, nr, c1 - c0, 3 * H);
+    if (p->member == 0)
+        atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
+    bert_team_barrier(team);
+    attention_member(model, s, b, p->member, SIZE_MAX);
+    bert_team_barrier(team);
+
+    bert_linear_share(p, s->ctx, H, &l->attn_out, H, out, H);
+    if (!p->by_rows)
+        bert_team_barrier(team);
+    kernel_add_layernorm(out + p->r0 * H, x + p->r0 * H, l->attn_out_b, l->attn_ln_g,
+                         l->attn_ln_b, rows, H, c->layer_norm_eps);
 }
 
 /* One post-LN Transformer layer (BERT keeps the original order) for this
@@ -55,33 +86,14 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     const size_t rows = p->r1 - p->r0;
     size_t c0, c1;
 
-    /* Q, K and V land side by side in one (T, 3H) matrix; the bias goes on
-     * the part this member computed. */
-    bert_linear_share(p, *x, H, &l->query, H, s->qkv, 3 * H);
-    bert_linear_share(p, *x, H, &l->key, H, s->qkv + H, 3 * H);
-    bert_linear_share(p, *x, H, &l->value, H, s->qkv + 2 * H, 3 * H);
-    bert_share_cols(p, H, &c0, &c1);
-    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : T;
-    const float *biases[3] = {l->query_b, l->key_b, l->value_b};
-    for (size_t k = 0; k < 3; k++)
-        kernel_add_bias(s->qkv + r0 * 3 * H + k * H + c0, biases[k] + c0, nr, c1 - c0, 3 * H);
-    if (p->member == 0)
-        atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
-    bert_team_barrier(team);
-    attention_member(model, s, b, p->member, SIZE_MAX);
-    bert_team_barrier(team);
-
-    bert_linear_share(p, s->ctx, H, &l->attn_out, H, *tmp, H);
-    if (!p->by_rows)
-        bert_team_barrier(team);
-    kernel_add_layernorm(*tmp + p->r0 * H, *x + p->r0 * H, l->attn_out_b, l->attn_ln_g,
-                         l->attn_ln_b, rows, H, c->layer_norm_eps);
+    family_bert_attention(model, s, b, l, p, *x, *tmp);
     float *swap = *x;
     *x = *tmp;
     *tmp = swap;
     if (!p->by_rows)
         bert_team_barrier(team);
 
+    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : T;
     bert_linear_share(p, *x, H, &l->ffn_in, FF, s->ffn, FF);
     bert_share_cols(p, FF, &c0, &c1);
     kernel_bias_activation(s->ffn + r0 * FF + c0, l->ffn_in_b + c0, nr, c1 - c0, FF,
@@ -104,7 +116,7 @@ void family_bert_encode_member(const struct bert_model *model, struct bert_scrat
                                const struct bert_batch *b, const struct bert_share *p)
 {
     const struct bert_weights *w = &model->engine->weights;
-    embed_rows(model, b, p->r0, p->r1, w->emb_proj.w ? s->ffn : s->x);
+    family_bert_embed_rows(model, b, p->r0, p->r1, w->emb_proj.w ? s->ffn : s->x);
     if (!p->by_rows)
         bert_team_barrier(s->team);
     if (w->emb_proj.w != NULL) {

@@ -13,9 +13,26 @@
 #include "bert.h"
 #include "linear.h"
 #include "scratch.h"
+#include "weights.h"
 
 typedef void (*family_encode_member_fn)(const struct bert_model *model, struct bert_scratch *s,
                                         const struct bert_batch *b, const struct bert_share *p);
+
+/* x = LayerNorm(word + position + token type) (BERT sec. 3.2) for rows
+ * [r0, r1), E wide, with the embedding LayerNorm (NomicBERT's emb_ln).
+ * Positions restart for every packed sequence, at position_offset (RoBERTa
+ * numbers them from padding_idx + 1); families without position
+ * embeddings (rotary ones) or token types add none (bert.c). */
+void family_bert_embed_rows(const struct bert_model *model, const struct bert_batch *b,
+                            size_t r0, size_t r1, float *x);
+
+/* BERT's attention sub-layer for this member's rows: separate query, key
+ * and value products, attention (with the engine's relative bias, when the
+ * model has one), the output dense, then out = LayerNorm(dense + x). The
+ * caller synchronises before the next product reads `out` (bert.c). */
+void family_bert_attention(const struct bert_model *model, struct bert_scratch *s,
+                           const struct bert_batch *b, const struct bert_layer_weights *l,
+                           const struct bert_share *p, const float *x, float *out);
 
 /* BERT, DistilBERT, RoBERTa / XLM-R and ELECTRA: post-LN layers (bert.c). */
 void family_bert_encode_member(const struct bert_model *model, struct bert_scratch *s,
@@ -27,5 +44,38 @@ void family_bert_encode_member(const struct bert_model *model, struct bert_scrat
  * sliding window otherwise, GeGLU MLP) and a final LayerNorm. */
 void family_modernbert_encode_member(const struct bert_model *model, struct bert_scratch *s,
                                      const struct bert_batch *b, const struct bert_share *p);
+
+/* The post-LN gated MLP (glu.c) for this member's rows: out =
+ * LayerNorm(ffn_out(a * b) + x). JinaBERT: [a | b] = ffn_in(x) (2I rows),
+ * act(a); NomicBERT: a = ffn_in(x) (fc11), b = act(ffn_gate(x)) (fc12). The
+ * product goes through s->qkv, so the next layer's QKV must wait for a
+ * barrier. */
+void family_glu_ffn(const struct bert_model *model, struct bert_scratch *s,
+                    const struct bert_layer_weights *l, const struct bert_share *p,
+                    const float *x, float *out);
+
+/* NomicBERT (nomic_bert.c): word + token type embeddings and emb_ln, then
+ * post-LN blocks (fused Wqkv, RoPE with the engine's rope_global table,
+ * out_proj, norm1, gated MLP fc11 * act(fc12) -> fc2, norm2). */
+void family_nomic_bert_encode_member(const struct bert_model *model, struct bert_scratch *s,
+                                     const struct bert_batch *b, const struct bert_share *p);
+
+/* JinaBERT v2 (jina_bert.c): BERT's embeddings without positions, BERT's
+ * attention sub-layer with the ALiBi table, and JinaBertGLUMLP. */
+void family_jina_bert_encode_member(const struct bert_model *model, struct bert_scratch *s,
+                                    const struct bert_batch *b, const struct bert_share *p);
+
+/* JinaBERT's symmetric ALiBi as a relative bias table in the layout of
+ * family_mpnet_rel_bias_new's: -slope_h * |d| for |d| < positions. NULL when
+ * out of memory; free() it. */
+float *family_jina_alibi_new(const struct bert_config *c, size_t positions);
+
+/* MPNet (mpnet.c) runs family_bert_encode_member; its relative position
+ * bias is a table made at load: for head h and distance d = key - query
+ * (|d| < positions), table[h * (2 * positions - 1) + positions - 1 + d] is
+ * relative_attention_bias[bucket(d)][h]. `bias` is the checkpoint's
+ * (buckets, heads) tensor. NULL when out of memory; free() it. */
+float *family_mpnet_rel_bias_new(const struct bert_config *c, const float *bias,
+                                 size_t positions);
 
 #endif

@@ -17,23 +17,6 @@ static void norm_rows(const float *src, float *dst, size_t r0, size_t r1, size_t
     kernel_add_layernorm(dst + r0 * H, NULL, NULL, g, beta, r1 - r0, H, eps);
 }
 
-/* Rotate the query and key heads of rows [r0, r1) by their position in
- * their own sequence. */
-static void rotate_rows(const struct bert_model *model, const struct bert_batch *b, float *qkv,
-                        size_t r0, size_t r1, const float *table)
-{
-    const size_t H = model->config.hidden_size, A = model->config.num_heads, D = H / A;
-    size_t seq = 0;
-    for (size_t t = r0; t < r1; t++) {
-        while (b->seq_start[seq + 1] <= t)
-            seq++;
-        const float *row = table + (t - b->seq_start[seq]) * D;
-        float *q = qkv + t * 3 * H;
-        for (size_t h = 0; h < 2 * A; h++) /* the A query heads, then the A key heads */
-            rope_rotate(q + h * D, D, row);
-    }
-}
-
 /* x rows [r0, r1) += y + bias: the pre-norm residual. */
 static void add_residual(float *x, const float *y, const float *bias, size_t r0, size_t r1,
                          size_t H)
@@ -75,7 +58,7 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     kernel_add_bias(s->qkv + br0 * 3 * H + c0, l->query_b + c0, bnr, c1 - c0, 3 * H);
     bert_team_barrier(s->team);
     const struct bert_engine *e = model->engine;
-    rotate_rows(model, b, s->qkv, r0, r1, global ? e->rope_global : e->rope_local);
+    rope_rotate_rows(b, s->qkv, r0, r1, H, c->num_heads, global ? e->rope_global : e->rope_local);
     if (p->member == 0)
         atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
     bert_team_barrier(s->team);

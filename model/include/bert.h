@@ -32,10 +32,14 @@ enum bert_family {
     BERT_FAMILY_ROBERTA,    /* RoBERTa, XLM-RoBERTa, CamemBERT: BERT layers, offset positions */
     BERT_FAMILY_ELECTRA,    /* ELECTRA: embedding_size, projected to hidden_size */
     BERT_FAMILY_MODERNBERT, /* ModernBERT: pre-norm, RoPE, GeGLU, local/global attention */
+    BERT_FAMILY_MPNET,      /* MPNet: BERT layers plus a bucketed relative position bias */
+    BERT_FAMILY_NOMIC_BERT, /* NomicBERT: post-LN, fused QKV, RoPE, SwiGLU / GeGLU */
+    BERT_FAMILY_JINA_BERT,  /* JinaBERT v2 (model_type bert, alibi): BERT with ALiBi, GeGLU */
     BERT_FAMILY_COUNT
 };
 
-/* "bert", "distilbert", "roberta", "electra", "modernbert". */
+/* "bert", "distilbert", "roberta", "electra", "modernbert", "mpnet", "nomic_bert",
+ * "jina_bert". */
 const char *bert_family_name(enum bert_family family);
 
 enum bert_activation {
@@ -124,6 +128,20 @@ struct bert_config {
         enum bert_pooling classifier_pooling; /* cls | mean */
         enum bert_activation classifier_activation; /* ModernBertPredictionHead's */
     } modern;
+
+    /* MPNet: the relative position buckets of the attention bias shared by
+     * all layers (relative_attention_num_buckets; 0 for the other families). */
+    size_t relative_buckets;
+
+    /* NomicBERT (zero / false for the other families): RoPE base, the
+     * biases its config turns on (Wqkv and out_proj; fc11 / fc12 and the
+     * MLM transform; fc2), and the gate's activation (silu for swiglu,
+     * gelu for geglu). vocab_size is already rounded up to
+     * pad_vocab_size_multiple, as NomicBertModel pads it. */
+    struct bert_nomic {
+        double rotary_base;
+        bool qkv_bias, fc1_bias, fc2_bias;
+    } nomic;
 };
 
 /* Release id2label. Safe on a zeroed or already freed config. */

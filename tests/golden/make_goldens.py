@@ -354,6 +354,144 @@ SPECS += [
 ]
 
 
+# Tokenizers read from ../shared/data (beside the repository) instead of a
+# committed copy: the real files, and nothing more to commit. The path is
+# relative to tests/data/tokenizer, where the other specs' tokenizers are.
+SHARED_TOKENIZER = "../../../../shared/data/"
+
+# MPNet: inputs past 128 tokens reach the last, logarithmic buckets of the
+# relative position bias (distances of 128 and more share one).
+MPNET = {"model-type": "mpnet", "layers": 2, "hidden": 128, "heads": 2, "intermediate": 256,
+         "max-position": 514, "eps": 1e-5}
+SPECS += [
+    {
+        "name": "mpnet-mlm",
+        "about": "MPNetForMaskedLM L=2 H=128 A=2 on all-mpnet-base-v2's tokenizer.json: "
+                 "mpnet. names, attention.attn.{q,k,v,o}, relative_attention_bias (32 "
+                 "buckets, shared by the layers), positions from 2, no token types, lm_head "
+                 "(gelu) tied; masks in a 270-token passage",
+        "tokenizer": SHARED_TOKENIZER + "all-mpnet-base-v2",
+        "init": {**MPNET, **SPREAD, "weight-std": 0.2, "seed": 81, "prefix": True, "mlm": True},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON[:2] + with_mask(MASKED[:2] + [LONG_MASKED],
+                                                             "<mask>")],
+        "hidden": {"f32": [0, 2]},
+    },
+    {
+        "name": "mpnet-embed",
+        "about": "MPNetModel L=2 H=128 A=4 like all-mpnet-base-v2 (no prefix, mean pooling + "
+                 "Normalize); F32, BF16 and F16",
+        "tokenizer": SHARED_TOKENIZER + "all-mpnet-base-v2",
+        "init": {**MPNET, "heads": 4, "weight-std": 0.08, "bias-range": 0.1, "ln-range": 0.2,
+                 "seed": 82, "sentence-transformers": True, "pooling": "mean",
+                 "normalize": True},
+        "dtypes": ["f32", "bf16", "f16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES[:1] + [LONG_TEXT]],
+        "hidden": {"f32": [0], "bf16": [0], "f16": [0]},
+    },
+    {
+        "name": "mpnet-classify",
+        "about": "MPNetForSequenceClassification L=2 H=128 A=2: classifier.dense + tanh + "
+                 "out_proj on <s>, 3 labels softmax, `<s> A </s></s> B </s>` pairs",
+        "tokenizer": SHARED_TOKENIZER + "all-mpnet-base-v2",
+        "init": {**MPNET, **SPREAD, "weight-std": 0.1, "seed": 83, "prefix": True,
+                 "labels": "negative,neutral,positive", "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES[:2]] + PAIRS[1:3] + [PAIRS[5]],
+        "hidden": {"f32": [0]},
+    },
+]
+
+
+# NomicBERT: post-LN with RoPE (nomic-embed's base 1000) and SwiGLU; the
+# MLM spec pads the vocabulary far past the tokenizer's so that padding
+# rows would reach the top-5 if the engine answered them.
+NOMIC = {"model-type": "nomic_bert", "layers": 2, "hidden": 64, "heads": 2, "intermediate": 128,
+         "max-position": 2048, "eps": 1e-12, "act": "silu"}
+SPECS += [
+    {
+        "name": "nomic-mlm",
+        "about": "NomicBertForPreTraining L=2 H=64 A=2 I=128 (SwiGLU fc11 / fc12 / fc2), "
+                 "bert. prefix, fused Wqkv, RoPE base 1000, token types, cls.predictions "
+                 "(silu, layer_norm, tied decoder, no biases); vocabulary padded to 40000 "
+                 "rows (the tokenizer has 30522): padding rows are never answered",
+        "tokenizer": "minilm",
+        "init": {**NOMIC, **SPREAD, "weight-std": 0.25, "seed": 94, "prefix": True, "mlm": True,
+                 "vocab-size": 40000},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON[:2] + MASKED[:3] + [LONG_MASKED]],
+        "hidden": {"f32": [0, 2]},
+    },
+    {
+        "name": "nomic-embed",
+        "about": "NomicBertModel L=2 H=64 A=2 like nomic-embed-text-v1.5 (no prefix, no "
+                 "biases), mean pooling + Normalize, inputs up to ~550 tokens; F32, BF16, F16",
+        "tokenizer": "minilm",
+        "init": {**NOMIC, "weight-std": 0.1, "bias-range": 0.1, "ln-range": 0.2, "seed": 92,
+                 "sentence-transformers": True, "pooling": "mean", "normalize": True},
+        "dtypes": ["f32", "bf16", "f16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES[:1] + [LONG_TEXT + " " + LONG_TEXT]],
+        "hidden": {"f32": [0], "bf16": [0], "f16": [0]},
+    },
+    {
+        "name": "nomic-classify",
+        "about": "NomicBertForSequenceClassification L=2 H=64 A=2 with every bias on "
+                 "(qkv_proj_bias, mlp_fc1_bias, mlp_fc2_bias) and GeGLU: pooler.dense + tanh, "
+                 "classifier, 3 labels softmax, pairs (token type 1)",
+        "tokenizer": "minilm",
+        "init": {**NOMIC, **SPREAD, "weight-std": 0.15, "seed": 93, "prefix": True,
+                 "biases": True, "act": "gelu", "labels": "negative,neutral,positive",
+                 "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES[:2]] + PAIRS[1:3] + [PAIRS[5]],
+        "hidden": {"f32": [0]},
+    },
+]
+
+
+# JinaBERT v2: ALiBi instead of positions, GeGLU; three heads, so the
+# slopes take ALiBi's workaround for head counts that are not powers of two
+# (2^-4, 2^-8, then 2^-2). Its tokenizer is jina-embeddings-v2-base-en's
+# real tokenizer.json (30528 tokens).
+JINA = {"model-type": "jina_bert", "layers": 2, "hidden": 96, "heads": 3, "intermediate": 128,
+        "max-position": 8192}
+SPECS += [
+    {
+        "name": "jina-mlm",
+        "about": "JinaBertForMaskedLM L=2 H=96 A=3 I=128: bert. names without position "
+                 "embeddings, mlp.gated_layers (2I, no bias) / mlp.wo / mlp.layernorm, ALiBi "
+                 "with three heads' slopes, cls.predictions (hidden_act gelu) tied",
+        "tokenizer": SHARED_TOKENIZER + "jina-embeddings-v2-base-en",
+        "init": {**JINA, **SPREAD, "weight-std": 0.25, "seed": 104, "prefix": True, "mlm": True},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON[:2] + MASKED[:3] + [LONG_MASKED]],
+        "hidden": {"f32": [0, 2]},
+    },
+    {
+        "name": "jina-embed",
+        "about": "JinaBertModel L=2 H=96 A=3 like jina-embeddings-v2 (no prefix), mean "
+                 "pooling + Normalize, inputs up to ~530 tokens; F32, BF16, F16",
+        "tokenizer": SHARED_TOKENIZER + "jina-embeddings-v2-base-en",
+        "init": {**JINA, "weight-std": 0.1, "bias-range": 0.1, "ln-range": 0.2, "seed": 102,
+                 "sentence-transformers": True, "pooling": "mean", "normalize": True},
+        "dtypes": ["f32", "bf16", "f16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES[:1] + [LONG_TEXT + " " + LONG_TEXT]],
+        "hidden": {"f32": [0], "bf16": [0], "f16": [0]},
+    },
+    {
+        "name": "jina-classify",
+        "about": "JinaBertForSequenceClassification L=2 H=96 A=3 with feed_forward_type "
+                 "reglu: pooler.dense + tanh, classifier, 3 labels softmax, pairs",
+        "tokenizer": SHARED_TOKENIZER + "jina-embeddings-v2-base-en",
+        "init": {**JINA, **SPREAD, "weight-std": 0.15, "seed": 103, "prefix": True, "act": "relu",
+                 "labels": "negative,neutral,positive", "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES[:2]] + PAIRS[1:3] + [PAIRS[5]],
+        "hidden": {"f32": [0]},
+    },
+]
+
+
 def tokenize(tokenizer_dir, inputs):
     """Ids from the official tokenizer: tokenizer.json as is, or the
     vocab.txt layout converted as transformers does."""
@@ -398,16 +536,18 @@ def rounded(t, digits=8):
     return [rounded(x, digits) for x in t]
 
 
-def top_k(logits, k):
-    """Indices and probabilities of the k best entries, plus the logit gaps
-    between consecutive ranks 1..k+1 (to reject near-ties)."""
+def top_k(logits, k, emit):
+    """Indices and probabilities of the k best entries among the first
+    `emit` (the tokenizer's ids; rows past them pad the vocabulary and are
+    never answered, though the softmax runs over every row), plus the logit
+    gaps between consecutive ranks 1..k+1 (to reject near-ties)."""
     probs = reference.softmax(logits)
-    order = torch.argsort(logits, descending=True, stable=True)[:k + 1]
+    order = torch.argsort(logits[:emit], descending=True, stable=True)[:k + 1]
     gaps = (logits[order[:-1]] - logits[order[1:]]).tolist()
     return order[:k].tolist(), probs[order[:k]], min(gaps)
 
 
-def run_reference(model, spec, dtype, tokens, mask_id, report):
+def run_reference(model, spec, dtype, tokens, mask_id, report, emit):
     hidden_for = spec["hidden"][dtype]
     outputs = []
     for i, tk in enumerate(tokens):
@@ -439,7 +579,11 @@ def run_reference(model, spec, dtype, tokens, mask_id, report):
             if positions:
                 logits = model.mlm_logits(h[positions])
                 for t, row in zip(positions, logits):
-                    ids, probs, gap = top_k(row, TOPK)
+                    ids, probs, gap = top_k(row, TOPK, emit)
+                    # A padding row that the full vocabulary's top-k would
+                    # have answered: proof that the golden checks the limit.
+                    report["padding_would_win"] += bool(
+                        (torch.argsort(row, descending=True)[:TOPK] >= emit).any())
                     lead = float(row[ids[0]] - row[ids[1]])
                     if lead < TOP1_BF16_GAP:
                         raise SystemExit(f"{spec['name']} {dtype}: input {i} mask at {t}: top-1 "
@@ -511,7 +655,7 @@ def make(spec, bert, work):
         "name": spec["name"],
         "about": spec["about"],
         "tokenizer": spec["tokenizer"],
-        "vocab_size": vocab,
+        "vocab_size": synth.options(spec["init"]).get("vocab-size") or vocab,
         # Every `bert init` option, defaults included, so the C test needs none.
         "init": {k: v for k, v in synth.options(spec["init"]).items() if k != "dtype"},
         "command": " ".join(synth.init_command(synth.options(spec["init"]),
@@ -522,7 +666,7 @@ def make(spec, bert, work):
         "variants": [],
     }
     longest = max(len(k["ids"]) for k in tokens)
-    report = {"top1": [], "class_spread": [], "min_gap": float("inf")}
+    report = {"top1": [], "class_spread": [], "min_gap": float("inf"), "padding_would_win": 0}
     for dtype in spec["dtypes"]:
         o = synth.options({**spec["init"], "dtype": dtype})
         folder = os.path.join(work, dtype)
@@ -530,7 +674,7 @@ def make(spec, bert, work):
         if bert:
             bits_equal(bert, o, tok_dir, stored, work)
         model = reference.load(folder)
-        outputs = run_reference(model, spec, dtype, tokens, mask_id, report)
+        outputs = run_reference(model, spec, dtype, tokens, mask_id, report, vocab)
         golden["variants"].append({"dtype": dtype, "checksums": checksums(stored, dtype),
                                    "outputs": outputs})
         del model
@@ -558,6 +702,13 @@ def make(spec, bert, work):
                 or w["prob"] > bound["prob"] / 1.5 or w["top1"]):
             raise SystemExit(f"{spec['name']} {v['dtype']}: rounding the weights moves the "
                              f"outputs too close to test_golden.c's loose bounds {bound}")
+    padded = synth.options(spec["init"]).get("vocab-size", 0) > vocab
+    if padded and report["top1"] and not report["padding_would_win"]:
+        raise SystemExit(f"{spec['name']}: no padding row would reach a top-{TOPK}; the golden "
+                         f"would not show that padding is never answered")
+    if padded:
+        print(f"  padding rows in the full vocabulary's top-{TOPK}: "
+              f"{report['padding_would_win']} masks")
     if size > FILE_LIMIT:
         raise SystemExit(f"{path}: {size} bytes, over the {FILE_LIMIT} limit")
     if report["top1"] and min(report["top1"]) < 20.0 / vocab:

@@ -9,7 +9,10 @@ modeling_roberta.py: positions from padding_idx + 1, RobertaLMHead,
 RobertaClassificationHead) and ELECTRA (Clark et al. 2020;
 modeling_electra.py: embedding_size projected to hidden_size, gelu heads)
 and ModernBERT (Warner et al. 2024; modeling_modernbert.py: pre-norm,
-RoPE, GeGLU, local / global attention). It reads checkpoints with its own minimal safetensors reader
+RoPE, GeGLU, local / global attention), MPNet (Song et al. 2020;
+modeling_mpnet.py: BERT layers plus a bucketed relative position bias) and
+NomicBERT (Nussbaum et al. 2024; modeling_hf_nomic_bert.py: post-LN, RoPE,
+SwiGLU). It reads checkpoints with its own minimal safetensors reader
 and shares no code with the C engine: do not import our C or call our
 binaries from here.
 
@@ -142,6 +145,8 @@ HEADS = {
 class Bert:
     """A loaded checkpoint folder of any supported family."""
 
+    attn_bias = None  # (A, n, n) added to every layer's scores (MPNet sets it)
+
     def __init__(self, folder):
         with open(os.path.join(folder, "config.json")) as f:
             self.config = json.load(f)
@@ -158,7 +163,7 @@ class Bert:
             self.eps = c.get("layer_norm_eps", 1e-12)
             self.act = c.get("hidden_act", "gelu")
         # RoBERTa numbers positions from padding_idx + 1 (pad_token_id 1 -> 2).
-        self.position_offset = c.get("pad_token_id", 1) + 1 if self.family == "roberta" else 0
+        self.position_offset = 2  # MPNetEmbeddings' padding_idx is 1, whatever pad_token_id says if self.family == "roberta" else 0
         # RobertaLMHead and ElectraGeneratorPredictions apply gelu whatever hidden_act is.
         self.mlm_act = "gelu" if self.family in ("roberta", "electra") else self.act
         raw = read_safetensors(os.path.join(folder, "model.safetensors"))
@@ -231,12 +236,25 @@ class Bert:
         q = proj("q", x).reshape(n, A, D).transpose(0, 1)
         k = proj("k", x).reshape(n, A, D).transpose(0, 1)
         v = proj("v", x).reshape(n, A, D).transpose(0, 1)
-        probs = softmax(q @ k.transpose(1, 2) / math.sqrt(D))
+        scores = q @ k.transpose(1, 2) / math.sqrt(D)
+        if self.attn_bias is not None:  # MPNet's relative position bias
+            scores = scores + self.attn_bias
+        probs = softmax(scores)
         ctx = (probs @ v).transpose(0, 1).reshape(n, H)
         # Post-LN residual blocks.
         x = norm("ln1", proj("o", ctx) + x)
+        return self.feed_forward(x, lp)
+
+    def feed_forward(self, x, lp):
+        """BertIntermediate + BertOutput (post-LN)."""
+        names = self.layer_names
+
+        def proj(key, inp):
+            return linear(inp, self.p(lp + names[key] + ".weight"),
+                          self.p(lp + names[key] + ".bias"))
         h = activation(self.act, proj("ff1", x))
-        return norm("ln2", proj("ff2", h) + x)
+        return layer_norm(proj("ff2", h) + x, self.p(lp + names["ln2"] + ".weight"),
+                          self.p(lp + names["ln2"] + ".bias"), self.eps)
 
     @staticmethod
     def pool(hidden, mode):
@@ -415,11 +433,208 @@ class ModernBert(Bert):
         return self.head(rows) @ decoder.T + self.get("decoder.bias", decoder)
 
 
+def mpnet_bucket(relative, num_buckets=32, max_distance=128):
+    """T5's relative position bucket of key - query distances (an integer
+    tensor), as modeling_mpnet.py's relative_position_bucket: half the
+    buckets for keys before the query, half for keys after; distances below
+    a quarter of the buckets exactly, then logarithmic up to max_distance.
+    (In float64 here; for every distance below 20000 that gives the buckets
+    transformers' float32 arithmetic gives, which self_check confirms.)"""
+    half = num_buckets // 2
+    exact = half // 2
+    n = -relative
+    bucket = (n < 0).long() * half
+    n = n.abs()
+    far = n.double().clamp(min=1) / exact
+    large = exact + (torch.log(far) / math.log(max_distance / exact) * (half - exact)).floor().long()
+    large = large.clamp(max=half - 1)
+    return bucket + torch.where(n < exact, n, large)
+
+
+class MPNet(Bert):
+    """MPNet (Song et al. 2020; modeling_mpnet.py) in float64: RoBERTa-style
+    embeddings without token types (positions from 2),
+    post-LN layers whose attention scores get a relative position bias
+    (MPNetEncoder.relative_attention_bias[bucket(key - query)], one scalar
+    per head, the same for every layer, positions counted from 0), the
+    lm_head as RoBERTa's and MPNetClassificationHead (dense + tanh +
+    out_proj on the first token)."""
+
+    LAYER = {"q": "attention.attn.q", "k": "attention.attn.k", "v": "attention.attn.v",
+             "o": "attention.attn.o", "ln1": "attention.LayerNorm", "ff1": "intermediate.dense",
+             "ff2": "output.dense", "ln2": "output.LayerNorm"}
+
+    def __init__(self, folder):  # pylint: disable=super-init-not-called
+        with open(os.path.join(folder, "config.json")) as f:
+            self.config = c = json.load(f)
+        self.family = "mpnet"
+        self.H, self.A, self.L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
+        self.eps = c.get("layer_norm_eps", 1e-12)
+        self.act = c.get("hidden_act", "gelu")
+        self.position_offset = 2  # MPNetEmbeddings' padding_idx is 1, whatever pad_token_id says
+        self.mlm_act = "gelu"  # MPNetLMHead calls gelu whatever hidden_act is
+        raw = read_safetensors(os.path.join(folder, "model.safetensors"))
+        self.w = {name: to_tensor(*v) for name, v in raw.items()}
+        self.prefix = "mpnet." if "mpnet.embeddings.word_embeddings.weight" in self.w else ""
+        self.layer_prefix, self.layer_names = "encoder.layer.", self.LAYER
+        self.pooler_name, self.pooler_act, self.classifier_name = \
+            "classifier.dense", "tanh", "classifier.out_proj"
+        self.mlm_names = ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder.weight",
+                          "lm_head.bias")
+        self.pooling, self.normalize = self._sentence_transformers(folder)
+
+    def encode(self, ids, type_ids):
+        del type_ids  # MPNet has no token types
+        ids = torch.tensor(ids, dtype=torch.long)
+        n = len(ids)
+        pos = torch.arange(n) + self.position_offset
+        x = (self.p("embeddings.word_embeddings.weight")[ids]
+             + self.p("embeddings.position_embeddings.weight")[pos])
+        x = layer_norm(x, self.p("embeddings.LayerNorm.weight"),
+                       self.p("embeddings.LayerNorm.bias"), self.eps)
+        idx = torch.arange(n)
+        buckets = mpnet_bucket(idx[None, :] - idx[:, None])  # (query, key)
+        table = self.p("encoder.relative_attention_bias.weight")  # (buckets, A)
+        self.attn_bias = table[buckets].permute(2, 0, 1)  # (A, query, key)
+        for i in range(self.L):
+            x = self.layer(x, f"{self.layer_prefix}{i}.")
+        return x
+
+
+class NomicBert(Bert):
+    """NomicBERT (Nussbaum et al. 2024; the remote code
+    modeling_hf_nomic_bert.py) in float64: word + token type embeddings and
+    emb_ln, post-LN blocks (a fused Wqkv split as (three, head, dim), RoPE
+    over the whole head with rotary_emb_base, non-interleaved, out_proj,
+    norm1; fc2(fc11(x) * act(fc12(x))) with silu for swiglu and gelu for
+    geglu, norm2), NomicBertPooler (tanh) under the classifier, and
+    cls.predictions (dense, the same activation, layer_norm, tied decoder).
+    Biases the config leaves out are zeros."""
+
+    def __init__(self, folder):  # pylint: disable=super-init-not-called
+        with open(os.path.join(folder, "config.json")) as f:
+            self.config = c = json.load(f)
+        self.family = "nomic_bert"
+        self.H, self.A, self.L = c["n_embd"], c["n_head"], c["n_layer"]
+        self.eps = c.get("layer_norm_epsilon", 1e-5)
+        self.act = {"swiglu": "silu", "geglu": "gelu"}[c["activation_function"]]
+        self.mlm_act = self.act
+        self.base = c["rotary_emb_base"]
+        raw = read_safetensors(os.path.join(folder, "model.safetensors"))
+        self.w = {name: to_tensor(*v) for name, v in raw.items()}
+        self.prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self.w else ""
+        self.pooler_name, self.pooler_act = self.prefix + "pooler.dense", "tanh"
+        self.classifier_name = "classifier"
+        self.mlm_names = ("cls.predictions.transform.dense", "cls.predictions.transform.layer_norm",
+                          "cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
+        self.pooling, self.normalize = self._sentence_transformers(folder)
+
+    def lin(self, name, x):
+        """A Linear whose bias the config may have left out."""
+        wt = self.w[name + ".weight"]
+        b = self.w.get(name + ".bias")
+        return linear(x, wt, b if b is not None else torch.zeros(wt.shape[0], dtype=torch.float64))
+
+    def norm(self, name, x):
+        return layer_norm(x, self.w[name + ".weight"], self.w[name + ".bias"], self.eps)
+
+    def encode(self, ids, type_ids):
+        p = self.prefix
+        n, H, A = len(ids), self.H, self.A
+        D = H // A
+        ids, types = torch.tensor(ids, dtype=torch.long), torch.tensor(type_ids, dtype=torch.long)
+        x = (self.w[p + "embeddings.word_embeddings.weight"][ids]
+             + self.w[p + "embeddings.token_type_embeddings.weight"][types])
+        x = self.norm(p + "emb_ln", x)
+        cos, sin = ModernBert.rope(self, n, self.base)
+        for i in range(self.L):
+            lp = f"{p}encoder.layers.{i}."
+            qkv = self.lin(lp + "attn.Wqkv", x).reshape(n, 3, A, D)
+            q, k, v = (qkv[:, j].transpose(0, 1) for j in range(3))  # (A, n, D)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            probs = softmax(q @ k.transpose(1, 2) / math.sqrt(D))
+            ctx = (probs @ v).transpose(0, 1).reshape(n, H)
+            x = self.norm(lp + "norm1", self.lin(lp + "attn.out_proj", ctx) + x)
+            h = self.lin(lp + "mlp.fc11", x) * activation(self.act, self.lin(lp + "mlp.fc12", x))
+            x = self.norm(lp + "norm2", self.lin(lp + "mlp.fc2", h) + x)
+        return x
+
+    def mlm_logits(self, rows):
+        dense, norm, decoder_name, bias_name = self.mlm_names
+        t = self.norm(norm, activation(self.mlm_act, self.lin(dense, rows)))
+        decoder = self.w.get(decoder_name, self.w[self.prefix + "embeddings.word_embeddings.weight"])
+        bias = self.w.get(bias_name)
+        return t @ decoder.T + (bias if bias is not None else 0.0)
+
+
+def alibi_slopes(heads):
+    """ALiBi's head slopes (Press et al. 2022, and its reference code for
+    head counts that are not powers of two): a geometric sequence from
+    2^(-8 / n) for n = 2^k heads; otherwise the closest lower power's slopes
+    followed by every other slope of the next power's."""
+    def power_of_2(n):
+        first = 2.0 ** (-8.0 / n)
+        return [first ** (i + 1) for i in range(n)]
+    if math.log2(heads).is_integer():
+        return power_of_2(heads)
+    lower = 2 ** math.floor(math.log2(heads))
+    return power_of_2(lower) + alibi_slopes(2 * lower)[0::2][:heads - lower]
+
+
+class JinaBert(Bert):
+    """JinaBERT v2 (Günther et al. 2023; jina-bert-implementation's
+    modeling_bert.py, remote code) in float64: word + token type embeddings
+    and LayerNorm (no positions), BERT's post-LN attention with the scores
+    of head h biased by -slope_h * |i - j| (the slopes as float32, as the
+    remote code's torch.Tensor keeps them), and JinaBertGLUMLP:
+    LayerNorm(wo(act(g) * u) + x) with [g | u] = gated_layers(x), act exact
+    GELU (geglu) or ReLU (reglu); BERT's pooler, classifier and MLM head
+    (hidden_act)."""
+
+    def __init__(self, folder):
+        super().__init__(folder)
+        self.family = "jina_bert"
+        self.glu_act = {"geglu": "gelu", "reglu": "relu"}[self.config["feed_forward_type"]]
+        self.prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self.w else ""
+        self.pooler_name = self.prefix + "pooler.dense"
+        self.I = self.config["intermediate_size"]
+
+    def encode(self, ids, type_ids):
+        n = len(ids)
+        ids, types = torch.tensor(ids, dtype=torch.long), torch.tensor(type_ids, dtype=torch.long)
+        x = (self.p("embeddings.word_embeddings.weight")[ids]
+             + self.p("embeddings.token_type_embeddings.weight")[types])
+        x = layer_norm(x, self.p("embeddings.LayerNorm.weight"),
+                       self.p("embeddings.LayerNorm.bias"), self.eps)
+        slopes = torch.tensor(alibi_slopes(self.A), dtype=torch.float32).double()
+        idx = torch.arange(n)
+        distance = (idx[None, :] - idx[:, None]).abs().double()
+        self.attn_bias = -slopes[:, None, None] * distance[None]  # (A, n, n)
+        for i in range(self.L):
+            x = self.layer(x, f"encoder.layer.{i}.")
+        return x
+
+    def feed_forward(self, x, lp):
+        h = linear(x, self.p(lp + "mlp.gated_layers.weight"), 0.0)
+        h = activation(self.glu_act, h[:, :self.I]) * h[:, self.I:]
+        h = linear(h, self.p(lp + "mlp.wo.weight"), self.p(lp + "mlp.wo.bias"))
+        return layer_norm(h + x, self.p(lp + "mlp.layernorm.weight"),
+                          self.p(lp + "mlp.layernorm.bias"), self.eps)
+
+
 def load(folder):
     """The reference model for a checkpoint folder of any supported family."""
     with open(os.path.join(folder, "config.json")) as f:
-        model_type = json.load(f).get("model_type", "bert")
-    return ModernBert(folder) if model_type == "modernbert" else Bert(folder)
+        config = json.load(f)
+    model_type = config.get("model_type", "bert")
+    if model_type == "modernbert":
+        return ModernBert(folder)
+    if model_type == "nomic_bert":
+        return NomicBert(folder)
+    if model_type == "bert" and config.get("position_embedding_type") == "alibi":
+        return JinaBert(folder)
+    return MPNet(folder) if model_type == "mpnet" else Bert(folder)
 
 
 def self_check():
@@ -459,6 +674,17 @@ def self_check():
     bound8 = float((x.abs().amax(1, keepdim=True) * w.abs().amax(1)).max()) * 33 / 127.0
     if not 0 < err8 < bound8:
         raise AssertionError(f"linear_int8 differs from linear by {err8} (bound {bound8})")
+    # MPNet's buckets: float64 here, float32 in transformers; the same for
+    # every distance an 8K context has (and well past it).
+    rel = torch.arange(-20000, 20000)
+    n = (-rel).abs()
+    large = 8 + (torch.log(n.float() / 8) / math.log(128 / 8) * 8).long()
+    f32 = (rel > 0).long() * 16 + torch.where(n < 8, n, large.clamp(max=15))
+    pairs["mpnet_bucket"] = (mpnet_bucket(rel).double(), f32.double())
+    # ALiBi slopes: the paper's values for 8 heads, and its 12-head workaround.
+    pairs["alibi_8"] = (torch.tensor(alibi_slopes(8)), 2.0 ** -torch.arange(1.0, 9.0))
+    pairs["alibi_12"] = (torch.tensor(alibi_slopes(12)), torch.tensor(
+        [2.0 ** -k for k in range(1, 9)] + [2.0 ** -(k + 0.5) for k in range(0, 4)]))
     for name, (ours, theirs) in pairs.items():
         err = float((ours - theirs).abs().max())
         if err > 1e-12:

@@ -36,6 +36,10 @@ INIT_DEFAULTS = {
     "max-seq-length": 0,
 }
 
+# NomicBERT's extra `bert init` options (nomic-embed-text-v1.5's values,
+# --biases shared with ModernBERT); only nomic_bert specs carry them.
+NOMIC_DEFAULTS = {"rotary-base": 1000.0, "biases": False, "vocab-size": 0}
+
 # ModernBERT's extra `bert init` options (ModernBERT-base's values); only
 # modernbert specs carry them.
 MODERN_DEFAULTS = {
@@ -90,6 +94,8 @@ def defaults(init):
     d = dict(INIT_DEFAULTS)
     if init.get("model-type") == "modernbert":
         d.update(MODERN_DEFAULTS)
+    if init.get("model-type") == "nomic_bert":
+        d.update(NOMIC_DEFAULTS)
     if "discriminator" in init:  # ELECTRA specs that ask for it
         d["discriminator"] = False
     return d
@@ -107,10 +113,14 @@ def options(init):
 
 FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
             "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra",
-            "modernbert": "modernbert"}
+            "modernbert": "modernbert", "mpnet": "mpnet", "nomic_bert": "nomic_bert",
+            "jina_bert": "jina_bert"}
 CLASS_PREFIX = {"bert": "Bert", "distilbert": "DistilBert", "roberta": "Roberta",
                 "xlm-roberta": "XLMRoberta", "camembert": "Camembert", "electra": "Electra",
-                "modernbert": "ModernBert"}
+                "modernbert": "ModernBert", "mpnet": "MPNet", "nomic_bert": "NomicBert",
+                "jina_bert": "JinaBert"}
+# MPNet's relative position buckets (MPNetConfig relative_attention_num_buckets).
+MPNET_BUCKETS = 32
 
 
 def family(o):
@@ -139,6 +149,36 @@ def bert_layer_specs(lp, H, FF):
         (f"{lp}output.dense.bias", BIAS, (H,)),
         (f"{lp}output.LayerNorm.weight", LN_GAMMA, (H,)),
         (f"{lp}output.LayerNorm.bias", LN_BETA, (H,)),
+    ]
+
+
+def mpnet_layer_specs(lp, H, FF):
+    """modeling_mpnet.py MPNetLayer names: BertLayer's with the attention
+    as attention.attn.{q,k,v,o} and its LayerNorm as attention.LayerNorm."""
+    rename = (("attention.self.query", "attention.attn.q"),
+              ("attention.self.key", "attention.attn.k"),
+              ("attention.self.value", "attention.attn.v"),
+              ("attention.output.dense", "attention.attn.o"),
+              ("attention.output.LayerNorm", "attention.LayerNorm"))
+    specs = []
+    for name, kind, shape in bert_layer_specs(lp, H, FF):
+        for old, new in rename:
+            name = name.replace(old, new)
+        specs.append((name, kind, shape))
+    return specs
+
+
+def jina_layer_specs(lp, H, FF):
+    """JinaBERT v2 layer names (jina-bert-implementation): BertLayer's
+    attention, then JinaBertGLUMLP: mlp.gated_layers (2 * FF, H) without a
+    bias, mlp.wo and mlp.layernorm."""
+    specs = bert_layer_specs(lp, H, FF)[:10]  # query, key, value, output.dense, LayerNorm
+    return specs + [
+        (f"{lp}mlp.gated_layers.weight", WEIGHT, (2 * FF, H)),
+        (f"{lp}mlp.wo.weight", WEIGHT, (H, FF)),
+        (f"{lp}mlp.wo.bias", BIAS, (H,)),
+        (f"{lp}mlp.layernorm.weight", LN_GAMMA, (H,)),
+        (f"{lp}mlp.layernorm.bias", LN_BETA, (H,)),
     ]
 
 
@@ -207,6 +247,51 @@ def modernbert_specs(o, vocab):
     return specs
 
 
+def nomic_specs(o, vocab):
+    """NomicBertModel / ForPreTraining / ForSequenceClassification names
+    (modeling_hf_nomic_bert.py): word and token type embeddings, emb_ln,
+    encoder.layers.N.{attn.Wqkv, attn.out_proj, norm1, mlp.fc11, mlp.fc12,
+    mlp.fc2, norm2}, the pooler under the encoder, classifier, and
+    cls.predictions; biases only with --biases (qkv_proj_bias for Wqkv and
+    out_proj, mlp_fc1_bias for fc11 / fc12 and the MLM transform and
+    decoder, mlp_fc2_bias for fc2)."""
+    p = "bert." if o["prefix"] else ""
+    H, FF, b = o["hidden"], o["intermediate"], o["biases"]
+    specs = [(f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, H)),
+             (f"{p}embeddings.token_type_embeddings.weight", WEIGHT, (o["type-vocab"], H)),
+             (f"{p}emb_ln.weight", LN_GAMMA, (H,)), (f"{p}emb_ln.bias", LN_BETA, (H,))]
+    for i in range(o["layers"]):
+        lp = f"{p}encoder.layers.{i}."
+        for name, kind, shape, on in (
+                ("attn.Wqkv.weight", WEIGHT, (3 * H, H), True), ("attn.Wqkv.bias", BIAS, (3 * H,), b),
+                ("attn.out_proj.weight", WEIGHT, (H, H), True), ("attn.out_proj.bias", BIAS, (H,), b),
+                ("norm1.weight", LN_GAMMA, (H,), True), ("norm1.bias", LN_BETA, (H,), True),
+                ("mlp.fc11.weight", WEIGHT, (FF, H), True), ("mlp.fc11.bias", BIAS, (FF,), b),
+                ("mlp.fc12.weight", WEIGHT, (FF, H), True), ("mlp.fc12.bias", BIAS, (FF,), b),
+                ("mlp.fc2.weight", WEIGHT, (H, FF), True), ("mlp.fc2.bias", BIAS, (H,), b),
+                ("norm2.weight", LN_GAMMA, (H,), True), ("norm2.bias", LN_BETA, (H,), True)):
+            if on:
+                specs.append((lp + name, kind, shape))
+    classifier = o["labels"] is not None
+    if o["pooler"] or classifier:
+        specs += [(f"{p}pooler.dense.weight", WEIGHT, (H, H)), (f"{p}pooler.dense.bias", BIAS, (H,))]
+    if classifier:
+        n = len(o["labels"].split(","))
+        specs += [("classifier.weight", WEIGHT, (n, H)), ("classifier.bias", BIAS, (n,))]
+    if o["mlm"]:
+        t = "cls.predictions."
+        specs.append((t + "transform.dense.weight", WEIGHT, (H, H)))
+        if b:
+            specs.append((t + "transform.dense.bias", BIAS, (H,)))
+        specs += [(t + "transform.layer_norm.weight", LN_GAMMA, (H,)),
+                  (t + "transform.layer_norm.bias", LN_BETA, (H,))]
+        if o["untied-decoder"]:
+            specs.append((t + "decoder.weight", WEIGHT, (vocab, H)))
+        if b:
+            specs.append((t + "decoder.bias", BIAS, (vocab,)))
+    return specs
+
+
 def tensor_specs(o, vocab):
     """(name, kind, shape) of every tensor, as Hugging Face names them for
     the family (BertForMaskedLM, DistilBertForSequenceClassification,
@@ -214,14 +299,16 @@ def tensor_specs(o, vocab):
     fam = family(o)
     if fam == "modernbert":
         return modernbert_specs(o, vocab)
+    if fam == "nomic_bert":
+        return nomic_specs(o, vocab)
     p = {"bert": "bert.", "distilbert": "distilbert.", "roberta": "roberta.",
-         "electra": "electra."}[fam] if o["prefix"] else ""
+         "electra": "electra.", "mpnet": "mpnet.", "jina_bert": "bert."}[fam] if o["prefix"] else ""
     H, FF, E = o["hidden"], o["intermediate"], embedding_size(o)
-    specs = [
-        (f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, E)),
-        (f"{p}embeddings.position_embeddings.weight", WEIGHT, (o["max-position"], E)),
-    ]
-    if fam != "distilbert":
+    specs = [(f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, E))]
+    if fam != "jina_bert":  # JinaBERT's positions are ALiBi
+        specs.append((f"{p}embeddings.position_embeddings.weight", WEIGHT,
+                      (o["max-position"], E)))
+    if fam not in ("distilbert", "mpnet"):
         specs.append((f"{p}embeddings.token_type_embeddings.weight", WEIGHT,
                       (o["type-vocab"], E)))
     specs += [(f"{p}embeddings.LayerNorm.weight", LN_GAMMA, (E,)),
@@ -232,21 +319,35 @@ def tensor_specs(o, vocab):
     for i in range(o["layers"]):
         if fam == "distilbert":
             specs += distilbert_layer_specs(f"{p}transformer.layer.{i}.", H, FF)
+        elif fam == "mpnet":
+            specs += mpnet_layer_specs(f"{p}encoder.layer.{i}.", H, FF)
+        elif fam == "jina_bert":
+            specs += jina_layer_specs(f"{p}encoder.layer.{i}.", H, FF)
         else:
             specs += bert_layer_specs(f"{p}encoder.layer.{i}.", H, FF)
+    if fam == "mpnet":  # MPNetEncoder.relative_attention_bias, one scalar per bucket and head
+        specs.append((f"{p}encoder.relative_attention_bias.weight", WEIGHT,
+                      (MPNET_BUCKETS, o["heads"])))
     classifier = o["labels"] is not None
     if o["pooler"] or classifier:
-        pooler = {"bert": f"{p}pooler.dense", "distilbert": "pre_classifier",
-                  "roberta": "classifier.dense", "electra": "classifier.dense"}[fam]
+        pooler = {"bert": f"{p}pooler.dense", "jina_bert": f"{p}pooler.dense",
+                  "distilbert": "pre_classifier",
+                  "roberta": "classifier.dense", "electra": "classifier.dense",
+                  "mpnet": "classifier.dense"}[fam]
         specs += [(f"{pooler}.weight", WEIGHT, (H, H)), (f"{pooler}.bias", BIAS, (H,))]
     if o["mlm"]:
         dense, norm, decoder, bias = {
             "bert": ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
                      "cls.predictions.decoder.weight", "cls.predictions.bias"),
+            "jina_bert": ("cls.predictions.transform.dense",
+                          "cls.predictions.transform.LayerNorm",
+                          "cls.predictions.decoder.weight", "cls.predictions.bias"),
             "distilbert": ("vocab_transform", "vocab_layer_norm", "vocab_projector.weight",
                            "vocab_projector.bias"),
             "roberta": ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder.weight",
                         "lm_head.bias"),
+            "mpnet": ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder.weight",
+                      "lm_head.bias"),
             "electra": ("generator_predictions.dense", "generator_predictions.LayerNorm",
                         "generator_lm_head.weight", "generator_lm_head.bias"),
         }[fam]
@@ -261,7 +362,7 @@ def tensor_specs(o, vocab):
             specs.append((decoder, WEIGHT, (vocab, E)))
     if classifier:
         n = len(o["labels"].split(","))
-        out = "classifier" if fam in ("bert", "distilbert") else "classifier.out_proj"
+        out = "classifier" if fam in ("bert", "distilbert", "jina_bert") else "classifier.out_proj"
         specs += [(f"{out}.weight", WEIGHT, (n, H)), (f"{out}.bias", BIAS, (n,))]
     if o.get("discriminator"):  # ElectraForPreTraining's ElectraDiscriminatorPredictions
         d = "discriminator_predictions."
@@ -312,7 +413,7 @@ def config_json(o, vocab):
     act = {"gelu": "gelu", "gelu_new": "gelu_new", "relu": "relu", "silu": "silu"}[o["act"]]
     cfg = {"architectures": [arch], "model_type": o["model-type"], "vocab_size": vocab,
            "max_position_embeddings": o["max-position"],
-           "pad_token_id": 1 if fam == "roberta" else 0,
+           "pad_token_id": 1 if fam in ("roberta", "mpnet") else 0,
            "tie_word_embeddings": not o["untied-decoder"]}
     if fam == "modernbert":
         b = o["biases"]
@@ -329,6 +430,23 @@ def config_json(o, vocab):
         cfg.update({"dim": o["hidden"], "n_layers": o["layers"], "n_heads": o["heads"],
                     "hidden_dim": o["intermediate"], "activation": act,
                     "sinusoidal_pos_embds": False})
+    elif fam == "nomic_bert":
+        b = o["biases"]
+        cfg.update({
+            "n_embd": o["hidden"], "n_inner": o["intermediate"], "n_layer": o["layers"],
+            "n_head": o["heads"], "n_positions": o["max-position"],
+            "type_vocab_size": o["type-vocab"],
+            "layer_norm_epsilon": float(np.float32(o["eps"])),
+            "activation_function": {"silu": "swiglu", "gelu": "geglu"}[o["act"]],
+            "rotary_emb_base": o["rotary-base"], "rotary_emb_fraction": 1.0,
+            "rotary_emb_interleaved": False, "prenorm": False,
+            "qkv_proj_bias": b, "mlp_fc1_bias": b, "mlp_fc2_bias": b})
+    elif fam == "mpnet":
+        cfg.update({
+            "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],
+            "num_attention_heads": o["heads"], "intermediate_size": o["intermediate"],
+            "layer_norm_eps": float(np.float32(o["eps"])), "hidden_act": act,
+            "relative_attention_num_buckets": MPNET_BUCKETS})
     else:
         cfg.update({
             "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],
@@ -339,6 +457,10 @@ def config_json(o, vocab):
             "position_embedding_type": "absolute"})
         if fam == "electra":
             cfg["embedding_size"] = embedding_size(o)
+        if fam == "jina_bert":  # a BERT config with ALiBi and a GLU
+            cfg.update({"model_type": "bert", "position_embedding_type": "alibi",
+                        "feed_forward_type": {"gelu": "geglu", "relu": "reglu"}[o["act"]],
+                        "hidden_act": "gelu"})
     cfg["id2label"] = {str(i): l for i, l in enumerate(labels)}
     cfg["label2id"] = {l: i for i, l in enumerate(labels)}
     if o["problem-type"]:
@@ -394,7 +516,7 @@ def write_sentence_transformers(o, out_dir):
 
 def write_checkpoint(o, tokenizer_dir, out_dir):
     """Write the folder; returns [(name, shape, stored bytes)] for checksums."""
-    vocab = vocab_size(tokenizer_dir)
+    vocab = o.get("vocab-size") or vocab_size(tokenizer_dir)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(config_json(o, vocab), f, indent=2)

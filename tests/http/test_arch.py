@@ -7,8 +7,9 @@ equal the `bert` CLI's, /rerank and /v1/rerank order equals sorting the
 classifier's scores, /info names the family and its capabilities, routes the
 checkpoint cannot serve answer 422 naming why; ModernBERT also takes a
 4,096-token input end to end; an ELECTRA discriminator serves
-/replaced-tokens. An unsupported model_type
-fails start-up naming config.json and the value.
+/replaced-tokens; MPNet, NomicBERT and JinaBERT also load their real
+checkpoints' config.json (../shared/data). An unsupported model_type or family variant fails
+start-up naming config.json and the value.
 
 usage: test_arch.py BIN_DIR TOKENIZER_ROOT
 """
@@ -55,12 +56,16 @@ class Family:
     mask = "[MASK]"
     tokenizer = "minilm"
     flags = ()
+    server_flags = ()
+
+    init_type = None    # `bert init --model-type`, when not model_type
 
     @classmethod
     def setUpClass(cls):
-        cls.model = init(cls.__name__, cls.tokenizer, "--model-type", cls.model_type, "--mlm",
-                         "--labels", "LABEL_0", *cls.flags)
-        cls.s = Server(BIN, cls.model)
+        cls.model = init(cls.__name__, cls.tokenizer, "--model-type",
+                         cls.init_type or cls.model_type, "--mlm", "--labels", "LABEL_0",
+                         *cls.flags)
+        cls.s = Server(BIN, cls.model, flags=cls.server_flags)
 
     @classmethod
     def tearDownClass(cls):
@@ -240,12 +245,7 @@ class ModernBert(Family, unittest.TestCase):
     tokenizer = "modernbert"
     flags = ("--max-position", "8192", "--eps", "1e-5", "--local-window", "32",
              "--global-every", "2", "--classifier-pooling", "mean", "--biases")
-
-    @classmethod
-    def setUpClass(cls):
-        cls.model = init(cls.__name__, cls.tokenizer, "--model-type", cls.model_type, "--mlm",
-                         "--labels", "LABEL_0", *cls.flags)
-        cls.s = Server(BIN, cls.model, flags=("--max-batch-tokens", "8192"))
+    server_flags = ("--max-batch-tokens", "8192")
 
     def test_long_input(self):
         # [CLS] + 4094 words + [SEP]: 4,096 tokens through every layer kind.
@@ -261,6 +261,199 @@ class ModernBert(Family, unittest.TestCase):
         self.assertEqual(info["model"]["max_input_tokens"], 8192)
         status, _, got = self.s.post("/embed", {"inputs": "hello" + " world" * 8191})
         self.assertEqual(status, 413, got)
+
+
+# The real checkpoints' folders in ../shared/data (their config.json and
+# tokenizer files; no weights), relative to TOKENIZER_ROOT.
+SHARED = os.path.join("..", "..", "..", "..", "shared", "data")
+
+
+class MPNet(Family, unittest.TestCase):
+    """BERT layers plus the relative position bias, on all-mpnet-base-v2's
+    real tokenizer.json (<s> A </s></s> B </s> pairs)."""
+    family = model_type = "mpnet"
+    tokenizer, mask = os.path.join(SHARED, "all-mpnet-base-v2"), "<mask>"
+    flags = ("--max-position", "514")
+
+
+def real_checkpoint(name, folder, *flags, tokenizer=None):
+    """`bert init --config` on a real folder's config.json (weights of the
+    shapes it implies, BF16 to halve the bytes), with the folder's
+    sentence-transformers files and tokenizer (or `tokenizer`'s)."""
+    src = os.path.join(TOKENIZERS, SHARED, folder)
+    model = init(name, os.path.join(SHARED, tokenizer or folder), "--config",
+                 os.path.join(src, "config.json"), "--dtype", "bf16", *flags)
+    for extra in ("modules.json", "sentence_bert_config.json", "1_Pooling"):
+        path = os.path.join(src, extra)
+        if os.path.isdir(path):
+            shutil.copytree(path, os.path.join(model, extra))
+        elif os.path.exists(path):
+            shutil.copyfile(path, os.path.join(model, extra))
+    return model
+
+
+def refused(test, model, edit, needle):
+    """Start-up on `model` with config.json edited by `edit` must fail,
+    naming config.json and `needle`; returns the server's output."""
+    path = os.path.join(model, "config.json")
+    with open(path) as f:
+        cfg = json.load(f)
+    edit(cfg)
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    s = Server(BIN, model, ready=False)
+    deadline = time.time() + 60
+    while s.proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    test.assertNotEqual(s.stop(), 0)
+    out = s.output()
+    test.assertIn(path, out)
+    test.assertIn(needle, out)
+    return out
+
+
+class MPNetRealConfig(unittest.TestCase):
+    """all-mpnet-base-v2's own config.json (12 layers of 768, 30527 tokens,
+    514 positions) and sentence-transformers files: the server names the
+    family, takes max_seq_length 384, and answers the model's mean-pooled,
+    normalised 768-wide embedding; a bucket count modeling_mpnet.py does
+    not compute is refused at start-up."""
+
+    def test_real_config(self):
+        model = real_checkpoint("mpnet-real", "all-mpnet-base-v2", "--mlm")
+        s = Server(BIN, model)
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["family"], "mpnet")
+            self.assertEqual(info["model"]["max_input_tokens"], 384)
+            self.assertIn("fill-mask", info["model"]["capabilities"])
+            status, _, got = s.post("/embed", {"inputs": "Hello world!"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got[0]), 768)
+            self.assertAlmostEqual(math.sqrt(sum(x * x for x in got[0])), 1.0, places=5)
+            status, _, got = s.post("/fill-mask", {"inputs": "Paris is the <mask> of France."})
+            self.assertEqual(status, 200, got)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+        refused(self, model, lambda c: c.update(relative_attention_num_buckets=64),
+                "relative_attention_num_buckets 64 is not supported")
+
+
+class NomicBert(Family, unittest.TestCase):
+    """Post-LN blocks with RoPE and SwiGLU, every bias on, an 8K context
+    served with max_batch_tokens 8192, and a vocabulary padded past the
+    tokenizer's (whose rows fill-mask never answers)."""
+    family = model_type = "nomic_bert"
+    flags = ("--act", "silu", "--max-position", "8192", "--biases", "--vocab-size", "61440")
+    server_flags = ("--max-batch-tokens", "8192")
+
+    def test_long_input(self):
+        text = "hello" + " world" * 4093
+        got = self.same_as_cli("embed", {"inputs": text}, tol=1e-4)
+        self.assertEqual(len(got[0]), 64)
+        status, info = self.s.get_json("/info")
+        self.assertEqual(info["model"]["max_input_tokens"], 8192)
+
+    def test_padding_rows_never_answered(self):
+        # Half the rows are padding: a top 100 over all of them would hold some.
+        status, _, got = self.s.post("/fill-mask", {"inputs": "a [MASK] b", "top_k": 100})
+        self.assertEqual(status, 200, got)
+        self.assertTrue(all(p["token"] < 30522 for p in got), got)
+
+
+class NomicRealConfig(unittest.TestCase):
+    """nomic-embed-text-v1.5's and nomic-bert-2048's own config.json (12
+    layers of 768, SwiGLU 3072, RoPE base 1000, 30528 rows for a 30522-token
+    tokenizer): the server names the family and answers; variants the remote
+    code has and bertserve does not run are refused at start-up."""
+
+    def test_nomic_embed_text(self):
+        model = real_checkpoint("nomic-embed-real", "nomic-embed-text-v1.5", "--mlm")
+        s = Server(BIN, model, flags=("--max-batch-tokens", "8192"))
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["family"], "nomic_bert")
+            self.assertEqual(info["model"]["max_input_tokens"], 8192)
+            status, _, got = s.post("/embed", {"inputs": "search_query: Hello world!"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got[0]), 768)
+            status, _, got = s.post("/fill-mask", {"inputs": "Paris is the [MASK] of France.",
+                                                   "top_k": 100})
+            self.assertEqual(status, 200, got)
+            self.assertTrue(all(p["token"] < 30522 for p in got), got)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+        for key, value, needle in (
+                ("prenorm", True, "prenorm true is not supported"),
+                ("rotary_scaling_factor", 2.0, "rotary_scaling_factor set is not supported"),
+                ("rotary_emb_interleaved", True, "rotary_emb_interleaved true"),
+                ("activation_function", "gelu", 'activation_function \\"gelu\\"')):
+            with self.subTest(key=key):
+                saved = os.path.join(model, "config.saved")
+                shutil.copyfile(os.path.join(model, "config.json"), saved)
+                try:
+                    refused(self, model, lambda c: c.update({key: value}), needle)
+                finally:
+                    shutil.copyfile(saved, os.path.join(model, "config.json"))
+
+    @unittest.skipIf(os.environ.get("BERT_TEST_SANITIZED"),
+                     "a second real-size NomicBERT: too slow for the sanitizer builds")
+    def test_nomic_bert_2048(self):
+        model = real_checkpoint("nomic-2048-real", "nomic-bert-2048", "--mlm",
+                                tokenizer="nomic-embed-text-v1.5")
+        s = Server(BIN, model)
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["architecture"], "NomicBertForPreTraining")
+            self.assertIn("fill-mask", info["model"]["capabilities"])
+            status, _, got = s.post("/fill-mask", {"inputs": "Paris is the [MASK] of France."})
+            self.assertEqual(status, 200, got)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+
+
+class JinaBert(Family, unittest.TestCase):
+    """A BERT config with ALiBi and GeGLU (model_type bert, family jina_bert)
+    on jina-embeddings-v2-base-en's tokenizer, 8K context."""
+    family, model_type, init_type = "jina_bert", "bert", "jina_bert"
+    tokenizer = os.path.join(SHARED, "jina-embeddings-v2-base-en")
+    flags = ("--max-position", "8192")
+    server_flags = ("--max-batch-tokens", "8192")
+
+    def test_long_input(self):
+        text = "hello" + " world" * 8189
+        got = self.same_as_cli("embed", {"inputs": text}, tol=1e-4)
+        self.assertEqual(len(got[0]), 64)
+        status, _, got = self.s.post("/embed", {"inputs": text + " world"})
+        self.assertEqual(status, 413, got)
+
+
+class JinaRealConfig(unittest.TestCase):
+    """jina-embeddings-v2-base-en's own folder: the model config's 768 wins
+    over 1_Pooling's word_embedding_dimension 512, its tokenizer.json over its
+    vocab.txt (two ids differ; the log says so), max_seq_length 8192;
+    feed-forward kinds the remote code does not have are refused."""
+
+    def test_real_config(self):
+        model = real_checkpoint("jina-real", "jina-embeddings-v2-base-en", "--mlm")
+        s = Server(BIN, model, flags=("--max-batch-tokens", "8192"))
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["family"], "jina_bert")
+            self.assertEqual(info["model"]["model_type"], "bert")
+            self.assertEqual(info["model"]["max_input_tokens"], 8192)
+            status, _, got = s.post("/embed", {"inputs": "Hello world!"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got[0]), 768)
+            status, _, got = s.post("/tokenize", {"inputs": "alaeddineabdessalem"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(got[0][1]["id"], 30525)  # tokenizer.json's id, not vocab.txt's
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+        self.assertIn("disagree at 2 ids", s.output())
+        self.assertIn("tokenizer.json wins", s.output())
+        refused(self, model, lambda c: c.update(feed_forward_type="original"),
+                "feed_forward_type")
 
 
 class ElectraDiscriminator(unittest.TestCase):
@@ -334,23 +527,9 @@ class NotACrossEncoder(unittest.TestCase):
 class UnsupportedModelType(unittest.TestCase):
     def test_start_up_names_config_and_value(self):
         model = init("deberta", "minilm")
-        path = os.path.join(model, "config.json")
-        with open(path) as f:
-            cfg = json.load(f)
-        cfg["model_type"] = "deberta-v2"
-        with open(path, "w") as f:
-            json.dump(cfg, f)
-        s = Server(BIN, model, ready=False)
-        deadline = time.time() + 30
-        while s.proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        code = s.stop()
-        self.assertNotEqual(code, 0)
-        out = s.output()
-        self.assertIn(path, out)
+        out = refused(self, model, lambda c: c.update(model_type="deberta-v2"), "distilbert")
         # The log escapes the quotes around the value.
         self.assertRegex(out, r'model_type \\?"deberta-v2\\?" is not supported')
-        self.assertIn("distilbert", out)
 
 
 if __name__ == "__main__":

@@ -126,6 +126,12 @@ enum bert_status bert_encoding_from_ids(const struct bert_tokenizer *tok, const 
                                         size_t n, const struct bert_encode_options *opts,
                                         struct bert_encoding *out, struct bert_error *err);
 
+/* What bert_tokenizer_load chose that its caller should log, or NULL: when
+ * a folder's tokenizer.json and vocab.txt disagree about ids (JinaBERT v2
+ * ships two such files), tokenizer.json wins, and this says where they
+ * differ. */
+const char *bert_tokenizer_load_note(const struct bert_tokenizer *tok);
+
 /* Vocabulary size (largest id + 1, added tokens included). */
 size_t bert_tokenizer_vocab_size(const struct bert_tokenizer *tok);
 

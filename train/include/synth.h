@@ -40,6 +40,8 @@ struct bert_synth_options {
     bool sentence_transformers; /* write modules.json, 1_Pooling, sentence_bert_config.json */
     bool st_normalize;         /* add a 2_Normalize module */
     size_t st_max_seq_length;  /* 0: omit */
+    const char *config_file;   /* a real checkpoint's config.json: its family and geometry
+                                  replace `config`'s, and it is written unchanged */
 };
 
 /* Defaults: seed 0, weight_std 0.02, bias_range 0, ln_range 0, F32. */
@@ -48,7 +50,10 @@ struct bert_synth_options bert_synth_options_default(void);
 /* The generator's value for element i of tensor `name`; exposed for tests. */
 float bert_synth_value(uint64_t seed, const char *name, uint64_t i, double center, double range);
 
-/* Write a complete checkpoint folder `dir` (created if missing). */
+/* Write a complete checkpoint folder `dir` (created if missing). With
+ * config_file, the weights have the shapes that file's config implies (the
+ * head options still choose the heads) and the folder keeps the file as its
+ * config.json; a file bertserve cannot load fails here with its message. */
 enum bert_status bert_synth_write(const struct bert_synth_options *opts, const char *dir,
                                   struct bert_error *err);
 

@@ -78,6 +78,18 @@ const TOKENIZERS = [
   { name: 'xlmr', layout: 'xlmr', sst: 2000, wiki: 450, noTjs: true, files: {} },
   // Unigram's remaining options (optionsUnigramJson).
   { name: 'unigram-options', layout: 'unigram-options', sst: 500, wiki: 100, noTjs: true, files: {} },
+  // Real tokenizer.json files read in place from the shared data (the C
+  // test reads them there too, so nothing is copied or committed), with
+  // fewer long paragraphs and SST lines cut to their first 40 characters
+  // (at a space) and half the STS pairs to keep the .jsonl near 1 MB.
+  // all-mpnet-base-v2: BertNormalizer + WordPiece under RobertaProcessing
+  // (<s> A </s></s> B </s>), <mask> with lstrip.
+  // nomic-embed-text-v1.5 and jina-embeddings-v2-base-en: MiniLM's pipeline
+  // (jina's vocabulary has 6 more tokens): their lines must equal minilm's,
+  // which is checked here and nothing is written.
+  { name: 'nomic', shared: 'nomic-embed-text-v1.5', sameAs: 'minilm' },
+  { name: 'jina', shared: 'jina-embeddings-v2-base-en', sameAs: 'minilm' },
+  { name: 'mpnet', layout: 'json', shared: 'all-mpnet-base-v2', sst: 2700, sstClip: 40, sts: 150, wiki: 60, wikiLong: 3, noTjs: true, files: {} },
 ];
 
 // Cases for the byte-level and SentencePiece tokenizers: <mask> with spaces
@@ -419,12 +431,42 @@ env.allowRemoteModels = false;
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'bert-tok-'));
 env.localModelPath = tmpRoot;
 
+// Every line of another tokenizer's .jsonl (less those cut by that file's
+// own truncation) must come out of this tokenizer.json the same: ids, type
+// ids, special masks and `tokenizers` decodes. Throws on the first that
+// does not.
+async function checkSameAs(spec) {
+  const rust = tk.Tokenizer.fromString(fs.readFileSync(path.join(SHARED, spec.shared, 'tokenizer.json'), 'utf8'));
+  rust.disablePadding();
+  rust.disableTruncation();
+  let n = 0;
+  for (const line of fs.readFileSync(path.join(OUT, spec.sameAs + '.jsonl'), 'utf8').split('\n')) {
+    if (!line) continue;
+    const c = JSON.parse(line);
+    if (c.file_trunc) continue;
+    if (c.ml) rust.setTruncation(c.ml, { direction: c.side || 'right', strategy: 'LongestFirst' });
+    const r = await encodeRust(rust, c);
+    if (c.ml) rust.disableTruncation();
+    const same = r.ids.join(',') === c.ids.join(',') && r.types === c.types && r.special === c.special
+      && r.offsets.join(',') === c.offsets.join(',')
+      && (c.dec_rust === undefined || ((await rust.decode(c.ids, false)) === c.dec_rust
+        && (await rust.decode(c.ids, true)) === c.dec_rust_skip));
+    if (!same) throw new Error(`${spec.name}: differs from ${spec.sameAs} on ${JSON.stringify(c.text).slice(0, 80)}`);
+    n++;
+  }
+  console.error(`${spec.name}: ${n} lines of ${spec.sameAs}.jsonl identical`);
+}
+
 const only = process.argv.slice(2);
 const summaryPath = path.join(OUT, 'summary.json');
 const summary = only.length && fs.existsSync(summaryPath) ? JSON.parse(fs.readFileSync(summaryPath, 'utf8')) : [];
 for (const spec of TOKENIZERS.filter((t) => !only.length || only.includes(t.name))) {
-  const dir = path.join(OUT, spec.name);
-  fs.mkdirSync(dir, { recursive: true });
+  if (spec.sameAs) {
+    await checkSameAs(spec);
+    continue;
+  }
+  const dir = spec.shared ? path.join(SHARED, spec.shared) : path.join(OUT, spec.name);
+  if (!spec.shared) fs.mkdirSync(dir, { recursive: true });
   for (const [dst, src] of Object.entries(spec.files)) {
     fs.copyFileSync(path.join(SHARED, src), path.join(dir, dst));
     fs.chmodSync(path.join(dir, dst), 0o644);
@@ -461,15 +503,17 @@ for (const spec of TOKENIZERS.filter((t) => !only.length || only.includes(t.name
   const rand = rng(seedOf(spec.name));
   const cases = [];
   const sstLines = spec.sst === 'all' ? sst : sample(sst, spec.sst, rand);
-  for (const t of sstLines) cases.push({ text: t, src: 'sst2' });
+  const clip = (t) => (spec.sstClip && t.length > spec.sstClip
+    ? t.slice(0, Math.max(t.lastIndexOf(' ', spec.sstClip), 1)) : t);
+  for (const t of sstLines) cases.push({ text: clip(t), src: 'sst2' });
   for (const t of sample(wikiShort, spec.wiki, rand)) cases.push({ text: t, src: 'wikitext' });
-  for (const t of sample(wikiLong, 10, rand)) cases.push({ text: t, src: 'wikitext-long' });
+  for (const t of sample(wikiLong, spec.wikiLong ?? 10, rand)) cases.push({ text: t, src: 'wikitext-long' });
   for (const h of hardCases) cases.push(h.length > 1 ? { text: h[0], pair: h[1], src: 'hard' } : { text: h[0], src: 'hard' });
   if (spec.noTjs)
     for (const h of EXTRA_CASES) cases.push(h.length > 1 ? { text: h[0], pair: h[1], src: 'hard' } : { text: h[0], src: 'hard' });
   if (spec.layout === 'custom')
     for (const h of CUSTOM_CASES) cases.push(h.length > 1 ? { text: h[0], pair: h[1], src: 'custom' } : { text: h[0], src: 'custom' });
-  for (const [a, b] of sample(stsPairs, spec.layout === 'custom' ? 100 : 300, rand)) cases.push({ text: a, pair: b, src: 'sts-pair' });
+  for (const [a, b] of sample(stsPairs, spec.sts ?? (spec.layout === 'custom' ? 100 : 300), rand)) cases.push({ text: a, pair: b, src: 'sts-pair' });
   const truncSources = sample([...wikiShort, ...sst], 120, rand);
   truncSources.forEach((t, i) => {
     const ml = [3, 4, 5, 8, 16, 32, 64][i % 7];
