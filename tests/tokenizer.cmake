@@ -1,6 +1,9 @@
 # Tokenizer: parity with Hugging Face `tokenizers` (expected outputs made by
 # tests/tokenizer/gen, see tests/tokenizer/README.md), Unicode tables, errors.
-bert_add_test(NAME test_tokenizer SOURCES test_tokenizer.c LIBS berttok TIMEOUT 60)
+bert_add_test(NAME test_tokenizer SOURCES test_tokenizer.c test_tokenizer_util.c LIBS berttok
+              TIMEOUT 60)
+bert_add_test(NAME test_tokenizer_load SOURCES test_tokenizer_load.c test_tokenizer_util.c
+              LIBS berttok TIMEOUT 60)
 # The Unicode tables are private to tokenizer/: the test reaches in.
 bert_add_test(NAME test_tokenizer_unicode SOURCES test_tokenizer_unicode.c LIBS berttok TIMEOUT 60)
 target_include_directories(test_tokenizer_unicode PRIVATE ${PROJECT_SOURCE_DIR}/tokenizer)
