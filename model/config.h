@@ -24,6 +24,9 @@ enum bert_status bert_config_load(const char *dir, struct bert_config *cfg,
 enum bert_status bert_config_parse(const char *name, const char *json, size_t len,
                                    struct bert_config *cfg, struct bert_error *err);
 
+/* config.json's name of an activation ("gelu", "gelu_new", ...). */
+const char *bert_activation_name(enum bert_activation act);
+
 /* Write `cfg` as a Hugging Face config.json at `path`. */
 enum bert_status bert_config_write(const struct bert_config *cfg, const char *path,
                                    struct bert_error *err);

@@ -461,7 +461,8 @@ bool proto_setup_sparse(struct proto_job *job, const struct bert_model *model,
 {
     (void)defaults;
     const size_t V = model->config.vocab_size;
-    if (limits->max_response_bytes && job->n_seqs * V * sizeof(float) > limits->max_response_bytes) {
+    const size_t bytes = job->n_seqs * V * sizeof(float);
+    if (limits->max_response_bytes && bytes > limits->max_response_bytes) {
         proto_error_set(err, PROTO_ERR_TOO_LARGE,
                         "%zu sparse vectors of %zu entries are more than max_response_bytes "
                         "(%zu) allows: send fewer inputs",
