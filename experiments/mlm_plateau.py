@@ -48,7 +48,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--vocab", default="/work/shared/data/bert-base-uncased/vocab.txt")
+    ap.add_argument("--vocab", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
+                                            "data", "bert-base-uncased", "vocab.txt"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     corpus = os.path.join(a.out, "cycle.txt")

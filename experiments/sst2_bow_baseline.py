@@ -3,7 +3,7 @@ counts (lower-cased, whitespace tokens; features seen at least twice in
 train), L2-regularised, trained with full-batch L-BFGS in torch (Debian's
 python3-torch; no scikit-learn here). Prints dev accuracy.
 
-    /usr/bin/python3 experiments/sst2_bow_baseline.py /work/shared/data/sst2
+    /usr/bin/python3 experiments/sst2_bow_baseline.py ../shared/data/sst2
 """
 
 import collections

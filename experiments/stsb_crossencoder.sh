@@ -6,7 +6,7 @@
 # Run where the CPU is shared: single thread, nice 10.
 set -eu
 BERT=$1 MODEL=$2 WORK=$3 LR=${4:-1e-4}
-DATA=/work/shared/data/stsbenchmark
+DATA=$(dirname "$0")/../../shared/data/stsbenchmark
 HERE=$(dirname "$0")
 mkdir -p "$WORK"
 for split in train dev test; do

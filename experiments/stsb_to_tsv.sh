@@ -1,5 +1,5 @@
 #!/bin/sh
-# STS Benchmark (/work/shared/data/stsbenchmark/sts-*.csv) -> the trainer's
+# STS Benchmark (../shared/data/stsbenchmark/sts-*.csv) -> the trainer's
 # pair-regression TSV: a header, then sentence1<TAB>sentence2<TAB>score.
 # The source is tab-separated without quoting: genre, file, year, id,
 # score (0-5), sentence1, sentence2, and on some lines two extra source

@@ -36,7 +36,7 @@ const { trainUnigram } = require('./unigram_vocab.js');
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '../../..');
 const OUT = path.join(REPO, 'tests/data/tokenizer');
-const SHARED = process.env.BERT_SHARED_DATA || '/work/shared/data';
+const SHARED = process.env.BERT_SHARED_DATA || path.resolve(REPO, '../shared/data');
 
 const TOKENIZERS = [
   {
