@@ -72,11 +72,11 @@ uint32_t extract_text_char(const struct extract_text *t, uint32_t byte_offset)
     return (uint32_t)lo;
 }
 
-int zs_entailment_id(const char *const *labels, const int *ids, size_t n)
+int zs_entailment_id(const char *const *id2label, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (strncasecmp(labels[i], "entail", 6) == 0)
-            return ids[i];
+        if (id2label[i] != NULL && strncasecmp(id2label[i], "entail", 6) == 0)
+            return (int)i;
     return -1;
 }
 

@@ -146,9 +146,10 @@ bool qa_postprocess(const struct extract_text *context, const struct qa_window *
 
 /* ---- zero-shot classification --------------------------------------- */
 
-/* The entailment class: the first of `labels` (label2id order) starting
- * with "entail" in any case; -1 when none does. */
-int zs_entailment_id(const char *const *labels, const int *ids, size_t n);
+/* The entailment class as the pipeline finds it: the first id, in id order,
+ * whose label starts with "entail" in any case; -1 when none does. A scan
+ * of a few names, so callers need not keep it. */
+int zs_entailment_id(const char *const *id2label, size_t n);
 
 /* Scores of n_labels hypotheses from their logits (n_labels x n_classes)
  * and their order, best first (ties: the later label first). With

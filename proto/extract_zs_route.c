@@ -14,20 +14,10 @@
 #include "proto_internal.h"
 #include "route_table.h"
 
-/* The entailment class as the pipeline finds it: the first label, in id
- * order, whose name starts with "entail"; -1 when none does (or out of
- * memory). */
 static int entailment_id(const struct bert_model *model)
 {
     const struct bert_config *c = &model->config;
-    int *ids = malloc((c->num_labels ? c->num_labels : 1) * sizeof *ids);
-    if (ids == NULL)
-        return -1;
-    for (size_t i = 0; i < c->num_labels; i++)
-        ids[i] = (int)i;
-    int e = zs_entailment_id((const char *const *)c->id2label, ids, c->num_labels);
-    free(ids);
-    return e;
+    return zs_entailment_id((const char *const *)c->id2label, c->num_labels);
 }
 
 bool proto_can_zero_shot(const struct bert_model *model)

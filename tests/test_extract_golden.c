@@ -3,7 +3,7 @@
  * golden, the checkpoint bert_synth_write makes from its `bert init`
  * options (checksums), then per input
  *   - the windows: the C tokenizer's whole encoding cut as the pipeline
- *     cuts it (extract_windows), equal token for token to the golden's
+ *     cuts it (extract_cut_plan), equal token for token to the golden's
  *     (ids, character offsets, QA word ids);
  *   - the logits of every window from the engine (BERT_TASK_TOKENS, or
  *     BERT_TASK_CLASSIFY for the NLI pairs), within 1e-4 of the reference;
@@ -21,6 +21,7 @@
 #include "bert.h"
 #include "check.h"
 #include "extract.h"
+#include "extract_cut.h"
 #include "golden_init.h"
 #include "proto.h"
 
@@ -40,7 +41,7 @@ struct win {
 };
 
 struct input {
-    struct bert_encoding enc;
+    struct extract_cut cut;
     struct extract_text text, pair;
     struct win *w;
     size_t n_windows;
@@ -63,8 +64,9 @@ static char *hypothesis(const char *tmpl, const char *label)
     return s;
 }
 
-/* Encode (text, pair) whole and cut the windows: `part` is the sequence
- * cut (0 the text, 1 the pair); has_stride false keeps the first window. */
+/* Encode (text, pair) whole and cut the windows with the routes' own
+ * planner: `part` is the sequence cut (0 the text, 1 the pair); has_stride
+ * false keeps the first window. */
 static void make_windows(const struct bert_model *m, const char *text, const char *pair,
                          uint8_t part, size_t max_len, bool has_stride, size_t stride,
                          size_t width, struct input *in)
@@ -72,22 +74,14 @@ static void make_windows(const struct bert_model *m, const char *text, const cha
     struct bert_encode_options o = bert_encode_options_default();
     struct bert_error err;
     CHECK(bert_tokenizer_encode(m->tokenizer, text, strlen(text), pair, pair ? strlen(pair) : 0,
-                                &o, &in->enc, &err) == BERT_OK);
+                                &o, &in->cut.whole, &err) == BERT_OK);
     extract_text_init(&in->text, text, strlen(text));
     extract_text_init(&in->pair, pair ? pair : "", pair ? strlen(pair) : 0);
-    const struct bert_encoding *e = &in->enc;
-    size_t p0 = e->n, p1 = 0;
-    for (size_t i = 0; i < e->n; i++)
-        if (e->sequence[i] == part) {
-            p0 = i < p0 ? i : p0;
-            p1 = i + 1;
-        }
-    if (p0 > p1)
-        p0 = p1 = e->n - 1; /* no text tokens: [CLS] [SEP] */
-    size_t n_part = p1 - p0, budget = e->n <= max_len ? n_part : max_len - (e->n - n_part);
-    in->n_windows = extract_window_count(n_part, budget, has_stride, stride);
-    struct extract_span *sp = golden_xcalloc(in->n_windows, sizeof *sp);
-    extract_windows(n_part, budget, has_stride, stride, sp);
+    CHECK(extract_cut_plan(&in->cut, part, max_len, has_stride, stride) == EXTRACT_CUT_OK);
+    const struct bert_encoding *e = &in->cut.whole;
+    const size_t p0 = in->cut.p0, p1 = p0 + in->cut.n_part, n_part = in->cut.n_part;
+    const struct extract_span *sp = in->cut.spans;
+    in->n_windows = in->cut.n_windows;
     in->w = golden_xcalloc(in->n_windows, sizeof *in->w);
     for (size_t k = 0; k < in->n_windows; k++) {
         struct win *w = &in->w[k];
@@ -117,7 +111,6 @@ static void make_windows(const struct bert_model *m, const char *text, const cha
             j++;
         }
     }
-    free(sp);
 }
 
 static void free_input(struct input *in)
@@ -135,7 +128,7 @@ static void free_input(struct input *in)
         free(w->logits);
     }
     free(in->w);
-    bert_encoding_free(&in->enc);
+    extract_cut_free(&in->cut);
     extract_text_free(&in->text);
     extract_text_free(&in->pair);
 }
@@ -394,10 +387,7 @@ static void check_zs(const char *name, const struct bert_model *m, struct input 
     float *lg = golden_xcalloc(n_labels * C, sizeof *lg);
     for (size_t i = 0; i < n_labels; i++)
         memcpy(lg + i * C, ins[i].w[0].logits, C * sizeof *lg);
-    int *ids = golden_xcalloc(C, sizeof *ids);
-    for (size_t i = 0; i < C; i++)
-        ids[i] = (int)i;
-    int entail = zs_entailment_id((const char *const *)m->config.id2label, ids, C);
+    int entail = zs_entailment_id((const char *const *)m->config.id2label, C);
     double *scores = golden_xcalloc(n_labels, sizeof *scores);
     size_t *order = golden_xcalloc(n_labels, sizeof *order);
     zs_scores(lg, n_labels, C, entail, json_is_true(get(get(res, "parameters"), "multi_label")),
@@ -409,7 +399,6 @@ static void check_zs(const char *name, const struct bert_model *m, struct input 
         check_score(name, scores[order[i]], json_array_get(get(want, "scores"), i));
     }
     free(lg);
-    free(ids);
     free(scores);
     free(order);
 }
