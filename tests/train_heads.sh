@@ -111,4 +111,9 @@ bad "usage" --problem regression --labels a,b --train "$DATA/stsb-train-400.tsv"
     --dev "$DATA/stsb-dev-100.tsv"
 bad "usage" --problem multi --train "$WORK/multi-train.tsv" --dev "$WORK/multi-dev.tsv"
 bad "usage" --problem ordinal --train "$WORK/multi-train.tsv" --dev "$WORK/multi-dev.tsv"
+# A family the trainer's BERT layers do not compute is refused by name.
+"$BERT" init --model-type mpnet --tokenizer "$TOK" --layers 1 --hidden 32 --heads 2 \
+    --intermediate 64 --mlm --out "$WORK/mpnet" > /dev/null
+bad "this one is mpnet" --model "$WORK/mpnet" --train "$DATA/sst2-train-400.tsv" \
+    --dev "$DATA/sst2-dev-100.tsv"
 echo "ok"

@@ -164,6 +164,14 @@ enum bert_status train_model_init(struct train_model *m, const struct bert_confi
 {
     memset(m, 0, sizeof *m);
     const struct bert_config *c = cfg;
+    /* The trainer's layers, names and saved config are BERT's (post-LN,
+     * absolute positions): any other family would be trained as something
+     * it is not and saved under names its loader rejects. */
+    if (c->family != BERT_FAMILY_BERT)
+        return bert_error_set(err, BERT_E_UNSUPPORTED,
+                              "the trainer trains BERT checkpoints only; this one is %s "
+                              "(model_type in config.json)",
+                              bert_family_name(c->family));
     if (c->hidden_size == 0 || c->num_heads == 0 || c->hidden_size % c->num_heads != 0 ||
         c->num_layers == 0 || c->num_layers > 24 || c->intermediate_size == 0 ||
         c->vocab_size == 0 || c->max_position_embeddings == 0 || c->type_vocab_size == 0 ||

@@ -69,7 +69,8 @@ struct train_model {
 void train_small_geometry(struct bert_config *c);
 
 /* Lay out a model for `cfg` (copied, id2label included) with the chosen
- * heads; parameters and gradients zeroed. */
+ * heads; parameters and gradients zeroed. BERT_E_UNSUPPORTED for a family
+ * other than BERT: the trainer's layers are BERT's. */
 enum bert_status train_model_init(struct train_model *m, const struct bert_config *cfg,
                                   bool mlm, bool classifier, struct bert_error *err);
 
