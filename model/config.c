@@ -400,12 +400,6 @@ static enum bert_status parse_jina_extras(const char *name, json_t *root,
                               "%s: feed_forward_type \"%.40s\" is not supported with "
                               "position_embedding_type alibi (supported: geglu, reglu)",
                               name, ff_name);
-    if (cfg->token_head != BERT_TOKEN_HEAD_NONE)
-        return bert_error_set(err, BERT_E_UNSUPPORTED,
-                              "%s: architectures \"%.60s\" is not supported for JinaBERT "
-                              "(supported: JinaBertModel, JinaBertForMaskedLM, "
-                              "JinaBertForSequenceClassification)",
-                              name, cfg->architecture);
     return BERT_OK;
 }
 

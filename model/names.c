@@ -335,7 +335,9 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
     /* JinaBERT v2 (jina-bert-implementation's modeling_bert.py, remote code):
      * BERT's names without position embeddings (ALiBi) and with
      * JinaBertGLUMLP (mlp.gated_layers (2I, H) without bias, mlp.wo,
-     * mlp.layernorm) in place of intermediate / output; BERT's heads. */
+     * mlp.layernorm) in place of intermediate / output; BERT's heads
+     * (JinaBertFor{MaskedLM,SequenceClassification,TokenClassification,
+     * QuestionAnswering}). */
     [BERT_FAMILY_JINA_BERT] = {
         [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
         [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},
@@ -347,6 +349,10 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layer.%zu.mlp.wo.bias", true},
         [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layer.%zu.mlp.layernorm.weight", true},
         [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layer.%zu.mlp.layernorm.bias", true},
+        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
+        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
+        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
+        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
         BERT_HEAD_NAMES,
     },
 };

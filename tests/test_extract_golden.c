@@ -556,9 +556,10 @@ int main(int argc, char **argv)
         return 2;
     }
     static const char *const all[] = {
-        "bert-ner", "distilbert-ner", "roberta-ner", "xlmr-ner", "electra-ner", "modernbert-ner",
-        "bert-qa", "distilbert-qa", "roberta-qa", "electra-qa", "modernbert-qa", "roberta-nli",
-        "bert-nli", "distilbert-nli", "electra-nli", "modernbert-nli"};
+        "bert-ner",       "distilbert-ner", "roberta-ner", "xlmr-ner",      "electra-ner",
+        "modernbert-ner", "mpnet-ner",      "jina-ner",    "bert-qa",       "distilbert-qa",
+        "roberta-qa",     "electra-qa",     "modernbert-qa", "mpnet-qa",    "jina-qa",
+        "roberta-nli",    "bert-nli",       "distilbert-nli", "electra-nli", "modernbert-nli"};
     if (argc > 4)
         for (int i = 4; i < argc; i++)
             check_golden(argv[1], argv[2], argv[3], argv[i]);

@@ -510,8 +510,7 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
         (o->token_classification + o->question_answering + o->classifier > 1) ||
         (o->discriminator && c.family != BERT_FAMILY_ELECTRA) ||
         (c.family == BERT_FAMILY_JINA_BERT &&
-         ((c.activation != BERT_ACTIVATION_GELU && c.activation != BERT_ACTIVATION_RELU) ||
-          o->token_classification || o->question_answering)) ||
+         c.activation != BERT_ACTIVATION_GELU && c.activation != BERT_ACTIVATION_RELU) ||
         (c.family == BERT_FAMILY_NOMIC_BERT &&
          ((c.hidden_size / c.num_heads) % 2 != 0 || !(c.nomic.rotary_base > 0) ||
           (c.activation != BERT_ACTIVATION_SILU && c.activation != BERT_ACTIVATION_GELU) ||

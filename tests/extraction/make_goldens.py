@@ -68,12 +68,17 @@ TOKENIZERS = {
     "roberta": ("extraction/roberta-large-mnli", "<unk>", "<s>"),
     "xlmr": ("tokenizer/xlmr", "<unk>", "<s>"),
     "modernbert": ("tokenizer/modernbert", "[UNK]", "[CLS]"),
+    # The real tokenizer.json files in ../shared/data, beside the repository.
+    "mpnet": ("../../../shared/data/all-mpnet-base-v2", "[UNK]", "<s>"),
+    "jina": ("../../../shared/data/jina-embeddings-v2-base-en", "[UNK]", "[CLS]"),
 }
 
 CONLL_LABELS = "O,B-MISC,I-MISC,B-PER,I-PER,B-ORG,I-ORG,B-LOC,I-LOC"  # dslim's order
 SPREAD = {"weight-std": 0.15, "bias-range": 0.1, "ln-range": 0.2}
 SMALL = {"layers": 2, "hidden": 64, "heads": 2, "intermediate": 128, "max-position": 64}
 ROBERTA = {"type-vocab": 1, "max-position": 66}  # positions from pad_token_id + 1
+MPNET = {"model-type": "mpnet", "eps": 1e-5, "max-position": 66}  # positions from 2
+JINA = {"model-type": "jina_bert"}  # ALiBi: no position table, max-position only bounds
 MODERN = {"model-type": "modernbert", "layers": 3, "hidden": 64, "heads": 2, "intermediate": 96,
           "max-position": 64, "eps": 1e-5, "local-window": 16, "global-every": 2}
 
@@ -196,6 +201,18 @@ SPECS = [
     ner_spec("modernbert-ner", "ModernBertForTokenClassification L=3 H=64, prediction head "
              "before the classifier, byte-level BPE", "modernbert",
              {**MODERN, **SPREAD, "seed": 2102, "prefix": True, "labels": CONLL_LABELS}),
+    ner_spec("mpnet-ner", "MPNetForTokenClassification L=2 H=64 (relative position bias, "
+             "positions from 2), all-mpnet-base-v2's tokenizer", "mpnet",
+             {**SMALL, **SPREAD, **MPNET, "seed": 2131, "prefix": True,
+              "labels": CONLL_LABELS}),
+    ner_spec("jina-ner", "JinaBertForTokenClassification L=2 H=64 (ALiBi, GeGLU), "
+             "jina-embeddings-v2-base-en's tokenizer", "jina",
+             {**SMALL, **SPREAD, **JINA, "seed": 2132, "prefix": True,
+              "labels": CONLL_LABELS}),
+    qa_spec("mpnet-qa", "MPNetForQuestionAnswering L=2 H=64, <s> q </s></s> c </s>", "mpnet",
+            {**SMALL, **SPREAD, **MPNET, "seed": 2133, "prefix": True}),
+    qa_spec("jina-qa", "JinaBertForQuestionAnswering L=2 H=64 (ALiBi, GeGLU)", "jina",
+            {**SMALL, **SPREAD, **JINA, "seed": 2134, "prefix": True}),
     qa_spec("bert-qa", "BertForQuestionAnswering L=2 H=64, uncased WordPiece", "minilm",
             {**SMALL, **SPREAD, "seed": 2111, "prefix": True}),
     qa_spec("distilbert-qa", "DistilBertForQuestionAnswering L=2 H=64 (the "
@@ -258,7 +275,7 @@ def model_max_length(tok_dir, cfg):
     """tokenizer_config.json's model_max_length narrowed to the positions the
     checkpoint has (max_position_embeddings, less RoBERTa's offset)."""
     limit = cfg.get("max_position_embeddings", cfg.get("max_position_embeddings"))
-    if cfg.get("model_type") in ("roberta", "xlm-roberta", "camembert"):
+    if cfg.get("model_type") in ("roberta", "xlm-roberta", "camembert", "mpnet"):
         limit -= cfg.get("pad_token_id", 1) + 1
     path = os.path.join(tok_dir, "tokenizer_config.json")
     if os.path.exists(path):
