@@ -44,10 +44,10 @@ static const char *ms_text(char v[24], uint64_t from, uint64_t to)
 }
 
 /* Whether the loop may read the request's job and compute times: not while
- * the thread pool or the workers still hold it (a drain's time-out). */
+ * a prepare thread or the workers still hold it (a drain's time-out). */
 static bool results_are_ours(const struct http_request *hr)
 {
-    return hr->state != HTTP_REQUEST_PREPARING && hr->state != HTTP_REQUEST_COMPUTING;
+    return hr->state != HTTP_REQUEST_OFF_LOOP;
 }
 
 static void add_timing_headers(struct MHD_Response *resp, const struct http_request *hr,

@@ -25,7 +25,7 @@ void completions_init(struct completions *c);
 void completions_destroy(struct completions *c);
 /* Any thread. */
 void completions_push(struct completions *c, struct srv_request *req);
-/* Loop thread: take the whole queue (a list through next_done). */
+/* Loop thread: take the whole queue (a list through next). */
 struct srv_request *completions_take(struct completions *c);
 
 struct pool_settings {
