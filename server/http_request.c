@@ -88,8 +88,7 @@ void http_request_maybe_release(struct http_request *hr)
     if (hr->conn != NULL || is_suspended(hr->state) || hr->state == HTTP_REQUEST_CUT_OFF)
         return;
     struct http *h = hr->http;
-    proto_job_free(&hr->srv.job);
-    free(hr->srv.body);
+    free(hr->srv.body); /* its job was freed by the thread that handed it back */
     free(hr->body);
     free(hr);
     h->live--;

@@ -21,6 +21,10 @@ void completions_destroy(struct completions *c)
 
 void completions_push(struct completions *c, struct srv_request *req)
 {
+    req->n_seqs = req->job.n_seqs;
+    req->n_tokens = req->job.n_tokens;
+    req->n_truncated = req->job.n_truncated;
+    proto_job_free(&req->job);
     req->next = NULL;
     pthread_mutex_lock(&c->lock);
     if (c->tail)

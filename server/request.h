@@ -26,6 +26,8 @@ struct srv_request {
     enum proto_route route;
     int client_fd;                     /* the client's socket (-1: unknown), peeked
                                           by the worker that takes the request */
+    size_t n_seqs, n_tokens, n_truncated; /* the job's, kept when it is freed: what the
+                                          loop logs and reports */
     const char *input;                 /* the body, NUL-terminated: read by the */
     size_t input_len;                  /* prepare stage, owned by the loop */
     bool refused;                      /* the prepare stage answers `refusal` instead (a */
