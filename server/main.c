@@ -258,9 +258,9 @@ static void choose_threads(struct server *s)
     s->pool_settings.threads = workers;
     s->pool_settings.threads_per_worker = team;
     s->pool_settings.shared_cpus = shared ? cpus : 0;
-    /* Parsing and tokenizing a short request takes a prepare thread a few
-     * tens of us (BENCHMARKS.md): two carry tens of thousands of requests/s,
-     * and two keep one free for short bodies while the other has a large one. */
+    /* Parsing and tokenizing a short request takes a prepare thread ~13 us
+     * (BENCHMARKS.md): two carry more than one loop thread can, and two keep
+     * one free for short bodies while the other has a large one. */
     s->prepare_threads = s->cfg.workers.prepare_threads > 0 ? (size_t)s->cfg.workers.prepare_threads
                          : cpus / 8 > 2                     ? cpus / 8
                                                             : 2;

@@ -1,9 +1,9 @@
 /* The prepare stage, off the loop thread: a few threads parse and tokenize
  * the bodies of inference requests, render the answers that need no
  * forward pass (/tokenize), and admit the rest to the batcher themselves,
- * so that the event loop only moves bytes. With this work on it, the loop
- * spent ~70 us of CPU per short /embed on a 2-core VM (BENCHMARKS.md), and
- * one loop thread capped a 16-core server near 24k requests/s.
+ * so that the event loop, the server's one serial stage (one thread capped
+ * a 16-core server near 24k requests/s), only moves bytes: parsing and
+ * tokenizing a short /embed took it ~10 us (BENCHMARKS.md).
  *
  * The loop hands requests over in batches, one per loop iteration: one
  * lock, and a wake-up only when every prepare thread sleeps. A request the
