@@ -453,7 +453,6 @@ struct http *http_start(uv_loop_t *loop, const struct http_settings *s, struct c
         return NULL;
     }
     h->loop = loop;
-    log_hold(); /* this thread is the loop's: its lines are written a batch at a time */
     h->loop_cpu_start = srv_thread_cpu_ns(); /* not the model's loading, on this thread too */
     h->settings = *s;
     h->settings.max_connections = http_conns_fit_fd_limit(s->max_connections);

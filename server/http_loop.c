@@ -13,8 +13,6 @@
  * MHD's leftover work alternates with everything else the loop serves. */
 #include "http_internal.h"
 
-#include "log.h"
-
 static void on_mhd_timer(uv_timer_t *timer)
 {
     http_loop_run(timer->data);
@@ -49,7 +47,6 @@ void http_loop_run(struct http *h)
 {
     if (h->daemon == NULL)
         return;
-    log_flush(); /* the log lines of answers about to be sent, before they go */
     /* At its connection limit MHD takes the listening socket out of its
      * epoll set and puts it back only at the start of a later MHD_run: run
      * again after a close, or the backlog waits for an event that never
@@ -61,7 +58,6 @@ void http_loop_run(struct http *h)
             break;
     }
     http_prepare_flush(h); /* the requests this run read, in one hand-off */
-    log_flush();
     MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(h->daemon, &ms) != MHD_YES) {
         uv_idle_stop(&h->mhd_idle);

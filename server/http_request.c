@@ -145,11 +145,14 @@ void http_request_on_completions(uv_async_t *async)
 {
     struct http *h = async->data;
     struct srv_request *r = completions_take(h->done);
+    /* The batch's log lines in one write, before its answers are sent. */
+    log_hold();
     while (r != NULL) {
         struct srv_request *next = r->next;
         finish_request((struct http_request *)((char *)r - offsetof(struct http_request, srv)));
         r = next;
     }
+    log_release();
     http_loop_run(h);
     http_check_drained(h);
 }

@@ -10,25 +10,30 @@ static enum log_format log_fmt = LOG_FORMAT_TEXT;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
-/* The lines of the thread that called log_hold; no other thread touches
- * `held` (a thread-local flag says whose lines go there). */
+/* The lines of the thread between log_hold and log_release; no other
+ * thread touches `held` (a thread-local flag says whose lines go there). */
 static _Thread_local bool holding;
 static struct {
     char buf[32768];
     size_t len;
 } held;
 
+static void write_held(void)
+{
+    if (held.len > 0)
+        fwrite(held.buf, 1, held.len, stderr);
+    held.len = 0;
+}
+
 void log_hold(void)
 {
     holding = true;
 }
 
-void log_flush(void)
+void log_release(void)
 {
-    if (!holding || held.len == 0)
-        return;
-    fwrite(held.buf, 1, held.len, stderr);
-    held.len = 0;
+    write_held();
+    holding = false;
 }
 
 void log_init(enum log_level level, enum log_format format)
@@ -134,7 +139,7 @@ static void line_end(struct line *l)
         return;
     }
     if (held.len + l->len > sizeof held.buf)
-        log_flush();
+        write_held();
     memcpy(held.buf + held.len, l->buf, l->len);
     held.len += l->len;
 }

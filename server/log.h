@@ -1,8 +1,8 @@
 /* Logging: one line per event on stderr, as text or JSON. The level is
  * checked before anything is formatted (redis serverLog). Thread-safe:
- * each line is built in a buffer and written with one call, or, on the one
- * thread that holds its lines (log_hold), kept with that thread's others
- * until log_flush. */
+ * each line is built in a buffer and written with one call, or, while a
+ * thread holds its lines (log_hold), kept with that thread's others until
+ * log_release. */
 #ifndef SRV_LOG_H
 #define SRV_LOG_H
 
@@ -16,13 +16,12 @@ enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
 void log_init(enum log_level level, enum log_format format);
 bool log_enabled(enum log_level level);
 
-/* From now on the calling thread's lines are kept, in order, and written
- * together by log_flush (or as soon as they fill the buffer): the event
- * loop writes a batch per iteration instead of a write(2) per request,
- * which cost it ~12 us of CPU per request on a 2-core VM. One thread only. */
+/* Between log_hold and log_release the calling thread's lines are kept,
+ * in order, and written together by log_release (or as soon as they fill
+ * the buffer): the event loop logs a batch of completed requests with one
+ * write(2) instead of one per request. One thread at a time. */
 void log_hold(void);
-/* Write the lines the calling thread holds; nothing on other threads. */
-void log_flush(void);
+void log_release(void);
 
 /* "debug" | "info" | "warn" | "error"; false when unknown. */
 bool log_level_parse(const char *name, enum log_level *out);

@@ -412,7 +412,6 @@ int main(int argc, char **argv)
             s.cfg.config_file ? s.cfg.config_file : "defaults, environment and flags",
             bert_blas_core());
     int rc = run(&s);
-    log_flush(); /* what the loop logged last */
     if (s.loop != NULL)
         uv_loop_close(s.loop);
     http_free(s.http);
