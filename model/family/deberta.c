@@ -24,8 +24,10 @@
 #include "kernels.h"
 #include "scratch.h"
 
-/* Query rows per block: the (ROWS x n) scores and (ROWS x R) c2p products. */
-#define ROWS 32
+/* Query rows per block: the (ROWS x n) scores and (ROWS x R) c2p products.
+ * A whole 128-token sequence in one block: fewer small GEMM calls, each
+ * packing the keys again (32 rows cost about 5% more CPU time at 32 x 128). */
+#define ROWS 128
 
 struct family_deberta {
     float *pos_key, *pos_query; /* (L, 2 span, H) each */
