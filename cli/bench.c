@@ -152,13 +152,20 @@ static bool load_texts(const char *path, const struct bert_model *m, size_t batc
 }
 
 /* Forward FLOPs (a multiply-add is 2): per layer and token 8H^2 + 4HI for the
- * dense layers, and 4nH per token for a sequence of n for attention. */
+ * dense layers, and 4nH per token for a sequence of n for attention; DeBERTa
+ * adds 2RH per token for each of its c2p / p2c terms, R the relative
+ * indexes the sequence reaches (min(2n - 1, 2 buckets)). */
 static double encoder_flops(const struct bert_config *c, const struct workload *w)
 {
     double H = (double)c->hidden_size, FF = (double)c->intermediate_size, total = 0;
+    const double span2 = 2.0 * (double)c->deberta.att_span;
+    const double terms = c->family == BERT_FAMILY_DEBERTA_V2
+                             ? (double)c->deberta.c2p + (double)c->deberta.p2c
+                             : 0.0;
     for (size_t i = 0; i < w->n_seqs; i++) {
         double n = (double)w->len[i];
-        total += n * (8 * H * H + 4 * H * FF) + 4 * n * n * H;
+        const double reach = 2 * n - 1 < span2 ? 2 * n - 1 : span2;
+        total += n * (8 * H * H + 4 * H * FF) + 4 * n * n * H + terms * 2 * n * reach * H;
     }
     return total * (double)c->num_layers;
 }

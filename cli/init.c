@@ -132,7 +132,7 @@ int cli_init_command(int argc, char **argv)
         {"tokenizer", CLI_OPT_STRING, &o.tokenizer_dir, "folder to copy tokenizer files from (required)"},
         {"model-type", CLI_OPT_STRING, &ch.model_type,
          "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet, "
-         "nomic_bert (bert)"},
+         "nomic_bert, deberta-v2 (bert)"},
         {"vocab-size", CLI_OPT_SIZE, &c->vocab_size,
          "embedding rows, at least the tokenizer's (0: the tokenizer's; more: padding rows)"},
         {"config", CLI_OPT_STRING, &o.config_file,

@@ -169,7 +169,8 @@ static enum bert_status parse_bert_geometry(const char *name, json_t *root,
         (st = get_size(name, root, "intermediate_size", 0, &cfg->intermediate_size, err)) ||
         (st = get_size(name, root, "max_position_embeddings", 512,
                        &cfg->max_position_embeddings, err)) ||
-        (st = get_size(name, root, "type_vocab_size", 2, &cfg->type_vocab_size, err)))
+        (cfg->family != BERT_FAMILY_DEBERTA_V2 && /* may be 0: config_deberta.c */
+         (st = get_size(name, root, "type_vocab_size", 2, &cfg->type_vocab_size, err))))
         return st;
     /* ElectraConfig's embedding_size defaults to 128. */
     cfg->embedding_size = cfg->hidden_size;
@@ -536,6 +537,9 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
     if (st != BERT_OK || (cfg->family == BERT_FAMILY_MPNET &&
                           (st = parse_mpnet_extras(name, root, cfg, err)) != BERT_OK))
         return st;
+    if (cfg->family == BERT_FAMILY_DEBERTA_V2 &&
+        ((st = bert_config_parse_deberta(name, root, cfg, err)) != BERT_OK))
+        return st;
     if (cfg->hidden_size % cfg->num_heads != 0)
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: hidden_size %zu is not a multiple of num_attention_heads %zu",
@@ -552,7 +556,9 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
         cfg->family == BERT_FAMILY_ROBERTA || cfg->family == BERT_FAMILY_MPNET ? 1 : 0;
     cfg->pad_token_id = json_is_integer(pad) ? (int32_t)json_integer_value(pad) : pad_default;
     if ((st = set_family_details(name, cfg, err)) != BERT_OK ||
-        (cfg->family == BERT_FAMILY_JINA_BERT && (st = parse_jina_extras(name, root, cfg, err))))
+        (cfg->family == BERT_FAMILY_JINA_BERT && (st = parse_jina_extras(name, root, cfg, err))) ||
+        (cfg->family == BERT_FAMILY_DEBERTA_V2 && /* ContextPooler's activation */
+         (st = parse_activation(name, root, "pooler_hidden_act", &cfg->pooler_activation, err))))
         return st;
 
     json_t *tie = json_object_get(root, "tie_word_embeddings");

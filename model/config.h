@@ -27,6 +27,14 @@ enum bert_status bert_config_parse(const char *name, const char *json, size_t le
 /* config.json's name of an activation ("gelu", "gelu_new", ...). */
 const char *bert_activation_name(enum bert_activation act);
 
+struct json_t;
+/* DebertaV2Config's relative-position keys into cfg->deberta, its
+ * type_vocab_size (0 allowed) and layer_norm_eps default, after BERT's
+ * geometry; variants bertserve does not run are BERT_E_UNSUPPORTED naming
+ * the key (config_deberta.c). */
+enum bert_status bert_config_parse_deberta(const char *name, struct json_t *root,
+                                           struct bert_config *cfg, struct bert_error *err);
+
 /* Write `cfg` as a Hugging Face config.json at `path`. */
 enum bert_status bert_config_write(const struct bert_config *cfg, const char *path,
                                    struct bert_error *err);

@@ -51,6 +51,33 @@ static void write_jina(const struct bert_config *cfg, json_t *root)
     json_object_set_new(root, "hidden_act", json_string(bert_activation_name(cfg->mlm_activation)));
 }
 
+/* DebertaV2Config's disentangled-attention keys, as deberta-v3-base's
+ * config.json has them. */
+static void write_deberta(const struct bert_config *cfg, json_t *root)
+{
+    const struct bert_deberta *d = &cfg->deberta;
+    json_object_set_new(root, "relative_attention", json_true());
+    json_object_set_new(root, "max_relative_positions",
+                        json_integer(d->max_relative_positions == cfg->max_position_embeddings
+                                         ? -1
+                                         : (json_int_t)d->max_relative_positions));
+    json_object_set_new(root, "position_buckets",
+                        json_integer(d->position_buckets ? (json_int_t)d->position_buckets : -1));
+    json_t *types = json_array();
+    if (d->p2c)
+        json_array_append_new(types, json_string("p2c"));
+    if (d->c2p)
+        json_array_append_new(types, json_string("c2p"));
+    json_object_set_new(root, "pos_att_type", types);
+    json_object_set_new(root, "share_att_key", json_true());
+    json_object_set_new(root, "position_biased_input", json_false());
+    json_object_set_new(root, "norm_rel_ebd", json_string(d->rel_layer_norm ? "layer_norm" : "none"));
+    json_object_set_new(root, "pooler_hidden_size", json_integer((json_int_t)cfg->hidden_size));
+    json_object_set_new(root, "pooler_hidden_act",
+                        json_string(bert_activation_name(cfg->pooler_activation)));
+    json_object_set_new(root, "pooler_dropout", json_integer(0));
+}
+
 /* NomicBertConfig's keys (GPT2Config names), as nomic-embed-text-v1.5's
  * config.json has them. */
 static void write_nomic(const struct bert_config *cfg, json_t *root)
@@ -142,6 +169,8 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
                             json_integer((json_int_t)cfg->relative_buckets));
     else if (cfg->family == BERT_FAMILY_JINA_BERT)
         write_jina(cfg, root);
+    else if (cfg->family == BERT_FAMILY_DEBERTA_V2)
+        write_deberta(cfg, root);
     else if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT &&
              cfg->family != BERT_FAMILY_NOMIC_BERT)
         json_object_set_new(root, "position_embedding_type", json_string("absolute"));

@@ -93,7 +93,9 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     /* The widest product written into strided rows: Q, K and V (H), and
      * NomicBERT's two feed-forward halves side by side in ffn (I each). */
     const size_t strided = c->family == BERT_FAMILY_NOMIC_BERT && inter > H ? inter : H;
-    s->attn_floats = round_floats(attention_workspace_floats(max_seq_len, H / c->num_heads));
+    s->attn_floats = round_floats(c->family == BERT_FAMILY_DEBERTA_V2
+                                      ? family_deberta_workspace_floats(c, max_seq_len)
+                                      : attention_workspace_floats(max_seq_len, H / c->num_heads));
     size_t sizes[] = {
         round_floats(T * H),     /* x */
         round_floats(T * QKV),   /* qkv */
@@ -197,6 +199,7 @@ static family_encode_member_fn family_encoder(enum bert_family family)
     case BERT_FAMILY_ROBERTA:
     case BERT_FAMILY_ELECTRA:
     case BERT_FAMILY_MPNET: /* BERT's layers; attention adds its relative bias */
+    case BERT_FAMILY_DEBERTA_V2: /* BERT's layers, disentangled attention */
         return family_bert_encode_member;
     case BERT_FAMILY_MODERNBERT:
         return family_modernbert_encode_member;

@@ -23,6 +23,9 @@ struct bert_engine {
      * family has none. Distances up to rel_positions - 1 either way. */
     float *rel_bias;
     size_t rel_positions;
+    /* DeBERTa-v2's disentangled attention tables (family_deberta_new); NULL
+     * for the other families. */
+    struct family_deberta *deberta;
     /* Ids the MLM head may answer: the tokenizer's vocabulary; embedding
      * rows past it are padding. */
     size_t emit_vocab;

@@ -102,6 +102,15 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
                                   "out of memory for the relative position bias");
         }
     }
+    if (m->config.family == BERT_FAMILY_DEBERTA_V2) {
+        const struct bert_config *c = &m->config;
+        e->deberta = family_deberta_new(c, &e->weights, c->max_position_embeddings);
+        if (e->deberta == NULL) {
+            bert_model_free(m);
+            return bert_error_set(err, BERT_E_NOMEM,
+                                  "out of memory for the relative position tables");
+        }
+    }
     m->can_fill_mask = e->weights.mlm_dense_w != NULL && bert_tokenizer_mask_id(m->tokenizer) >= 0;
     m->can_classify = e->weights.classifier_w != NULL;
     m->can_detect_replaced = e->weights.disc_dense_w != NULL;
@@ -157,6 +166,7 @@ void bert_model_free(struct bert_model *m)
         free(e->rope_global);
         free(e->rope_local);
         free(e->rel_bias);
+        family_deberta_free(e->deberta);
         safetensors_close(&e->file);
         free(e);
     }

@@ -20,6 +20,7 @@ static const struct {
     /* Real JinaBERT configs say model_type "bert" with position_embedding_type
      * "alibi" (config.c); this name is `bert init`'s. */
     {"jina_bert", BERT_FAMILY_JINA_BERT, "JinaBert"},
+    {"deberta-v2", BERT_FAMILY_DEBERTA_V2, "DebertaV2"},
 };
 
 static const char *const family_names[BERT_FAMILY_COUNT] = {
@@ -31,6 +32,7 @@ static const char *const family_names[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_MPNET] = "mpnet",
     [BERT_FAMILY_NOMIC_BERT] = "nomic_bert",
     [BERT_FAMILY_JINA_BERT] = "jina_bert",
+    [BERT_FAMILY_DEBERTA_V2] = "deberta-v2",
 };
 
 /* transformers' base_model_prefix of each family: XLM-R and CamemBERT keep
@@ -44,6 +46,7 @@ static const char *const prefixes[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_MPNET] = "mpnet.",
     [BERT_FAMILY_NOMIC_BERT] = "bert.",
     [BERT_FAMILY_JINA_BERT] = "bert.",
+    [BERT_FAMILY_DEBERTA_V2] = "deberta.",
 };
 
 bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
@@ -60,7 +63,7 @@ bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
 const char *bert_family_supported_types(void)
 {
     return "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet, "
-           "nomic_bert, and bert with position_embedding_type alibi (JinaBERT v2)";
+           "nomic_bert, deberta-v2, and bert with position_embedding_type alibi (JinaBERT v2)";
 }
 
 const char *bert_family_name(enum bert_family family)
@@ -354,6 +357,43 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
         [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
         BERT_HEAD_NAMES,
+    },
+    /* modeling_deberta_v2.py: DebertaV2Embeddings without positions
+     * (position_biased_input false) and with token types only when
+     * type_vocab_size > 0, DisentangledSelfAttention's query_proj /
+     * key_proj / value_proj (share_att_key: they also project the relative
+     * embeddings), BERT's output / intermediate names, the encoder's
+     * rel_embeddings and LayerNorm; ContextPooler ("pooler.dense", outside
+     * the encoder) under the classifier, and the per-token Linear layers. */
+    [BERT_FAMILY_DEBERTA_V2] = {
+        [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
+        [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},
+        [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},
+        [BERT_TENSOR_EMB_LN_B] = {"embeddings.LayerNorm.bias", true},
+        [BERT_TENSOR_LAYER_QUERY_W] = {"encoder.layer.%zu.attention.self.query_proj.weight", true},
+        [BERT_TENSOR_LAYER_QUERY_B] = {"encoder.layer.%zu.attention.self.query_proj.bias", true},
+        [BERT_TENSOR_LAYER_KEY_W] = {"encoder.layer.%zu.attention.self.key_proj.weight", true},
+        [BERT_TENSOR_LAYER_KEY_B] = {"encoder.layer.%zu.attention.self.key_proj.bias", true},
+        [BERT_TENSOR_LAYER_VALUE_W] = {"encoder.layer.%zu.attention.self.value_proj.weight", true},
+        [BERT_TENSOR_LAYER_VALUE_B] = {"encoder.layer.%zu.attention.self.value_proj.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_W] = {"encoder.layer.%zu.attention.output.dense.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_B] = {"encoder.layer.%zu.attention.output.dense.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_G] = {"encoder.layer.%zu.attention.output.LayerNorm.weight",
+                                         true},
+        [BERT_TENSOR_LAYER_ATTN_LN_B] = {"encoder.layer.%zu.attention.output.LayerNorm.bias",
+                                         true},
+        BERT_FFN_NAMES,
+        [BERT_TENSOR_REL_EMB] = {"encoder.rel_embeddings.weight", true},
+        [BERT_TENSOR_REL_LN_G] = {"encoder.LayerNorm.weight", true},
+        [BERT_TENSOR_REL_LN_B] = {"encoder.LayerNorm.bias", true},
+        [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", false},
+        [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", false},
+        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
+        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
+        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
+        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
+        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
+        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
     },
 };
 

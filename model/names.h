@@ -70,6 +70,11 @@ enum bert_tensor {
     /* The gate of a gated MLP kept apart from its input (NomicBERT fc12). */
     BERT_TENSOR_LAYER_FFN_GATE_W,
     BERT_TENSOR_LAYER_FFN_GATE_B,
+    /* DeBERTa-v2's relative position embeddings (2 * att_span, H) and the
+     * encoder LayerNorm applied to them (norm_rel_ebd), shared by the layers. */
+    BERT_TENSOR_REL_EMB,
+    BERT_TENSOR_REL_LN_G,
+    BERT_TENSOR_REL_LN_B,
     BERT_TENSOR_COUNT
 };
 

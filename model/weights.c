@@ -361,6 +361,21 @@ static enum bert_status bind_nomic_mlm(struct binder *b, const struct bert_confi
                : BERT_OK;
 }
 
+/* DebertaV2Encoder's rel_embeddings and the LayerNorm norm_rel_ebd puts
+ * on them. */
+static enum bert_status bind_deberta_relative(struct binder *b, const struct bert_config *c,
+                                              struct bert_weights *w)
+{
+    const size_t H = c->hidden_size;
+    enum bert_status st;
+    if ((st = need(b, c, BERT_TENSOR_REL_EMB, 0, &w->rel_emb, 2, 2 * c->deberta.att_span, H)) ||
+        !c->deberta.rel_layer_norm)
+        return st;
+    if ((st = need(b, c, BERT_TENSOR_REL_LN_G, 0, &w->rel_ln_g, 1, H, 0)))
+        return st;
+    return need(b, c, BERT_TENSOR_REL_LN_B, 0, &w->rel_ln_b, 1, H, 0);
+}
+
 static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
                                  struct bert_weights *w)
 {
@@ -377,6 +392,8 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
         if (st == BERT_OK && c->family == BERT_FAMILY_MPNET)
             st = need(b, c, BERT_TENSOR_REL_ATTN_BIAS, 0, &w->rel_attn_bias, 2,
                       c->relative_buckets, c->num_heads);
+        if (st == BERT_OK && c->family == BERT_FAMILY_DEBERTA_V2)
+            st = bind_deberta_relative(b, c, w);
     }
     if (st != BERT_OK)
         return st;

@@ -44,6 +44,8 @@ struct bert_weights {
     struct bert_layer_weights *layers;    /* (n_layers) */
     size_t n_layers;
     const float *rel_attn_bias;           /* (buckets, A): MPNet's, shared by the layers */
+    const float *rel_emb;                 /* (2 * att_span, H): DeBERTa-v2's, shared */
+    const float *rel_ln_g, *rel_ln_b;     /* (H): its norm_rel_ebd LayerNorm; NULL without */
 
     /* Optional heads: NULL when the checkpoint has none. The pooler is the
      * dense layer the classifier reads (BERT pooler, DistilBERT

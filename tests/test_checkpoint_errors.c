@@ -444,6 +444,36 @@ static void mpnet_buckets(const char *d)
     config_set(d, "model_type", json_string("mpnet"));
     config_set(d, "relative_attention_num_buckets", json_integer(64));
 }
+/* A BERT checkpoint declared as DeBERTa-v3, then given one setting the
+ * engine does not run. */
+static void deberta_v3(const char *d)
+{
+    config_set(d, "model_type", json_string("deberta-v2"));
+    config_set(d, "relative_attention", json_true());
+    config_set(d, "position_biased_input", json_false());
+    config_set(d, "share_att_key", json_true());
+    config_set(d, "position_buckets", json_integer(256));
+}
+static void deberta_conv(const char *d)
+{
+    deberta_v3(d);
+    config_set(d, "conv_kernel_size", json_integer(3));
+}
+static void deberta_unshared(const char *d)
+{
+    deberta_v3(d);
+    config_set(d, "share_att_key", json_false());
+}
+static void deberta_p2p(const char *d)
+{
+    deberta_v3(d);
+    config_set(d, "pos_att_type", json_pack("[s,s]", "c2p", "p2p"));
+}
+static void deberta_mlm(const char *d)
+{
+    deberta_v3(d);
+    config_set(d, "architectures", json_pack("[s]", "DebertaV2ForMaskedLM"));
+}
 static void no_layers_key(const char *d) { config_set(d, "num_hidden_layers", NULL); }
 static void heads_3(const char *d) { config_set(d, "num_attention_heads", json_integer(3)); }
 static void act_foo(const char *d) { config_set(d, "hidden_act", json_string("foo")); }
@@ -538,6 +568,16 @@ static const struct bad_case cases[] = {
      {"missing tensor 'embeddings.word_embeddings.weight'", NULL}},
     {"mpnet-buckets", mpnet_buckets, BERT_E_UNSUPPORTED, "config.json",
      {"relative_attention_num_buckets 64 is not supported", "supported: 32"}},
+    {"bert-weights-as-deberta", deberta_v3, BERT_E_FORMAT, "model.safetensors",
+     {"missing tensor 'embeddings.word_embeddings.weight'", NULL}},
+    {"deberta-conv", deberta_conv, BERT_E_UNSUPPORTED, "config.json",
+     {"conv_kernel_size 3 is not supported", NULL}},
+    {"deberta-unshared-keys", deberta_unshared, BERT_E_UNSUPPORTED, "config.json",
+     {"share_att_key false is not supported", NULL}},
+    {"deberta-p2p", deberta_p2p, BERT_E_UNSUPPORTED, "config.json",
+     {"pos_att_type \"p2p\" is not supported", "supported: c2p, p2c"}},
+    {"deberta-mlm", deberta_mlm, BERT_E_UNSUPPORTED, "config.json",
+     {"\"DebertaV2ForMaskedLM\" is not supported", NULL}},
     {"relative-key", relative_key, BERT_E_UNSUPPORTED, "config.json",
      {"position_embedding_type \"relative_key\"", NULL}},
     {"roberta-decoder", roberta_decoder, BERT_E_UNSUPPORTED, "config.json",

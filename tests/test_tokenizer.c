@@ -71,6 +71,8 @@ static const struct suite suites[] = {
      false},
     {"unigram-options (tokenizer.json)", "json", DATA "unigram-options/tokenizer.json",
      DATA "unigram-options.jsonl", true, false},
+    {"deberta-v3-style (tokenizer.json)", "json", DATA "deberta/tokenizer.json",
+     DATA "deberta.jsonl", true, false},
     {"all-mpnet-base-v2 (real folder)", "dir", SHARED "all-mpnet-base-v2", DATA "mpnet.jsonl",
      false, false},
     {"all-mpnet-base-v2 (real tokenizer.json)", "json", SHARED "all-mpnet-base-v2/tokenizer.json",

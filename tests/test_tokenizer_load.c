@@ -111,6 +111,13 @@ static void test_load_errors(void)
          "{\"type\": \"Whitespace\"}}",
          BERT_E_UNSUPPORTED, "pre_tokenizer type \"Whitespace\" is not supported (only BertPreTokenizer, "
          "ByteLevel and Metaspace)"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": "
+         "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Punctuation\"}, {\"type\": "
+         "\"Metaspace\"}]}}",
+         BERT_E_UNSUPPORTED, "a Sequence is supported with exactly one member"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": "
+         "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Whitespace\"}]}}",
+         BERT_E_UNSUPPORTED, "pre_tokenizer type \"Whitespace\" is not supported"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"decoder\": "
          "{\"type\": \"Fuse\"}}",
          BERT_E_UNSUPPORTED, "decoder type \"Fuse\" is not supported (only WordPiece, ByteLevel and "

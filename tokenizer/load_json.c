@@ -99,6 +99,14 @@ static enum bert_status load_pre_tokenizer(const struct tok_json_ctx *c, const j
     tok->pretok = TOK_PRETOK_NONE;
     if (st != BERT_OK || type == NULL)
         return st;
+    /* DeBERTa-v3's converter wraps its one Metaspace in a Sequence. */
+    const json_t *list = json_object_get(p, "pretokenizers");
+    if (strcmp(type, "Sequence") == 0)
+        return json_array_size(list) == 1
+                   ? load_pre_tokenizer(c, json_array_get(list, 0), tok)
+                   : tok_json_fail(c, BERT_E_UNSUPPORTED, "pre_tokenizer",
+                                   "a Sequence is supported with exactly one member (as "
+                                   "DeBERTa-v3's Metaspace)");
     if (strcmp(type, "BertPreTokenizer") == 0) {
         if (tok->kind != BERT_TOKENIZER_WORDPIECE)
             return tok_json_fail(c, BERT_E_UNSUPPORTED, "pre_tokenizer",

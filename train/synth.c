@@ -305,6 +305,10 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, true, true},
         {BERT_TENSOR_REL_ATTN_BIAS, PARAM_WEIGHT, c->relative_buckets, c->num_heads, false,
          c->family == BERT_FAMILY_MPNET},
+        {BERT_TENSOR_REL_EMB, PARAM_WEIGHT, 2 * c->deberta.att_span, H, false,
+         c->family == BERT_FAMILY_DEBERTA_V2},
+        {BERT_TENSOR_REL_LN_G, PARAM_LN_GAMMA, H, 0, false, c->deberta.rel_layer_norm},
+        {BERT_TENSOR_REL_LN_B, PARAM_LN_BETA, H, 0, false, c->deberta.rel_layer_norm},
         {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, false, o->pooler || o->classifier},
         {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, false, o->pooler || o->classifier},
         {BERT_TENSOR_MLM_DENSE_W, PARAM_WEIGHT, E, H, false, o->mlm},
@@ -490,7 +494,7 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
     if (c.family == BERT_FAMILY_DISTILBERT || c.family == BERT_FAMILY_MODERNBERT ||
         c.family == BERT_FAMILY_MPNET)
         c.type_vocab_size = 0;
-    else if (c.type_vocab_size == 0)
+    else if (c.type_vocab_size == 0 && c.family != BERT_FAMILY_DEBERTA_V2)
         return bert_error_set(err, BERT_E_INVALID, "%s needs at least one token type",
                               c.model_type);
     if (c.family != BERT_FAMILY_ELECTRA || c.embedding_size == 0)
@@ -503,12 +507,22 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
      * the MLM transform's, is gelu. */
     if (c.family == BERT_FAMILY_JINA_BERT)
         c.mlm_activation = BERT_ACTIVATION_GELU;
+    /* DeBERTa-v3's attention (deberta-v3-base's config) and ContextPooler. */
+    if (c.family == BERT_FAMILY_DEBERTA_V2 && c.deberta.att_span == 0) {
+        c.deberta = (struct bert_deberta){.position_buckets = 256,
+                                          .max_relative_positions = c.max_position_embeddings,
+                                          .att_span = 256, .c2p = true, .p2c = true,
+                                          .rel_layer_norm = true};
+        c.pooler_activation = BERT_ACTIVATION_GELU;
+        c.type_vocab_size = 0;
+    }
     if (c.hidden_size == 0 || c.num_heads == 0 || c.hidden_size % c.num_heads != 0 ||
         c.num_layers == 0 || c.intermediate_size == 0 ||
         c.max_position_embeddings <= (size_t)c.pad_token_id + 1 ||
         ((o->classifier || o->token_classification) && c.num_labels == 0) ||
         (o->token_classification + o->question_answering + o->classifier > 1) ||
         (o->discriminator && c.family != BERT_FAMILY_ELECTRA) ||
+        (c.family == BERT_FAMILY_DEBERTA_V2 && o->mlm) ||
         (c.family == BERT_FAMILY_JINA_BERT &&
          c.activation != BERT_ACTIVATION_GELU && c.activation != BERT_ACTIVATION_RELU) ||
         (c.family == BERT_FAMILY_NOMIC_BERT &&

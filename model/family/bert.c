@@ -64,7 +64,11 @@ void family_bert_attention(const struct bert_model *model, struct bert_scratch *
     if (p->member == 0)
         atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
     bert_team_barrier(team);
-    attention_member(model, s, b, p->member, SIZE_MAX);
+    if (c->family == BERT_FAMILY_DEBERTA_V2)
+        family_deberta_attention_member(model, s, b, (size_t)(l - model->engine->weights.layers),
+                                        p->member);
+    else
+        attention_member(model, s, b, p->member, SIZE_MAX);
     bert_team_barrier(team);
 
     bert_linear_share(p, s->ctx, H, &l->attn_out, H, out, H);

@@ -78,4 +78,23 @@ float *family_jina_alibi_new(const struct bert_config *c, size_t positions);
 float *family_mpnet_rel_bias_new(const struct bert_config *c, const float *bias,
                                  size_t positions);
 
+/* DeBERTa-v2/v3 (deberta.c) runs family_bert_encode_member (embeddings
+ * without positions, BERT's post-LN layers); its attention is
+ * disentangled. The tables made at load: each layer's key_proj and
+ * query_proj of the (LayerNorm'd) relative embeddings, and the relative
+ * index of every distance below `positions`. NULL when out of memory. */
+struct family_deberta;
+struct family_deberta *family_deberta_new(const struct bert_config *c,
+                                          const struct bert_weights *w, size_t positions);
+void family_deberta_free(struct family_deberta *t);
+
+/* Floats of attention workspace per member for sequences up to max_n. */
+size_t family_deberta_workspace_floats(const struct bert_config *c, size_t max_n);
+
+/* This member's share of layer `layer`'s disentangled attention, from
+ * s->qkv into s->ctx, handed out per (sequence, head) as attention_member
+ * does (s->next_item reset before a barrier). */
+void family_deberta_attention_member(const struct bert_model *model, struct bert_scratch *s,
+                                     const struct bert_batch *b, size_t layer, size_t member);
+
 #endif

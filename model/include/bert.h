@@ -35,6 +35,7 @@ enum bert_family {
     BERT_FAMILY_MPNET,      /* MPNet: BERT layers plus a bucketed relative position bias */
     BERT_FAMILY_NOMIC_BERT, /* NomicBERT: post-LN, fused QKV, RoPE, SwiGLU / GeGLU */
     BERT_FAMILY_JINA_BERT,  /* JinaBERT v2 (model_type bert, alibi): BERT with ALiBi, GeGLU */
+    BERT_FAMILY_DEBERTA_V2, /* DeBERTa-v2/v3: BERT layers with disentangled attention */
     BERT_FAMILY_COUNT
 };
 
@@ -142,6 +143,19 @@ struct bert_config {
         double rotary_base;
         bool qkv_bias, fc1_bias, fc2_bias;
     } nomic;
+
+    /* DeBERTa-v2/v3 (zero / false for the other families): the relative
+     * distance i - j of query i and key j is bucketed (log buckets past
+     * position_buckets / 2 when position_buckets > 0) and clamped to
+     * [-att_span, att_span); c2p / p2c are pos_att_type's terms; the
+     * relative embeddings (2 * att_span rows) go through encoder.LayerNorm
+     * when rel_layer_norm (norm_rel_ebd "layer_norm"). */
+    struct bert_deberta {
+        size_t position_buckets;  /* 0: none */
+        size_t max_relative_positions;
+        size_t att_span;          /* position_buckets, else max_relative_positions */
+        bool c2p, p2c, rel_layer_norm;
+    } deberta;
 };
 
 /* Release id2label. Safe on a zeroed or already freed config. */

@@ -79,6 +79,7 @@ SMALL = {"layers": 2, "hidden": 64, "heads": 2, "intermediate": 128, "max-positi
 ROBERTA = {"type-vocab": 1, "max-position": 66}  # positions from pad_token_id + 1
 MPNET = {"model-type": "mpnet", "eps": 1e-5, "max-position": 66}  # positions from 2
 JINA = {"model-type": "jina_bert"}  # ALiBi: no position table, max-position only bounds
+DEBERTA = {"model-type": "deberta-v2", "eps": 1e-7}
 MODERN = {"model-type": "modernbert", "layers": 3, "hidden": 64, "heads": 2, "intermediate": 96,
           "max-position": 64, "eps": 1e-5, "local-window": 16, "global-every": 2}
 
@@ -226,6 +227,17 @@ SPECS = [
              "prefix": True}),
     qa_spec("modernbert-qa", "ModernBertForQuestionAnswering L=3 H=64 (head + classifier)",
             "modernbert", {**MODERN, **SPREAD, "seed": 2115, "prefix": True}),
+    ner_spec("deberta-ner", "DebertaV2ForTokenClassification L=2 H=64, disentangled attention, "
+             "uncased WordPiece standing in for DeBERTa's Unigram", "minilm",
+             {**SMALL, **SPREAD, **DEBERTA, "seed": 2130, "prefix": True,
+              "labels": CONLL_LABELS}),
+    qa_spec("deberta-qa", "DebertaV2ForQuestionAnswering L=2 H=64 (deberta-v3-base's config "
+            "names this head)", "minilm", {**SMALL, **SPREAD, **DEBERTA, "seed": 2131,
+                                          "prefix": True}),
+    zs_spec("deberta-nli", "DebertaV2ForSequenceClassification L=2 H=64: ContextPooler (gelu) + "
+            "classifier, entailment 0 as the NLI DeBERTa-v3 checkpoints", "minilm",
+            {**SMALL, **SPREAD, **DEBERTA, "seed": 2132, "prefix": True,
+             "labels": "entailment,neutral,contradiction"}),
     zs_spec("roberta-nli", "RobertaForSequenceClassification L=2 H=64 with roberta-large-mnli's "
             "labels (entailment 2, contradiction 0)", "roberta",
             {**SMALL, **SPREAD, **ROBERTA, "model-type": "roberta", "seed": 2121, "prefix": True,

@@ -492,6 +492,40 @@ SPECS += [
 ]
 
 
+# DeBERTa-v3: disentangled attention with v3's 256 log buckets over 512
+# positions, so the ~265-token passages reach the logarithmic buckets
+# (distances past 128). The minilm WordPiece tokenizer stands in for
+# DeBERTa's SentencePiece one (the numerics do not depend on it).
+DEBERTA = {"model-type": "deberta-v2", "layers": 2, "hidden": 64, "heads": 2,
+           "intermediate": 128, "eps": 1e-7}
+SPECS += [
+    {
+        "name": "deberta-embed",
+        "about": "DebertaV2Model L=2 H=64 A=2 (no prefix): no positions or token types, "
+                 "c2p + p2c relative attention (256 buckets), rel_embeddings LayerNorm; mean "
+                 "pooling + Normalize, inputs up to ~290 tokens; F32, BF16, F16",
+        "tokenizer": "minilm",
+        "init": {**DEBERTA, "weight-std": 0.1, "bias-range": 0.1, "ln-range": 0.2, "seed": 112,
+                 "sentence-transformers": True, "pooling": "mean", "normalize": True},
+        "dtypes": ["f32", "bf16", "f16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES[:1] + [LONG_TEXT]],
+        "hidden": {"f32": [0, 5], "bf16": [0], "f16": [0]},
+    },
+    {
+        "name": "deberta-classify",
+        "about": "DebertaV2ForSequenceClassification L=2 H=64 A=2, deberta. prefix: "
+                 "ContextPooler (pooler.dense + gelu on [CLS]) and classifier, 3 labels "
+                 "softmax, pairs up to ~270 tokens",
+        "tokenizer": "minilm",
+        "init": {**DEBERTA, **SPREAD, "weight-std": 0.15, "seed": 113, "prefix": True,
+                 "labels": "entailment,neutral,contradiction", "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES[:2]] + PAIRS[1:3] + [PAIRS[5]],
+        "hidden": {"f32": [0]},
+    },
+]
+
+
 def tokenize(tokenizer_dir, inputs):
     """Ids from the official tokenizer: tokenizer.json as is, or the
     vocab.txt layout converted as transformers does."""

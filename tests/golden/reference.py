@@ -236,14 +236,20 @@ class Bert:
         q = proj("q", x).reshape(n, A, D).transpose(0, 1)
         k = proj("k", x).reshape(n, A, D).transpose(0, 1)
         v = proj("v", x).reshape(n, A, D).transpose(0, 1)
-        scores = q @ k.transpose(1, 2) / math.sqrt(D)
-        if self.attn_bias is not None:  # MPNet's relative position bias
-            scores = scores + self.attn_bias
-        probs = softmax(scores)
+        probs = softmax(self.attention_scores(q, k, proj))
         ctx = (probs @ v).transpose(0, 1).reshape(n, H)
         # Post-LN residual blocks.
         x = norm("ln1", proj("o", ctx) + x)
         return self.feed_forward(x, lp)
+
+    def attention_scores(self, q, k, proj):
+        """(A, n, n) scaled scores of per-head q, k (A, n, D), plus the
+        family's relative bias; `proj` runs one of the layer's Linears."""
+        del proj  # DeBERTa's projects its relative embeddings
+        scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+        if self.attn_bias is not None:  # MPNet's relative position bias
+            scores = scores + self.attn_bias
+        return scores
 
     def feed_forward(self, x, lp):
         """BertIntermediate + BertOutput (post-LN)."""
@@ -623,6 +629,97 @@ class JinaBert(Bert):
                           self.p(lp + "mlp.layernorm.bias"), self.eps)
 
 
+def deberta_log_bucket(relative, buckets, max_position):
+    """DeBERTa's make_log_bucket_position on an integer tensor of query -
+    key distances: exact below buckets // 2, then ceil of a logarithmic
+    scale that puts max_position - 1 on the last bucket, sign kept. In
+    float64 here (self_check: equal to transformers' float32 arithmetic for
+    every distance below 20000)."""
+    mid = buckets // 2
+    mag = relative.abs()
+    scale = math.log((max_position - 1) / mid)
+    far = torch.ceil(torch.log(mag.double().clamp(min=mid) / mid) / scale * (mid - 1)).long() + mid
+    return torch.where(mag <= mid, relative, far * torch.sign(relative))
+
+
+class DebertaV2(Bert):
+    """DeBERTa-v2/v3 (He et al. 2021, "DeBERTa", sec. 3; modeling_deberta_v2.py)
+    in float64: word embeddings + LayerNorm (no positions, no token types),
+    post-LN layers whose attention adds to content-to-content q_i . k_j the
+    content-to-position q_i . Kr[r(i, j)] and position-to-content
+    k_j . Qr[r(j, i)] terms, where Kr / Qr are key_proj / query_proj (with
+    bias, share_att_key) of LayerNorm(rel_embeddings) and r(i, j) =
+    clamp(bucket(i - j) + span, 0, 2 span - 1) indexes them (the p2c index
+    is taken from the transposed distance, as transformers gathers and
+    transposes); all three divided by sqrt(d * 3). Then BERT's output,
+    intermediate and output blocks; ContextPooler (dense + gelu on the
+    first token) under the classifier. Built as full (A, n, n) matrices."""
+
+    LAYER = {"q": "attention.self.query_proj", "k": "attention.self.key_proj",
+             "v": "attention.self.value_proj", "o": "attention.output.dense",
+             "ln1": "attention.output.LayerNorm", "ff1": "intermediate.dense",
+             "ff2": "output.dense", "ln2": "output.LayerNorm"}
+
+    def __init__(self, folder):  # pylint: disable=super-init-not-called
+        with open(os.path.join(folder, "config.json")) as f:
+            self.config = c = json.load(f)
+        self.family = "deberta-v2"
+        self.H, self.A, self.L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
+        self.eps = c.get("layer_norm_eps", 1e-7)
+        self.act = c.get("hidden_act", "gelu")
+        raw = read_safetensors(os.path.join(folder, "model.safetensors"))
+        self.w = {name: to_tensor(*v) for name, v in raw.items()}
+        self.prefix = "deberta." if "deberta.embeddings.word_embeddings.weight" in self.w else ""
+        self.layer_prefix, self.layer_names = "encoder.layer.", self.LAYER
+        self.pooler_name, self.pooler_act = "pooler.dense", c.get("pooler_hidden_act", "gelu")
+        self.classifier_name = "classifier"
+        self.mlm_names = ("(none)",)
+        max_rel = c.get("max_relative_positions", -1)
+        self.max_rel = max_rel if max_rel >= 1 else c.get("max_position_embeddings", 512)
+        self.buckets = c.get("position_buckets", -1)
+        self.span = self.buckets if self.buckets > 0 else self.max_rel
+        self.terms = c.get("pos_att_type") or []
+        self.pooling, self.normalize = self._sentence_transformers(folder)
+
+    def relative_positions(self, n):
+        """(n, n) bucketed query - key distances (build_relative_position)."""
+        idx = torch.arange(n)
+        rel = idx[:, None] - idx[None, :]
+        return deberta_log_bucket(rel, self.buckets, self.max_rel) if self.buckets > 0 else rel
+
+    def encode(self, ids, type_ids):
+        del type_ids  # DeBERTa-v3 has no token types
+        ids = torch.tensor(ids, dtype=torch.long)
+        x = layer_norm(self.p("embeddings.word_embeddings.weight")[ids],
+                       self.p("embeddings.LayerNorm.weight"),
+                       self.p("embeddings.LayerNorm.bias"), self.eps)
+        rel = self.p("encoder.rel_embeddings.weight")[:2 * self.span]
+        if "layer_norm" in self.config.get("norm_rel_ebd", "none"):
+            rel = layer_norm(rel, self.p("encoder.LayerNorm.weight"),
+                             self.p("encoder.LayerNorm.bias"), self.eps)
+        self.rel, self.rel_pos = rel, self.relative_positions(len(ids))
+        for i in range(self.L):
+            x = self.layer(x, f"{self.layer_prefix}{i}.")
+        return x
+
+    def attention_scores(self, q, k, proj):
+        A, n, D = q.shape
+
+        def heads(t):
+            return t.reshape(t.shape[0], A, D).transpose(0, 1)  # (A, rows, D)
+        scores = q @ k.transpose(1, 2)
+        last = 2 * self.span - 1
+        if "c2p" in self.terms:  # [i][j]: q_i . Kr[clamp(rel(i, j) + span)]
+            c2p = q @ heads(proj("k", self.rel)).transpose(1, 2)  # (A, n, 2 span)
+            index = (self.rel_pos + self.span).clamp(0, last)
+            scores = scores + torch.gather(c2p, 2, index.expand(A, n, n))
+        if "p2c" in self.terms:  # gathered [j][i]: k_j . Qr[clamp(-rel(j, i) + span)], transposed
+            p2c = k @ heads(proj("q", self.rel)).transpose(1, 2)  # (A, n keys, 2 span)
+            index = (-self.rel_pos + self.span).clamp(0, last)
+            scores = scores + torch.gather(p2c, 2, index.expand(A, n, n)).transpose(1, 2)
+        return scores / math.sqrt(D * (1 + len(self.terms)))
+
+
 def load(folder):
     """The reference model for a checkpoint folder of any supported family."""
     with open(os.path.join(folder, "config.json")) as f:
@@ -634,6 +731,8 @@ def load(folder):
         return NomicBert(folder)
     if model_type == "bert" and config.get("position_embedding_type") == "alibi":
         return JinaBert(folder)
+    if model_type == "deberta-v2":
+        return DebertaV2(folder)
     return MPNet(folder) if model_type == "mpnet" else Bert(folder)
 
 
@@ -681,6 +780,14 @@ def self_check():
     large = 8 + (torch.log(n.float() / 8) / math.log(128 / 8) * 8).long()
     f32 = (rel > 0).long() * 16 + torch.where(n < 8, n, large.clamp(max=15))
     pairs["mpnet_bucket"] = (mpnet_bucket(rel).double(), f32.double())
+    # DeBERTa's log buckets: float64 here, float32 in transformers
+    # (make_log_bucket_position), for v3's 256 buckets over 512 positions.
+    mid = 128
+    abs_pos = torch.where((rel < mid) & (rel > -mid), torch.tensor(mid - 1), rel.abs())
+    log_pos = torch.ceil(torch.log(abs_pos / mid) / torch.log(torch.tensor((512 - 1) / mid))
+                         * (mid - 1)) + mid
+    f32 = torch.where(abs_pos <= mid, rel.float(), log_pos * torch.sign(rel))
+    pairs["deberta_bucket"] = (deberta_log_bucket(rel, 256, 512).double(), f32.double())
     # ALiBi slopes: the paper's values for 8 heads, and its 12-head workaround.
     pairs["alibi_8"] = (torch.tensor(alibi_slopes(8)), 2.0 ** -torch.arange(1.0, 9.0))
     pairs["alibi_12"] = (torch.tensor(alibi_slopes(12)), torch.tensor(

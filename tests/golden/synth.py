@@ -114,11 +114,11 @@ def options(init):
 FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
             "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra",
             "modernbert": "modernbert", "mpnet": "mpnet", "nomic_bert": "nomic_bert",
-            "jina_bert": "jina_bert"}
+            "jina_bert": "jina_bert", "deberta-v2": "deberta-v2"}
 CLASS_PREFIX = {"bert": "Bert", "distilbert": "DistilBert", "roberta": "Roberta",
                 "xlm-roberta": "XLMRoberta", "camembert": "Camembert", "electra": "Electra",
                 "modernbert": "ModernBert", "mpnet": "MPNet", "nomic_bert": "NomicBert",
-                "jina_bert": "JinaBert"}
+                "jina_bert": "JinaBert", "deberta-v2": "DebertaV2"}
 # MPNet's relative position buckets (MPNetConfig relative_attention_num_buckets).
 MPNET_BUCKETS = 32
 
@@ -180,6 +180,38 @@ def jina_layer_specs(lp, H, FF):
         (f"{lp}mlp.layernorm.weight", LN_GAMMA, (H,)),
         (f"{lp}mlp.layernorm.bias", LN_BETA, (H,)),
     ]
+
+
+# DeBERTa-v3's relative positions (deberta-v3-base's config.json):
+# rel_embeddings has 2 * position_buckets rows.
+DEBERTA_BUCKETS = 256
+
+
+def deberta_specs(o, vocab):
+    """DebertaV2Model / ForSequenceClassification names
+    (modeling_deberta_v2.py): word embeddings and LayerNorm (no positions,
+    no token types), BertLayer's names with the attention's Linear layers
+    called query_proj / key_proj / value_proj, the encoder's rel_embeddings
+    and LayerNorm, then ContextPooler's pooler.dense and the classifier
+    outside the encoder."""
+    p = "deberta." if o["prefix"] else ""
+    H, FF = o["hidden"], o["intermediate"]
+    specs = [(f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, H)),
+             (f"{p}embeddings.LayerNorm.weight", LN_GAMMA, (H,)),
+             (f"{p}embeddings.LayerNorm.bias", LN_BETA, (H,))]
+    for i in range(o["layers"]):
+        for name, kind, shape in bert_layer_specs(f"{p}encoder.layer.{i}.", H, FF):
+            for k in ("query", "key", "value"):
+                name = name.replace(f"attention.self.{k}.", f"attention.self.{k}_proj.")
+            specs.append((name, kind, shape))
+    specs += [(f"{p}encoder.rel_embeddings.weight", WEIGHT, (2 * DEBERTA_BUCKETS, H)),
+              (f"{p}encoder.LayerNorm.weight", LN_GAMMA, (H,)),
+              (f"{p}encoder.LayerNorm.bias", LN_BETA, (H,))]
+    if o["labels"] is not None:
+        n = len(o["labels"].split(","))
+        specs += [("pooler.dense.weight", WEIGHT, (H, H)), ("pooler.dense.bias", BIAS, (H,)),
+                  ("classifier.weight", WEIGHT, (n, H)), ("classifier.bias", BIAS, (n,))]
+    return specs
 
 
 def distilbert_layer_specs(lp, H, FF):
@@ -301,6 +333,8 @@ def tensor_specs(o, vocab):
         return modernbert_specs(o, vocab)
     if fam == "nomic_bert":
         return nomic_specs(o, vocab)
+    if fam == "deberta-v2":
+        return deberta_specs(o, vocab)
     p = {"bert": "bert.", "distilbert": "distilbert.", "roberta": "roberta.",
          "electra": "electra.", "mpnet": "mpnet.", "jina_bert": "bert."}[fam] if o["prefix"] else ""
     H, FF, E = o["hidden"], o["intermediate"], embedding_size(o)
@@ -441,6 +475,16 @@ def config_json(o, vocab):
             "rotary_emb_base": o["rotary-base"], "rotary_emb_fraction": 1.0,
             "rotary_emb_interleaved": False, "prenorm": False,
             "qkv_proj_bias": b, "mlp_fc1_bias": b, "mlp_fc2_bias": b})
+    elif fam == "deberta-v2":
+        cfg.update({
+            "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],
+            "num_attention_heads": o["heads"], "intermediate_size": o["intermediate"],
+            "type_vocab_size": 0, "layer_norm_eps": float(np.float32(o["eps"])),
+            "hidden_act": act, "relative_attention": True, "max_relative_positions": -1,
+            "position_buckets": DEBERTA_BUCKETS, "pos_att_type": ["p2c", "c2p"],
+            "share_att_key": True, "position_biased_input": False,
+            "norm_rel_ebd": "layer_norm", "pooler_hidden_size": o["hidden"],
+            "pooler_hidden_act": "gelu"})
     elif fam == "mpnet":
         cfg.update({
             "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],

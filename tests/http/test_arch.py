@@ -7,7 +7,7 @@ equal the `bert` CLI's, /rerank and /v1/rerank order equals sorting the
 classifier's scores, /info names the family and its capabilities, routes the
 checkpoint cannot serve answer 422 naming why; ModernBERT also takes a
 4,096-token input end to end; an ELECTRA discriminator serves
-/replaced-tokens; MPNet, NomicBERT and JinaBERT also load their real
+/replaced-tokens; MPNet, NomicBERT, JinaBERT and DeBERTa-v3 also load their real
 checkpoints' config.json (../shared/data). An unsupported model_type or family variant fails
 start-up naming config.json and the value.
 
@@ -339,6 +339,67 @@ class MPNetRealConfig(unittest.TestCase):
                 "relative_attention_num_buckets 64 is not supported")
 
 
+class Deberta(unittest.TestCase):
+    """DeBERTa-v3: deberta-v3-base's own config.json (its head is
+    DebertaV2ForQuestionAnswering; 128100 rows over a smaller tokenizer) and
+    deberta-v3-large's (no head) load and answer; a small NLI classifier
+    (ContextPooler) serves /zero-shot-classification as the CLI does; the
+    DeBERTa-v2 ConvLayer is refused at start-up naming config.json."""
+
+    def real(self, name, folder, *flags):
+        return init(name, "minilm", "--config",
+                    os.path.join(TOKENIZERS, SHARED, folder, "config.json"), "--dtype", "bf16",
+                    *flags)
+
+    def test_real_configs(self):
+        base = self.real("deberta-base-real", "deberta-v3-base", "--question-answering")
+        s = Server(BIN, base)
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["family"], "deberta-v2")
+            self.assertEqual(info["model"]["max_input_tokens"], 512)
+            self.assertIn("question-answering", info["model"]["capabilities"])
+            status, _, got = s.post("/question-answering", {
+                "inputs": {"question": "Where is the tower?",
+                           "context": "The Eiffel Tower is in Paris, France."}})
+            self.assertEqual(status, 200, got)
+            status, _, got = s.post("/embed", {"inputs": "Hello world! " * 150})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got[0]), 768)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+        refused(self, base, lambda c: c.update(conv_kernel_size=3),
+                "conv_kernel_size 3 is not supported")
+        if os.environ.get("BERT_TEST_SANITIZED"):  # 24 layers of 1024: minutes sanitized
+            return
+        large = self.real("deberta-large-real", "deberta-v3-large")
+        s = Server(BIN, large)
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["family"], "deberta-v2")
+            status, _, got = s.post("/embed", {"inputs": "Hello world!"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got[0]), 1024)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+
+    def test_zero_shot(self):
+        model = init("deberta-nli", "minilm", "--model-type", "deberta-v2", "--labels",
+                     "entailment,neutral,contradiction")
+        s = Server(BIN, model)
+        try:
+            body = {"inputs": "The new rights are nice enough",
+                    "candidate_labels": ["politics", "economy", "sport"]}
+            status, _, got = s.post("/zero-shot-classification", body)
+            self.assertEqual(status, 200, got)
+            rc, want = cli(BIN, "zero-shot-classification", model, body)
+            self.assertEqual(rc, 0)
+            self.assertTrue(close_floats(got, want, 1e-5), "%s vs %s" % (got, want))
+            self.assertAlmostEqual(sum(got["scores"]), 1.0, places=5)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+
+
 class NomicBert(Family, unittest.TestCase):
     """Post-LN blocks with RoPE and SwiGLU, every bias on, an 8K context
     served with max_batch_tokens 8192, and a vocabulary padded past the
@@ -526,10 +587,10 @@ class NotACrossEncoder(unittest.TestCase):
 
 class UnsupportedModelType(unittest.TestCase):
     def test_start_up_names_config_and_value(self):
-        model = init("deberta", "minilm")
-        out = refused(self, model, lambda c: c.update(model_type="deberta-v2"), "distilbert")
+        model = init("funnel", "minilm")
+        out = refused(self, model, lambda c: c.update(model_type="funnel"), "distilbert")
         # The log escapes the quotes around the value.
-        self.assertRegex(out, r'model_type \\?"deberta-v2\\?" is not supported')
+        self.assertRegex(out, r'model_type \\?"funnel\\?" is not supported')
 
 
 if __name__ == "__main__":

@@ -89,6 +89,9 @@ const TOKENIZERS = [
   // which is checked here and nothing is written.
   { name: 'nomic', shared: 'nomic-embed-text-v1.5', sameAs: 'minilm' },
   { name: 'jina', shared: 'jina-embeddings-v2-base-en', sameAs: 'minilm' },
+  // DeBERTa-v3's pipeline (debertaJson): XLM-R's Unigram pieces under the
+  // layout transformers' DebertaV2Converter writes; lines kept short as mpnet's.
+  { name: 'deberta', layout: 'deberta', sst: 2700, sstClip: 40, sts: 150, wiki: 60, wikiLong: 3, noTjs: true, files: {} },
   { name: 'mpnet', layout: 'json', shared: 'all-mpnet-base-v2', sst: 2700, sstClip: 40, sts: 150, wiki: 60, wikiLong: 3, noTjs: true, files: {} },
 ];
 
@@ -287,6 +290,44 @@ function optionsUnigramJson() {
   return j;
 }
 
+// DeBERTa-v3's tokenizer.json as transformers' DebertaV2Converter writes it
+// for the v3 spm (do_lower_case and split_by_punct false): Sequence[Strip,
+// Precompiled, Replace(" {2,}")], Sequence[Metaspace] (prepend always),
+// Unigram with [PAD] [CLS] [SEP] [UNK] first (unk_id 3) and [MASK] an added
+// token past the pieces (deberta-v3's added_tokens.json: 128000, the spm
+// size), `[CLS] $A [SEP]` / `[CLS] $A [SEP] $B:1 [SEP]:1`, Metaspace decoder.
+function debertaJson() {
+  const x = xlmrJson();
+  const pieces = x.model.vocab.slice(4, -1);
+  const vocab = [['[PAD]', 0], ['[CLS]', 0], ['[SEP]', 0], ['[UNK]', 0], ...pieces];
+  const special = (id, content) => ({
+    id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true,
+  });
+  const sp = (id, type_id = 0) => ({ SpecialToken: { id, type_id } });
+  const seq = (id, type_id = 0) => ({ Sequence: { id, type_id } });
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [special(0, '[PAD]'), special(1, '[CLS]'), special(2, '[SEP]'), special(3, '[UNK]'),
+      special(vocab.length, '[MASK]')],
+    normalizer: {
+      type: 'Sequence',
+      normalizers: [{ type: 'Strip', strip_left: true, strip_right: true }, ...x.normalizer.normalizers],
+    },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [x.pre_tokenizer] },
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: [sp('[CLS]'), seq('A'), sp('[SEP]')],
+      pair: [sp('[CLS]'), seq('A'), sp('[SEP]'), seq('B', 1), sp('[SEP]', 1)],
+      special_tokens: {
+        '[CLS]': { id: '[CLS]', ids: [1], tokens: ['[CLS]'] },
+        '[SEP]': { id: '[SEP]', ids: [2], tokens: ['[SEP]'] },
+      },
+    },
+    decoder: x.decoder,
+    model: { type: 'Unigram', unk_id: 3, vocab, byte_fallback: false },
+  };
+}
+
 // transformers' clean_up_tokenization.
 const cleanUp = (s) => s.replaceAll(' .', '.').replaceAll(' ?', '?').replaceAll(' !', '!').replaceAll(' ,', ',')
   .replaceAll(" ' ", "'").replaceAll(" n't", "n't").replaceAll(" 'm", "'m").replaceAll(" 's", "'s")
@@ -480,7 +521,7 @@ for (const spec of TOKENIZERS.filter((t) => !only.length || only.includes(t.name
   else {
     json = {
       custom: customJson, modernbert: modernJson, xlmr: xlmrJson,
-      'unigram-options': optionsUnigramJson,
+      'unigram-options': optionsUnigramJson, deberta: debertaJson,
     }[spec.layout]();
     fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(json));
   }
