@@ -559,7 +559,8 @@ int main(int argc, char **argv)
         "bert-ner",       "distilbert-ner", "roberta-ner", "xlmr-ner",      "electra-ner",
         "modernbert-ner", "mpnet-ner",      "jina-ner",    "bert-qa",       "distilbert-qa",
         "roberta-qa",     "electra-qa",     "modernbert-qa", "mpnet-qa",    "jina-qa",
-        "roberta-nli",    "bert-nli",       "distilbert-nli", "electra-nli", "modernbert-nli"};
+        "deberta-ner",    "deberta-qa",     "roberta-nli", "bert-nli",      "distilbert-nli",
+        "electra-nli",    "modernbert-nli", "deberta-nli"};
     if (argc > 4)
         for (int i = 4; i < argc; i++)
             check_golden(argv[1], argv[2], argv[3], argv[i]);
