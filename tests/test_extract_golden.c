@@ -569,7 +569,7 @@ int main(int argc, char **argv)
     static const char *const all[] = {
         "bert-ner", "distilbert-ner", "roberta-ner", "xlmr-ner", "electra-ner", "modernbert-ner",
         "bert-qa", "distilbert-qa", "roberta-qa", "electra-qa", "modernbert-qa", "roberta-nli",
-        "bert-nli", "distilbert-nli", "electra-nli", "modernbert-nli"};
+        "bert-nli", "distilbert-nli", "electra-nli", "modernbert-nli", "gte-ner", "gte-qa"};
     if (argc > 4)
         for (int i = 4; i < argc; i++)
             check_golden(argv[1], argv[2], argv[3], argv[i]);

@@ -35,11 +35,12 @@ enum bert_family {
     BERT_FAMILY_MPNET,      /* MPNet: BERT layers plus a bucketed relative position bias */
     BERT_FAMILY_NOMIC_BERT, /* NomicBERT: post-LN, fused QKV, RoPE, SwiGLU / GeGLU */
     BERT_FAMILY_JINA_BERT,  /* JinaBERT v2 (model_type bert, alibi): BERT with ALiBi, GeGLU */
+    BERT_FAMILY_GTE,        /* GTE "new" (model_type new): post-LN, fused QKV, NTK RoPE, GLU */
     BERT_FAMILY_COUNT
 };
 
 /* "bert", "distilbert", "roberta", "electra", "modernbert", "mpnet", "nomic_bert",
- * "jina_bert". */
+ * "jina_bert", "gte". */
 const char *bert_family_name(enum bert_family family);
 
 enum bert_activation {
@@ -142,6 +143,15 @@ struct bert_config {
         double rotary_base;
         bool qkv_bias, fc1_bias, fc2_bias;
     } nomic;
+
+    /* GTE "new" (zero for the other families): rope_theta, and
+     * rope_scaling's NTK factor (1: none). NTKScalingRotaryEmbedding runs
+     * every position with base rope_theta * factor and frequencies divided
+     * by factor^(2 / head size) whenever factor > 1. */
+    struct bert_gte {
+        double rope_theta;
+        double ntk_factor;
+    } gte;
 };
 
 /* Release id2label. Safe on a zeroed or already freed config. */

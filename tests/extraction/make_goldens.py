@@ -74,6 +74,9 @@ CONLL_LABELS = "O,B-MISC,I-MISC,B-PER,I-PER,B-ORG,I-ORG,B-LOC,I-LOC"  # dslim's 
 SPREAD = {"weight-std": 0.15, "bias-range": 0.1, "ln-range": 0.2}
 SMALL = {"layers": 2, "hidden": 64, "heads": 2, "intermediate": 128, "max-position": 64}
 ROBERTA = {"type-vocab": 1, "max-position": 66}  # positions from pad_token_id + 1
+# GTE "new" (gte-multilingual-base's rope_theta and NTK factor 8).
+GTE = {"model-type": "new", "layers": 2, "hidden": 64, "heads": 2, "intermediate": 96,
+       "type-vocab": 1, "max-position": 130, "rope-theta": 20000.0, "ntk-factor": 8.0}
 MODERN = {"model-type": "modernbert", "layers": 3, "hidden": 64, "heads": 2, "intermediate": 96,
           "max-position": 64, "eps": 1e-5, "local-window": 16, "global-every": 2}
 
@@ -196,6 +199,11 @@ SPECS = [
     ner_spec("modernbert-ner", "ModernBertForTokenClassification L=3 H=64, prediction head "
              "before the classifier, byte-level BPE", "modernbert",
              {**MODERN, **SPREAD, "seed": 2102, "prefix": True, "labels": CONLL_LABELS}),
+    ner_spec("gte-ner", "NewForTokenClassification L=2 H=64 (GTE: NTK RoPE, GLU), the "
+             "XLM-R Unigram tokenizer gte-multilingual-base uses", "xlmr",
+             {**GTE, **SPREAD, "seed": 2131, "prefix": True, "labels": "O,PER,ORG,LOC"}),
+    qa_spec("gte-qa", "NewForQuestionAnswering L=2 H=64 (GTE), <s> q </s></s> c </s>", "xlmr",
+            {**GTE, **SPREAD, "seed": 2132, "prefix": True}),
     qa_spec("bert-qa", "BertForQuestionAnswering L=2 H=64, uncased WordPiece", "minilm",
             {**SMALL, **SPREAD, "seed": 2111, "prefix": True}),
     qa_spec("distilbert-qa", "DistilBertForQuestionAnswering L=2 H=64 (the "
