@@ -170,12 +170,14 @@ static double encoder_flops(const struct bert_config *c, const struct workload *
     return total * (double)c->num_layers;
 }
 
-static double now_s(void)
+static double clock_s(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -276,11 +278,14 @@ static enum bert_status run_batch(struct bench_run *r, const struct workload *w,
 }
 
 /* The JSON line: medians of the whole workload's and of each batch's
- * times (sorted in place). */
+ * times (sorted in place), and of the process CPU time per pass (on a
+ * shared machine, what a pass cost regardless of waiting for a core). */
 static void report(const char *name, const char *task_name, const struct bench_run *r,
-                   const struct workload *w, double *times, size_t repeat, double *batch_times)
+                   const struct workload *w, double *times, size_t repeat, double *batch_times,
+                   double *cpu_times)
 {
     qsort(times, repeat, sizeof *times, cmp_double);
+    qsort(cpu_times, repeat, sizeof *cpu_times, cmp_double);
     double median = times[repeat / 2];
     /* Each batch's median over the repeats (in place: slot b precedes every
      * later batch's times), then the median over batches: with one text per
@@ -294,21 +299,23 @@ static void report(const char *name, const char *task_name, const struct bench_r
     printf("{\"name\":\"%s\",\"engine\":\"bertserve\",\"task\":\"%s\",\"batches\":%zu,"
            "\"sequences\":%zu,\"tokens\":%zu,\"repeat\":%zu,\"median_ms\":%.4f,\"min_ms\":%.4f,"
            "\"max_ms\":%.4f,\"batch_p50_ms\":%.4f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"threads\":%d,\"dtype\":\"%s\","
-           "\"scratch_bytes\":%zu}\n",
+           "\"scratch_bytes\":%zu,\"median_cpu_ms\":%.4f}\n",
            name, task_name, w->n_batches, w->n_seqs, w->n_tokens, repeat, median * 1e3,
            times[0] * 1e3, times[repeat - 1] * 1e3, batch_p50 * 1e3,
            (double)w->n_tokens / median,
            encoder_flops(&r->m->config, w) / median / 1e9, (int)bert_scratch_threads(r->s),
-           r->m->int8 ? "int8" : r->m->bf16 ? "bf16" : "f32", bert_scratch_bytes(r->s));
+           r->m->int8 ? "int8" : r->m->bf16 ? "bf16" : "f32", bert_scratch_bytes(r->s),
+           cpu_times[repeat / 2] * 1e3);
 }
 
 /* `warmup` untimed passes over the workload, then `repeat` timed ones. */
 static enum bert_status time_passes(struct bench_run *r, const struct workload *w,
                                     size_t warmup, size_t repeat, double *times,
-                                    double *batch_times, struct bert_error *err)
+                                    double *batch_times, double *cpu_times,
+                                    struct bert_error *err)
 {
     for (size_t pass = 0; pass < warmup + repeat; pass++) {
-        double t0 = now_s();
+        const double t0 = now_s(), cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         for (size_t b = 0; b < w->n_batches; b++) {
             const double batch_t0 = now_s();
             enum bert_status st = run_batch(r, w, b, err);
@@ -317,8 +324,10 @@ static enum bert_status time_passes(struct bench_run *r, const struct workload *
             if (pass >= warmup)
                 batch_times[b * repeat + pass - warmup] = now_s() - batch_t0;
         }
-        if (pass >= warmup)
+        if (pass >= warmup) {
             times[pass - warmup] = now_s() - t0;
+            cpu_times[pass - warmup] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+        }
     }
     return BERT_OK;
 }
@@ -376,20 +385,23 @@ int cli_bench_command(int argc, char **argv)
     }
     rc = CLI_EXIT_FAILURE;
     double *times = malloc(repeat * sizeof *times), *batch_times = NULL;
+    double *cpu_times = malloc(repeat * sizeof *cpu_times);
     if (!(workload_path ? load_workload(workload_path, &w)
                         : load_texts(texts_path, m, batch_tokens, &w)))
         goto done;
     /* (batch, repeat): each batch's own times, for the median batch's time */
     batch_times = malloc(w.n_batches * repeat * sizeof *batch_times);
-    if (!bench_alloc(&r, &w, threads ? threads : cli_cpus(), &err) || !times || !batch_times ||
-        time_passes(&r, &w, warmup, repeat, times, batch_times, &err) != BERT_OK) {
-        fprintf(stderr, "bert bench: %s\n", times && batch_times ? err.message : "out of memory");
+    const bool buffers = times && batch_times && cpu_times;
+    if (!bench_alloc(&r, &w, threads ? threads : cli_cpus(), &err) || !buffers ||
+        time_passes(&r, &w, warmup, repeat, times, batch_times, cpu_times, &err) != BERT_OK) {
+        fprintf(stderr, "bert bench: %s\n", buffers ? err.message : "out of memory");
         goto done;
     }
-    report(name, task_name, &r, &w, times, repeat, batch_times);
+    report(name, task_name, &r, &w, times, repeat, batch_times, cpu_times);
     rc = CLI_EXIT_OK;
 done:
     free(times);
+    free(cpu_times);
     free(batch_times);
     bench_free(&r);
     workload_free(&w);

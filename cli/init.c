@@ -49,6 +49,8 @@ static struct bert_synth_options init_defaults(void)
     mb->local_window = 128;
     mb->classifier_activation = BERT_ACTIVATION_GELU;
     c->nomic.rotary_base = 1000.0; /* nomic-embed-text's rotary_emb_base */
+    c->gte.rope_theta = 20000.0;   /* gte-multilingual-base's rope_theta and NTK factor */
+    c->gte.ntk_factor = 8.0;
     return o;
 }
 
@@ -132,7 +134,7 @@ int cli_init_command(int argc, char **argv)
         {"tokenizer", CLI_OPT_STRING, &o.tokenizer_dir, "folder to copy tokenizer files from (required)"},
         {"model-type", CLI_OPT_STRING, &ch.model_type,
          "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet, "
-         "nomic_bert, deberta-v2 (bert)"},
+         "nomic_bert, deberta-v2, new (GTE) (bert)"},
         {"vocab-size", CLI_OPT_SIZE, &c->vocab_size,
          "embedding rows, at least the tokenizer's (0: the tokenizer's; more: padding rows)"},
         {"config", CLI_OPT_STRING, &o.config_file,
@@ -149,6 +151,9 @@ int cli_init_command(int argc, char **argv)
         {"act", CLI_OPT_STRING, &ch.act,
          "hidden_act: gelu, gelu_new, relu, silu (gelu); NomicBERT: silu swiglu, gelu geglu"},
         {"rotary-base", CLI_OPT_DOUBLE, &c->nomic.rotary_base, "NomicBERT: rotary_emb_base (1000)"},
+        {"rope-theta", CLI_OPT_DOUBLE, &c->gte.rope_theta, "GTE: rope_theta (20000)"},
+        {"ntk-factor", CLI_OPT_DOUBLE, &c->gte.ntk_factor,
+         "GTE: rope_scaling's NTK factor (8; 1: no rope_scaling)"},
         {"seed", CLI_OPT_U64, &o.seed, "generator seed (0)"},
         {"weight-std", CLI_OPT_DOUBLE, &o.weight_std, "std of weights and embeddings (0.02)"},
         {"bias-range", CLI_OPT_DOUBLE, &o.bias_range, "biases uniform in [-r, r] (0)"},

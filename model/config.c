@@ -404,6 +404,64 @@ static enum bert_status parse_jina_extras(const char *name, json_t *root,
     return BERT_OK;
 }
 
+/* NewConfig (GTE's remote code configuration.py / modeling.py): BERT's
+ * geometry keys with its defaults, RoPE with rope_theta and an optional NTK
+ * rope_scaling, post-LN layer_norm layers, a fused qkv_proj. The variants
+ * the remote code also has (absolute positions, rms_norm, separate q / k /
+ * v, logn attention scaling, mixed NTK, other scalings) are refused naming
+ * the key. position_embedding_type was checked by parse_root. */
+static enum bert_status parse_gte_geometry(const char *name, json_t *root,
+                                           struct bert_config *cfg, struct bert_error *err)
+{
+    struct bert_gte *g = &cfg->gte;
+    enum bert_status st;
+    double eps = 1e-12;
+    json_t *types = json_object_get(root, "type_vocab_size");
+    if ((st = get_size(name, root, "vocab_size", 30528, &cfg->vocab_size, err)) ||
+        (st = get_size(name, root, "hidden_size", 768, &cfg->hidden_size, err)) ||
+        (st = get_size(name, root, "num_hidden_layers", 12, &cfg->num_layers, err)) ||
+        (st = get_size(name, root, "num_attention_heads", 12, &cfg->num_heads, err)) ||
+        (st = get_size(name, root, "intermediate_size", 3072, &cfg->intermediate_size, err)) ||
+        (st = get_size(name, root, "max_position_embeddings", 2048,
+                       &cfg->max_position_embeddings, err)) ||
+        /* 0 turns the token type embeddings off (NewEmbeddings). */
+        (!(json_is_integer(types) && json_integer_value(types) == 0) &&
+         (st = get_size(name, root, "type_vocab_size", 1, &cfg->type_vocab_size, err))) ||
+        (st = get_real(name, root, "layer_norm_eps", 1e-12, &eps, err)) ||
+        (st = get_real(name, root, "rope_theta", 10000.0, &g->rope_theta, err)))
+        return st;
+    json_t *ln = json_object_get(root, "layer_norm_type");
+    const char *bad = json_is_string(ln) && strcmp(json_string_value(ln), "layer_norm") != 0
+                          ? "layer_norm_type (supported: layer_norm)"
+                      : !get_flag(root, "pack_qkv", true) ? "pack_qkv false (supported: true)"
+                      : get_flag(root, "logn_attention_scale", false)
+                          ? "logn_attention_scale true (supported: false)"
+                          : NULL;
+    g->ntk_factor = 1.0;
+    json_t *rs = json_object_get(root, "rope_scaling");
+    if (bad == NULL && rs != NULL && !json_is_null(rs)) {
+        json_t *type = json_object_get(rs, "type");
+        type = type != NULL ? type : json_object_get(rs, "rope_type");
+        json_t *factor = json_object_get(rs, "factor");
+        if (!json_is_object(rs) || !json_is_string(type) ||
+            strcmp(json_string_value(type), "ntk") != 0 || json_object_get(rs, "mixed_b"))
+            bad = "rope_scaling (supported: null, or {\"type\": \"ntk\", \"factor\": f} "
+                  "without mixed_b)";
+        else if (!json_is_number(factor) || !(json_number_value(factor) > 0))
+            bad = "rope_scaling.factor (must be a positive number)";
+        /* The remote code scales only when max_position_embeddings * factor
+         * exceeds max_position_embeddings. */
+        else if (json_number_value(factor) > 1.0)
+            g->ntk_factor = json_number_value(factor);
+    }
+    if (bad != NULL)
+        return bert_error_set(err, BERT_E_UNSUPPORTED, "%s: %s is not supported for GTE", name,
+                              bad);
+    cfg->embedding_size = cfg->hidden_size;
+    cfg->layer_norm_eps = (float)eps;
+    return parse_activation(name, root, "hidden_act", &cfg->activation, err);
+}
+
 /* MPNetConfig: BERT's keys without token types, and the buckets of the
  * relative position bias. modeling_mpnet.py sizes relative_attention_bias
  * by relative_attention_num_buckets but buckets distances with a fixed 32
@@ -510,13 +568,14 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
     if (cfg->family == BERT_FAMILY_BERT && json_is_string(pet) &&
         strcmp(json_string_value(pet), "alibi") == 0)
         cfg->family = BERT_FAMILY_JINA_BERT;
+    const char *positions = cfg->family == BERT_FAMILY_JINA_BERT ? "alibi"
+                            : cfg->family == BERT_FAMILY_GTE      ? "rope"
+                                                                  : "absolute";
     if (pet != NULL && !json_is_null(pet) &&
-        (!json_is_string(pet) ||
-         strcmp(json_string_value(pet),
-                cfg->family == BERT_FAMILY_JINA_BERT ? "alibi" : "absolute") != 0))
+        (!json_is_string(pet) || strcmp(json_string_value(pet), positions) != 0))
         return bert_error_set(err, BERT_E_UNSUPPORTED,
                               "%s: position_embedding_type \"%.40s\" is not supported "
-                              "(supported: absolute; alibi for model_type bert)",
+                              "(supported: absolute; alibi for model_type bert; rope for new)",
                               name, json_is_string(pet) ? json_string_value(pet) : "?");
     /* A causal BERT is the trainer's (cli/train.c --objective clm): it parses
      * here and the engine refuses to run it (model/encoder.c). */
@@ -533,6 +592,8 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
                               ? parse_modernbert_geometry(name, root, cfg, err)
                           : cfg->family == BERT_FAMILY_NOMIC_BERT
                               ? parse_nomic_geometry(name, root, cfg, err)
+                          : cfg->family == BERT_FAMILY_GTE
+                              ? parse_gte_geometry(name, root, cfg, err)
                               : parse_bert_geometry(name, root, cfg, err);
     if (st != BERT_OK || (cfg->family == BERT_FAMILY_MPNET &&
                           (st = parse_mpnet_extras(name, root, cfg, err)) != BERT_OK))
@@ -544,7 +605,8 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: hidden_size %zu is not a multiple of num_attention_heads %zu",
                               name, cfg->hidden_size, cfg->num_heads);
-    if ((cfg->family == BERT_FAMILY_MODERNBERT || cfg->family == BERT_FAMILY_NOMIC_BERT) &&
+    if ((cfg->family == BERT_FAMILY_MODERNBERT || cfg->family == BERT_FAMILY_NOMIC_BERT ||
+         cfg->family == BERT_FAMILY_GTE) &&
         (cfg->hidden_size / cfg->num_heads) % 2 != 0)
         return bert_error_set(err, BERT_E_FORMAT,
                               "%s: the head size %zu must be even (RoPE rotates pairs of halves)",

@@ -78,6 +78,21 @@ static void write_deberta(const struct bert_config *cfg, json_t *root)
     json_object_set_new(root, "pooler_dropout", json_integer(0));
 }
 
+/* NewConfig's keys beyond BERT's, as gte-multilingual-base's config.json
+ * has them: RoPE with rope_theta and, with a factor, NTK rope_scaling. */
+static void write_gte(const struct bert_config *cfg, json_t *root)
+{
+    const struct bert_gte *g = &cfg->gte;
+    json_object_set_new(root, "position_embedding_type", json_string("rope"));
+    json_object_set_new(root, "layer_norm_type", json_string("layer_norm"));
+    json_object_set_new(root, "rope_theta", json_real(g->rope_theta));
+    json_object_set_new(root, "rope_scaling",
+                        g->ntk_factor > 1.0
+                            ? json_pack("{s:s, s:f}", "type", "ntk", "factor", g->ntk_factor)
+                            : json_null());
+    json_object_set_new(root, "pack_qkv", json_true());
+}
+
 /* NomicBertConfig's keys (GPT2Config names), as nomic-embed-text-v1.5's
  * config.json has them. */
 static void write_nomic(const struct bert_config *cfg, json_t *root)
@@ -171,6 +186,8 @@ enum bert_status bert_config_write(const struct bert_config *cfg, const char *pa
         write_jina(cfg, root);
     else if (cfg->family == BERT_FAMILY_DEBERTA_V2)
         write_deberta(cfg, root);
+    else if (cfg->family == BERT_FAMILY_GTE)
+        write_gte(cfg, root);
     else if (cfg->family != BERT_FAMILY_DISTILBERT && cfg->family != BERT_FAMILY_MODERNBERT &&
              cfg->family != BERT_FAMILY_NOMIC_BERT)
         json_object_set_new(root, "position_embedding_type", json_string("absolute"));

@@ -81,11 +81,11 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     const size_t members = bert_team_size(s->team);
     const size_t T = max_tokens, H = c->hidden_size, E = c->embedding_size;
     /* ffn also holds ELECTRA's (T, E) embeddings before their projection,
-     * tmp the MLM transform's (rows, E) output. ModernBERT's, NomicBERT's and
-     * JinaBERT's ffn holds the gated MLP's (T, 2I) input and gate, qkv also
+     * tmp the MLM transform's (rows, E) output. ModernBERT's, NomicBERT's,
+     * JinaBERT's and GTE's ffn holds the gated MLP's (T, 2I) input and gate, qkv also
      * its (T, I) product. */
     const bool gated = c->family == BERT_FAMILY_MODERNBERT || c->family == BERT_FAMILY_NOMIC_BERT ||
-                       c->family == BERT_FAMILY_JINA_BERT;
+                       c->family == BERT_FAMILY_JINA_BERT || c->family == BERT_FAMILY_GTE;
     const size_t inter = c->intermediate_size;
     const size_t FF = gated ? 2 * inter : inter > E ? inter : E;
     const size_t QKV = gated && inter > 3 * H ? inter : 3 * H;
@@ -204,6 +204,7 @@ static family_encode_member_fn family_encoder(enum bert_family family)
     case BERT_FAMILY_MODERNBERT:
         return family_modernbert_encode_member;
     case BERT_FAMILY_NOMIC_BERT:
+    case BERT_FAMILY_GTE: /* NomicBERT's layers, with one up_gate_proj and NTK RoPE */
         return family_nomic_bert_encode_member;
     case BERT_FAMILY_JINA_BERT:
         return family_jina_bert_encode_member;

@@ -80,10 +80,13 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
             return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE tables");
         }
     }
-    if (m->config.family == BERT_FAMILY_NOMIC_BERT) {
+    if (m->config.family == BERT_FAMILY_NOMIC_BERT || m->config.family == BERT_FAMILY_GTE) {
         const struct bert_config *c = &m->config;
-        e->rope_global = rope_table_new(m->max_input_tokens, c->hidden_size / c->num_heads,
-                                        c->nomic.rotary_base);
+        const size_t D = c->hidden_size / c->num_heads;
+        e->rope_global = c->family == BERT_FAMILY_GTE
+                             ? rope_table_ntk_new(m->max_input_tokens, D, c->gte.rope_theta,
+                                                  c->gte.ntk_factor)
+                             : rope_table_new(m->max_input_tokens, D, c->nomic.rotary_base);
         if (e->rope_global == NULL) {
             bert_model_free(m);
             return bert_error_set(err, BERT_E_NOMEM, "out of memory for the RoPE table");

@@ -21,6 +21,8 @@ static const struct {
      * "alibi" (config.c); this name is `bert init`'s. */
     {"jina_bert", BERT_FAMILY_JINA_BERT, "JinaBert"},
     {"deberta-v2", BERT_FAMILY_DEBERTA_V2, "DebertaV2"},
+    /* GTE's remote code calls its model type and classes "new". */
+    {"new", BERT_FAMILY_GTE, "New"},
 };
 
 static const char *const family_names[BERT_FAMILY_COUNT] = {
@@ -33,6 +35,7 @@ static const char *const family_names[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_NOMIC_BERT] = "nomic_bert",
     [BERT_FAMILY_JINA_BERT] = "jina_bert",
     [BERT_FAMILY_DEBERTA_V2] = "deberta-v2",
+    [BERT_FAMILY_GTE] = "gte",
 };
 
 /* transformers' base_model_prefix of each family: XLM-R and CamemBERT keep
@@ -47,6 +50,7 @@ static const char *const prefixes[BERT_FAMILY_COUNT] = {
     [BERT_FAMILY_NOMIC_BERT] = "bert.",
     [BERT_FAMILY_JINA_BERT] = "bert.",
     [BERT_FAMILY_DEBERTA_V2] = "deberta.",
+    [BERT_FAMILY_GTE] = "new.",
 };
 
 bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
@@ -63,7 +67,8 @@ bool bert_family_from_model_type(const char *model_type, enum bert_family *out)
 const char *bert_family_supported_types(void)
 {
     return "bert, distilbert, roberta, xlm-roberta, camembert, electra, modernbert, mpnet, "
-           "nomic_bert, deberta-v2, and bert with position_embedding_type alibi (JinaBERT v2)";
+           "nomic_bert, deberta-v2, new (GTE), and bert with position_embedding_type alibi "
+           "(JinaBERT v2)";
 }
 
 const char *bert_family_name(enum bert_family family)
@@ -394,6 +399,44 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
         [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
         [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
+    },
+    /* GTE "new" (Alibaba-NLP new-impl's modeling.py, remote code):
+     * NewEmbeddings (word, token type, LayerNorm; RoPE, no positions),
+     * NewLayer (attention.qkv_proj (3H, H), attention.o_proj, attn_ln,
+     * mlp.up_gate_proj (2I, H) without bias, mlp.down_proj, mlp_ln), the
+     * pooler under the encoder, and the task models' classifier,
+     * qa_outputs and NewLMPredictionHead ("lm_head": dense, norm,
+     * decoder). */
+    [BERT_FAMILY_GTE] = {
+        [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
+        [BERT_TENSOR_TYPE_EMB] = {"embeddings.token_type_embeddings.weight", true},
+        [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},
+        [BERT_TENSOR_EMB_LN_B] = {"embeddings.LayerNorm.bias", true},
+        [BERT_TENSOR_LAYER_QUERY_W] = {"encoder.layer.%zu.attention.qkv_proj.weight", true},
+        [BERT_TENSOR_LAYER_QUERY_B] = {"encoder.layer.%zu.attention.qkv_proj.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_W] = {"encoder.layer.%zu.attention.o_proj.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_OUT_B] = {"encoder.layer.%zu.attention.o_proj.bias", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_G] = {"encoder.layer.%zu.attn_ln.weight", true},
+        [BERT_TENSOR_LAYER_ATTN_LN_B] = {"encoder.layer.%zu.attn_ln.bias", true},
+        [BERT_TENSOR_LAYER_FFN_IN_W] = {"encoder.layer.%zu.mlp.up_gate_proj.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_W] = {"encoder.layer.%zu.mlp.down_proj.weight", true},
+        [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layer.%zu.mlp.down_proj.bias", true},
+        [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layer.%zu.mlp_ln.weight", true},
+        [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layer.%zu.mlp_ln.bias", true},
+        [BERT_TENSOR_POOLER_W] = {"pooler.dense.weight", true},
+        [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},
+        [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
+        [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
+        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
+        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
+        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
+        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
+        [BERT_TENSOR_MLM_DENSE_W] = {"lm_head.dense.weight", false},
+        [BERT_TENSOR_MLM_DENSE_B] = {"lm_head.dense.bias", false},
+        [BERT_TENSOR_MLM_LN_G] = {"lm_head.norm.weight", false},
+        [BERT_TENSOR_MLM_LN_B] = {"lm_head.norm.bias", false},
+        [BERT_TENSOR_MLM_DECODER_W] = {"lm_head.decoder.weight", false},
+        [BERT_TENSOR_MLM_DECODER_B] = {"lm_head.decoder.bias", false},
     },
 };
 

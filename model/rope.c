@@ -7,12 +7,18 @@
 
 float *rope_table_new(size_t positions, size_t d, double theta)
 {
+    return rope_table_ntk_new(positions, d, theta, 1.0);
+}
+
+float *rope_table_ntk_new(size_t positions, size_t d, double theta, double factor)
+{
     const size_t half = d / 2;
     float *t = malloc(positions * d * sizeof *t);
     if (t == NULL)
         return NULL;
+    const double scale = pow(factor, -2.0 / (double)d);
     for (size_t k = 0; k < half; k++) {
-        const double f = pow(theta, -(double)(2 * k) / (double)d);
+        const double f = pow(theta * factor, -(double)(2 * k) / (double)d) * scale;
         for (size_t p = 0; p < positions; p++) {
             t[p * d + k] = (float)cos((double)p * f);
             t[p * d + half + k] = (float)sin((double)p * f);

@@ -11,6 +11,11 @@
  * computed in double. NULL when out of memory; free() it. */
 float *rope_table_new(size_t positions, size_t d, double theta);
 
+/* The same table with fixed NTK-aware scaling (GTE's NTKScalingRotaryEmbedding,
+ * https://kexue.fm/archives/9706): f_k = (theta * factor)^(-2k/d) /
+ * factor^(2/d). factor 1 is rope_table_new's table. */
+float *rope_table_ntk_new(size_t positions, size_t d, double theta, double factor);
+
 /* Rotate the head vector x (d floats) by its position's table row:
  * x[k] <- x[k] cos - x[k + d/2] sin, x[k + d/2] <- x[k + d/2] cos + x[k] sin. */
 void rope_rotate(float *x, size_t d, const float *row);

@@ -341,6 +341,36 @@ static enum bert_status bind_nomic_encoder(struct binder *b, const struct bert_c
     return BERT_OK;
 }
 
+/* GTE's NewModel: word (and token type) embeddings with their LayerNorm,
+ * post-LN layers with the fused qkv_proj, o_proj, attn_ln, the GLU's
+ * up_gate_proj (2I, H) without bias, down_proj and mlp_ln. */
+static enum bert_status bind_gte_encoder(struct binder *b, const struct bert_config *c,
+                                         struct bert_weights *w)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size;
+    /* BERT's embeddings without positions (GTE has no such name). */
+    enum bert_status st = bind_embeddings(b, c, w);
+    if (st != BERT_OK)
+        return st;
+    for (size_t i = 0; i < c->num_layers; i++) {
+        struct bert_layer_weights *l = &w->layers[i];
+        l->ffn_in_b = w->zeros;
+        if ((st = need(b, c, BERT_TENSOR_LAYER_QUERY_W, i, &l->query.w, 2, 3 * H, H)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_QUERY_B, i, &l->query_b, 1, 3 * H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_OUT_W, i, &l->attn_out.w, 2, H, H)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_OUT_B, i, &l->attn_out_b, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_LN_G, i, &l->attn_ln_g, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_ATTN_LN_B, i, &l->attn_ln_b, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_IN_W, i, &l->ffn_in.w, 2, 2 * I, H)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_OUT_W, i, &l->ffn_out.w, 2, H, I)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_OUT_B, i, &l->ffn_out_b, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_LN_G, i, &l->ffn_ln_g, 1, H, 0)) ||
+            (st = need(b, c, BERT_TENSOR_LAYER_FFN_LN_B, i, &l->ffn_ln_b, 1, H, 0)))
+            return st;
+    }
+    return BERT_OK;
+}
+
 /* NomicBertForPreTraining's cls.predictions: the transform's dense (bias
  * with mlp_fc1_bias), activation and layer_norm, and the decoder (tied to
  * the word embeddings unless stored; bias with mlp_fc1_bias). */
@@ -385,6 +415,8 @@ static enum bert_status bind_all(struct binder *b, const struct bert_config *c,
         st = bind_modernbert(b, c, w);
     } else if (c->family == BERT_FAMILY_NOMIC_BERT) {
         st = bind_nomic_encoder(b, c, w);
+    } else if (c->family == BERT_FAMILY_GTE) {
+        st = bind_gte_encoder(b, c, w);
     } else {
         st = bind_embeddings(b, c, w);
         for (size_t i = 0; i < c->num_layers && st == BERT_OK; i++)
@@ -539,7 +571,8 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
     longest = cfg->vocab_size > longest ? cfg->vocab_size : longest;
     const bool optional_biases = cfg->family == BERT_FAMILY_MODERNBERT ||
                                  cfg->family == BERT_FAMILY_NOMIC_BERT ||
-                                 cfg->family == BERT_FAMILY_JINA_BERT;
+                                 cfg->family == BERT_FAMILY_JINA_BERT ||
+                                 cfg->family == BERT_FAMILY_GTE;
     if (optional_biases)
         w->zeros = calloc(longest, sizeof *w->zeros);
     if (w->layers == NULL || (optional_biases && w->zeros == NULL)) {
@@ -588,10 +621,12 @@ static size_t dense_layers(struct bert_weights *w, const struct bert_config *c,
     /* ModernBERT fuses Q, K and V into one (3H, H) and its GeGLU input is
      * (2I, H); it has no key and value weights of its own. */
     const bool modern = c->family == BERT_FAMILY_MODERNBERT;
-    const bool fused_qkv = modern || c->family == BERT_FAMILY_NOMIC_BERT;
-    /* ModernBERT's and JinaBERT's gated feed-forward input is one (2I, H);
-     * NomicBERT's is two (I, H), the second in ffn_gate. */
-    const bool gated_in = modern || c->family == BERT_FAMILY_JINA_BERT;
+    const bool fused_qkv =
+        modern || c->family == BERT_FAMILY_NOMIC_BERT || c->family == BERT_FAMILY_GTE;
+    /* ModernBERT's, JinaBERT's and GTE's gated feed-forward input is one
+     * (2I, H); NomicBERT's is two (I, H), the second in ffn_gate. */
+    const bool gated_in =
+        modern || c->family == BERT_FAMILY_JINA_BERT || c->family == BERT_FAMILY_GTE;
     size_t n = 0;
     refs[n++] = (struct dense_ref){&w->emb_proj, H, E};
     for (size_t i = 0; i < w->n_layers; i++) {

@@ -162,6 +162,13 @@ bool golden_synth_options(json_t *init, const char *dtype, const char *tokenizer
     };
     const size_t n_nomic = sizeof nomic_fields / sizeof nomic_fields[0];
     const bool nomic = json_object_get(init, "rotary-base") != NULL;
+    /* GTE specs: rope_theta and the NTK factor. */
+    const struct init_field gte_fields[] = {
+        {"rope-theta", NULL, &c->gte.rope_theta, NULL},
+        {"ntk-factor", NULL, &c->gte.ntk_factor, NULL},
+    };
+    const size_t n_gte = sizeof gte_fields / sizeof gte_fields[0];
+    const bool gte = json_object_get(init, "ntk-factor") != NULL;
     const size_t n_modern = sizeof modern_fields / sizeof modern_fields[0] + 1;
     const size_t n_fields = sizeof fields / sizeof fields[0];
     const size_t n_keys = n_fields + sizeof special_keys / sizeof special_keys[0];
@@ -170,6 +177,7 @@ bool golden_synth_options(json_t *init, const char *dtype, const char *tokenizer
      * goldens (tests/extraction) "token-classification" and
      * "question-answering". */
     const size_t want_keys = n_keys + (modern ? n_modern : 0) + (nomic ? n_nomic : 0) +
+                             (gte ? n_gte : 0) +
                              (json_object_get(init, "discriminator") != NULL) +
                              (json_object_get(init, "token-classification") != NULL) +
                              (json_object_get(init, "question-answering") != NULL);
@@ -185,7 +193,8 @@ bool golden_synth_options(json_t *init, const char *dtype, const char *tokenizer
         bool ok = false;
         if (set_field(fields, n_fields, key, v, &ok) ||
             (modern && set_field(modern_fields, n_modern - 1, key, v, &ok)) ||
-            (nomic && set_field(nomic_fields, n_nomic, key, v, &ok))) {
+            (nomic && set_field(nomic_fields, n_nomic, key, v, &ok)) ||
+            (gte && set_field(gte_fields, n_gte, key, v, &ok))) {
         } else if (strcmp(key, "token-classification") == 0) {
             ok = json_is_boolean(v);
             o->token_classification = json_is_true(v);

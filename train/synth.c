@@ -261,6 +261,55 @@ static bool build_nomic(struct synth_list *l, const struct bert_synth_options *o
     return synth_add_items(l, o, c, heads, sizeof heads / sizeof heads[0], 0);
 }
 
+/* GTE's NewModel / NewFor* (Alibaba-NLP new-impl modeling.py): word and
+ * token type embeddings with their LayerNorm, fused qkv_proj, o_proj,
+ * attn_ln, up_gate_proj (2I, H, no bias), down_proj, mlp_ln, then the
+ * pooler and the task heads. */
+static bool build_gte(struct synth_list *l, const struct bert_synth_options *o,
+                      const struct bert_config *c)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
+    const struct synth_item top[] = {
+        {BERT_TENSOR_WORD_EMB, PARAM_WEIGHT, V, H, true},
+        {BERT_TENSOR_TYPE_EMB, PARAM_WEIGHT, c->type_vocab_size, H, c->type_vocab_size > 0},
+        {BERT_TENSOR_EMB_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_EMB_LN_B, PARAM_LN_BETA, H, 0, true},
+    }, layer[] = {
+        {BERT_TENSOR_LAYER_QUERY_W, PARAM_WEIGHT, 3 * H, H, true},
+        {BERT_TENSOR_LAYER_QUERY_B, PARAM_BIAS, 3 * H, 0, true},
+        {BERT_TENSOR_LAYER_ATTN_OUT_W, PARAM_WEIGHT, H, H, true},
+        {BERT_TENSOR_LAYER_ATTN_OUT_B, PARAM_BIAS, H, 0, true},
+        {BERT_TENSOR_LAYER_ATTN_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_LAYER_ATTN_LN_B, PARAM_LN_BETA, H, 0, true},
+        {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT, 2 * I, H, true},
+        {BERT_TENSOR_LAYER_FFN_OUT_W, PARAM_WEIGHT, H, I, true},
+        {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, true},
+        {BERT_TENSOR_LAYER_FFN_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, true},
+    }, heads[] = {
+        {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, o->pooler || o->classifier},
+        {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, o->pooler || o->classifier},
+        {BERT_TENSOR_MLM_DENSE_W, PARAM_WEIGHT, H, H, o->mlm},
+        {BERT_TENSOR_MLM_DENSE_B, PARAM_BIAS, H, 0, o->mlm},
+        {BERT_TENSOR_MLM_LN_G, PARAM_LN_GAMMA, H, 0, o->mlm},
+        {BERT_TENSOR_MLM_LN_B, PARAM_LN_BETA, H, 0, o->mlm},
+        {BERT_TENSOR_MLM_DECODER_W, PARAM_WEIGHT, V, H, o->mlm && o->untied_decoder},
+        {BERT_TENSOR_MLM_DECODER_B, PARAM_BIAS, V, 0, o->mlm},
+        {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, o->classifier},
+        {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, o->classifier},
+        {BERT_TENSOR_TOKEN_CLS_W, PARAM_WEIGHT, c->num_labels, H, o->token_classification},
+        {BERT_TENSOR_TOKEN_CLS_B, PARAM_BIAS, c->num_labels, 0, o->token_classification},
+        {BERT_TENSOR_QA_W, PARAM_WEIGHT, 2, H, o->question_answering},
+        {BERT_TENSOR_QA_B, PARAM_BIAS, 2, 0, o->question_answering},
+    };
+    if (!synth_add_items(l, o, c, top, sizeof top / sizeof top[0], 0))
+        return false;
+    for (size_t i = 0; i < c->num_layers; i++)
+        if (!synth_add_items(l, o, c, layer, sizeof layer / sizeof layer[0], i))
+            return false;
+    return synth_add_items(l, o, c, heads, sizeof heads / sizeof heads[0], 0);
+}
+
 static bool build_tensors(struct synth_list *l, const struct bert_synth_options *o,
                           const struct bert_config *c)
 {
@@ -268,6 +317,8 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         return build_modernbert(l, o, c);
     if (c->family == BERT_FAMILY_NOMIC_BERT)
         return build_nomic(l, o, c);
+    if (c->family == BERT_FAMILY_GTE)
+        return build_gte(l, o, c);
     const size_t H = c->hidden_size, E = c->embedding_size, FF = c->intermediate_size;
     const size_t V = c->vocab_size;
     const struct {
@@ -529,6 +580,9 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
          ((c.hidden_size / c.num_heads) % 2 != 0 || !(c.nomic.rotary_base > 0) ||
           (c.activation != BERT_ACTIVATION_SILU && c.activation != BERT_ACTIVATION_GELU) ||
           o->token_classification || o->question_answering)) ||
+        (c.family == BERT_FAMILY_GTE &&
+         ((c.hidden_size / c.num_heads) % 2 != 0 || !(c.gte.rope_theta > 0) ||
+          !(c.gte.ntk_factor >= 1.0))) ||
         (c.family == BERT_FAMILY_MODERNBERT &&
          ((c.hidden_size / c.num_heads) % 2 != 0 || c.modern.global_attn_every == 0 ||
           c.modern.local_window == 0 || !(c.modern.global_rope_theta > 0) ||

@@ -47,7 +47,8 @@ void family_modernbert_encode_member(const struct bert_model *model, struct bert
 
 /* The post-LN gated MLP (glu.c) for this member's rows: out =
  * LayerNorm(ffn_out(a * b) + x). JinaBERT: [a | b] = ffn_in(x) (2I rows),
- * act(a); NomicBERT: a = ffn_in(x) (fc11), b = act(ffn_gate(x)) (fc12). The
+ * act(a); GTE: [a | b] = ffn_in(x) (up_gate_proj), act(b); NomicBERT: a =
+ * ffn_in(x) (fc11), b = act(ffn_gate(x)) (fc12). The
  * product goes through s->qkv, so the next layer's QKV must wait for a
  * barrier. */
 void family_glu_ffn(const struct bert_model *model, struct bert_scratch *s,
@@ -56,7 +57,10 @@ void family_glu_ffn(const struct bert_model *model, struct bert_scratch *s,
 
 /* NomicBERT (nomic_bert.c): word + token type embeddings and emb_ln, then
  * post-LN blocks (fused Wqkv, RoPE with the engine's rope_global table,
- * out_proj, norm1, gated MLP fc11 * act(fc12) -> fc2, norm2). */
+ * out_proj, norm1, gated MLP fc11 * act(fc12) -> fc2, norm2). GTE "new"
+ * runs it too: the same layer order (qkv_proj, RoPE with the NTK-scaled
+ * table, o_proj, attn_ln, up_gate_proj's up * act(gate) -> down_proj,
+ * mlp_ln); only the names and the table differ. */
 void family_nomic_bert_encode_member(const struct bert_model *model, struct bert_scratch *s,
                                      const struct bert_batch *b, const struct bert_share *p);
 

@@ -36,7 +36,10 @@ void family_glu_ffn(const struct bert_model *model, struct bert_scratch *s,
         kernel_add_bias(s->ffn + br0 * 2 * I + c0, l->ffn_in_b + c0, bnr, c1 - c0, 2 * I);
     }
     sync_cols(p, s->team);
-    kernel_bias_activation(s->ffn + p->r0 * 2 * I + (split ? I : 0), model->engine->weights.zeros,
+    /* JinaBERT activates the first half; NomicBERT's fc12 and GTE's gate
+     * (up_gate_proj's second half) are the second. */
+    const size_t act_half = c->family == BERT_FAMILY_JINA_BERT ? 0 : I;
+    kernel_bias_activation(s->ffn + p->r0 * 2 * I + act_half, model->engine->weights.zeros,
                            rows, I, 2 * I, c->activation);
     float *glu = s->qkv; /* (T, I); attention is done with qkv */
     for (size_t r = p->r0; r < p->r1; r++) {

@@ -36,11 +36,12 @@ enum bert_family {
     BERT_FAMILY_NOMIC_BERT, /* NomicBERT: post-LN, fused QKV, RoPE, SwiGLU / GeGLU */
     BERT_FAMILY_JINA_BERT,  /* JinaBERT v2 (model_type bert, alibi): BERT with ALiBi, GeGLU */
     BERT_FAMILY_DEBERTA_V2, /* DeBERTa-v2/v3: BERT layers with disentangled attention */
+    BERT_FAMILY_GTE,        /* GTE "new" (model_type new): post-LN, fused QKV, NTK RoPE, GLU */
     BERT_FAMILY_COUNT
 };
 
 /* "bert", "distilbert", "roberta", "electra", "modernbert", "mpnet", "nomic_bert",
- * "jina_bert". */
+ * "jina_bert", "gte". */
 const char *bert_family_name(enum bert_family family);
 
 enum bert_activation {
@@ -156,6 +157,14 @@ struct bert_config {
         size_t att_span;          /* position_buckets, else max_relative_positions */
         bool c2p, p2c, rel_layer_norm;
     } deberta;
+    /* GTE "new" (zero for the other families): rope_theta, and
+     * rope_scaling's NTK factor (1: none). NTKScalingRotaryEmbedding runs
+     * every position with base rope_theta * factor and frequencies divided
+     * by factor^(2 / head size) whenever factor > 1. */
+    struct bert_gte {
+        double rope_theta;
+        double ntk_factor;
+    } gte;
 };
 
 /* Release id2label. Safe on a zeroed or already freed config. */

@@ -9,7 +9,7 @@ ModernBERT counterparts):
 
 | family | token classification | question answering |
 |---|---|---|
-| BERT, DistilBERT, RoBERTa, XLM-R, ELECTRA, DeBERTa-v2 | encoder (no pooler) + `classifier` Linear(H, labels) on every token | encoder + `qa_outputs` Linear(H, 2): column 0 start logits, column 1 end logits |
+| BERT, DistilBERT, RoBERTa, XLM-R, ELECTRA, DeBERTa-v2, GTE | encoder (no pooler) + `classifier` Linear(H, labels) on every token | encoder + `qa_outputs` Linear(H, 2): column 0 start logits, column 1 end logits |
 | ModernBERT | `head` (dense, classifier_activation, norm) + `classifier` Linear(H, labels) | `head` + `classifier` Linear(H, 2) |
 
 Everything else (the encoder tensors, the value generator, the file

@@ -80,6 +80,9 @@ ROBERTA = {"type-vocab": 1, "max-position": 66}  # positions from pad_token_id +
 MPNET = {"model-type": "mpnet", "eps": 1e-5, "max-position": 66}  # positions from 2
 JINA = {"model-type": "jina_bert"}  # ALiBi: no position table, max-position only bounds
 DEBERTA = {"model-type": "deberta-v2", "eps": 1e-7}
+# GTE "new" (gte-multilingual-base's rope_theta and NTK factor 8).
+GTE = {"model-type": "new", "layers": 2, "hidden": 64, "heads": 2, "intermediate": 96,
+       "type-vocab": 1, "max-position": 130, "rope-theta": 20000.0, "ntk-factor": 8.0}
 MODERN = {"model-type": "modernbert", "layers": 3, "hidden": 64, "heads": 2, "intermediate": 96,
           "max-position": 64, "eps": 1e-5, "local-window": 16, "global-every": 2}
 
@@ -214,6 +217,11 @@ SPECS = [
             {**SMALL, **SPREAD, **MPNET, "seed": 2133, "prefix": True}),
     qa_spec("jina-qa", "JinaBertForQuestionAnswering L=2 H=64 (ALiBi, GeGLU)", "jina",
             {**SMALL, **SPREAD, **JINA, "seed": 2134, "prefix": True}),
+    ner_spec("gte-ner", "NewForTokenClassification L=2 H=64 (GTE: NTK RoPE, GLU), the "
+             "XLM-R Unigram tokenizer gte-multilingual-base uses", "xlmr",
+             {**GTE, **SPREAD, "seed": 2131, "prefix": True, "labels": "O,PER,ORG,LOC"}),
+    qa_spec("gte-qa", "NewForQuestionAnswering L=2 H=64 (GTE), <s> q </s></s> c </s>", "xlmr",
+            {**GTE, **SPREAD, "seed": 2132, "prefix": True}),
     qa_spec("bert-qa", "BertForQuestionAnswering L=2 H=64, uncased WordPiece", "minilm",
             {**SMALL, **SPREAD, "seed": 2111, "prefix": True}),
     qa_spec("distilbert-qa", "DistilBertForQuestionAnswering L=2 H=64 (the "

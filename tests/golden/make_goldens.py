@@ -524,6 +524,52 @@ SPECS += [
         "hidden": {"f32": [0]},
     },
 ]
+# GTE "new": NomicBERT's layer order with one up_gate_proj (the gate is its
+# second half) and RoPE scaled by rope_scaling's NTK factor (8, as
+# gte-multilingual-base; with 32-wide heads the first frequency is already
+# 8^(-1/16) = 0.88 of plain RoPE's, so a lost factor shows at once). The
+# tokenizer is the XLM-R Unigram one gte-multilingual-base uses.
+GTE = {"model-type": "new", "layers": 2, "hidden": 64, "heads": 2, "intermediate": 96,
+       "max-position": 8192, "type-vocab": 1, "rope-theta": 20000.0, "ntk-factor": 8.0}
+SPECS += [
+    {
+        "name": "gte-mlm",
+        "about": "NewForMaskedLM L=2 H=64 A=2 I=96: new. prefix, fused qkv_proj, RoPE theta "
+                 "20000 with NTK factor 8, up_gate_proj (gelu on the gate half), attn_ln / "
+                 "mlp_ln, lm_head (dense, gelu, norm, tied decoder) on the XLM-R Unigram "
+                 "tokenizer",
+        "tokenizer": "xlmr",
+        "init": {**GTE, **SPREAD, "weight-std": 0.25, "seed": 120, "prefix": True, "mlm": True},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in COMMON[:2] + with_mask(MASKED[:3] + [LONG_MASKED],
+                                                              "<mask>")],
+        "hidden": {"f32": [0, 2]},
+    },
+    {
+        "name": "gte-embed",
+        "about": "NewModel L=2 H=64 A=2 like gte-multilingual-base (no prefix, CLS pooling + "
+                 "Normalize), inputs up to ~600 tokens; F32, BF16, F16",
+        "tokenizer": "xlmr",
+        "init": {**GTE, "weight-std": 0.1, "bias-range": 0.1, "ln-range": 0.2, "seed": 112,
+                 "sentence-transformers": True, "pooling": "cls", "normalize": True},
+        "dtypes": ["f32", "bf16", "f16"],
+        "inputs": [(t, None) for t in COMMON + SENTENCES[:1] + [LONG_TEXT + " " + LONG_TEXT]],
+        "hidden": {"f32": [0], "bf16": [0], "f16": [0]},
+    },
+    {
+        "name": "gte-classify",
+        "about": "NewForSequenceClassification L=2 H=64 A=2 with silu and plain RoPE (no "
+                 "rope_scaling, theta 10000): pooler.dense + tanh, classifier, 3 labels "
+                 "softmax, `<s> A </s></s> B </s>` pairs",
+        "tokenizer": "xlmr",
+        "init": {**GTE, **SPREAD, "weight-std": 0.15, "seed": 113, "prefix": True, "act": "silu",
+                 "rope-theta": 10000.0, "ntk-factor": 1.0,
+                 "labels": "negative,neutral,positive", "problem-type": "single_label"},
+        "dtypes": ["f32"],
+        "inputs": [(t, None) for t in SENTENCES[:2]] + PAIRS[1:3] + [PAIRS[5]],
+        "hidden": {"f32": [0]},
+    },
+]
 
 
 def tokenize(tokenizer_dir, inputs):

@@ -12,7 +12,8 @@ and ModernBERT (Warner et al. 2024; modeling_modernbert.py: pre-norm,
 RoPE, GeGLU, local / global attention), MPNet (Song et al. 2020;
 modeling_mpnet.py: BERT layers plus a bucketed relative position bias) and
 NomicBERT (Nussbaum et al. 2024; modeling_hf_nomic_bert.py: post-LN, RoPE,
-SwiGLU). It reads checkpoints with its own minimal safetensors reader
+SwiGLU), JinaBERT v2 (ALiBi, GLU) and GTE "new" (Alibaba-NLP new-impl's
+modeling.py: post-LN, NTK-scaled RoPE, GLU). It reads checkpoints with its own minimal safetensors reader
 and shares no code with the C engine: do not import our C or call our
 binaries from here.
 
@@ -163,7 +164,7 @@ class Bert:
             self.eps = c.get("layer_norm_eps", 1e-12)
             self.act = c.get("hidden_act", "gelu")
         # RoBERTa numbers positions from padding_idx + 1 (pad_token_id 1 -> 2).
-        self.position_offset = 2  # MPNetEmbeddings' padding_idx is 1, whatever pad_token_id says if self.family == "roberta" else 0
+        self.position_offset = 2 if self.family == "roberta" else 0
         # RobertaLMHead and ElectraGeneratorPredictions apply gelu whatever hidden_act is.
         self.mlm_act = "gelu" if self.family in ("roberta", "electra") else self.act
         raw = read_safetensors(os.path.join(folder, "model.safetensors"))
@@ -507,6 +508,20 @@ class MPNet(Bert):
         return x
 
 
+def rotary_attention(qkv, cos, sin, A):
+    """Softmax attention of a fused (n, 3H) query | key | value product, split
+    as (three, head, dim), with RoPE (rotate_half layout) on queries and
+    keys: the (n, H) context. NomicBERT's Wqkv and GTE's qkv_proj."""
+    n, H = qkv.shape[0], qkv.shape[1] // 3
+    D = H // A
+    qkv = qkv.reshape(n, 3, A, D)
+    q, k, v = (qkv[:, j].transpose(0, 1) for j in range(3))  # (A, n, D)
+    q = q * cos + rotate_half(q) * sin
+    k = k * cos + rotate_half(k) * sin
+    probs = softmax(q @ k.transpose(1, 2) / math.sqrt(D))
+    return (probs @ v).transpose(0, 1).reshape(n, H)
+
+
 class NomicBert(Bert):
     """NomicBERT (Nussbaum et al. 2024; the remote code
     modeling_hf_nomic_bert.py) in float64: word + token type embeddings and
@@ -546,8 +561,7 @@ class NomicBert(Bert):
 
     def encode(self, ids, type_ids):
         p = self.prefix
-        n, H, A = len(ids), self.H, self.A
-        D = H // A
+        n, A = len(ids), self.A
         ids, types = torch.tensor(ids, dtype=torch.long), torch.tensor(type_ids, dtype=torch.long)
         x = (self.w[p + "embeddings.word_embeddings.weight"][ids]
              + self.w[p + "embeddings.token_type_embeddings.weight"][types])
@@ -555,12 +569,7 @@ class NomicBert(Bert):
         cos, sin = ModernBert.rope(self, n, self.base)
         for i in range(self.L):
             lp = f"{p}encoder.layers.{i}."
-            qkv = self.lin(lp + "attn.Wqkv", x).reshape(n, 3, A, D)
-            q, k, v = (qkv[:, j].transpose(0, 1) for j in range(3))  # (A, n, D)
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
-            probs = softmax(q @ k.transpose(1, 2) / math.sqrt(D))
-            ctx = (probs @ v).transpose(0, 1).reshape(n, H)
+            ctx = rotary_attention(self.lin(lp + "attn.Wqkv", x), cos, sin, A)
             x = self.norm(lp + "norm1", self.lin(lp + "attn.out_proj", ctx) + x)
             h = self.lin(lp + "mlp.fc11", x) * activation(self.act, self.lin(lp + "mlp.fc12", x))
             x = self.norm(lp + "norm2", self.lin(lp + "mlp.fc2", h) + x)
@@ -720,6 +729,74 @@ class DebertaV2(Bert):
         return scores / math.sqrt(D * (1 + len(self.terms)))
 
 
+class Gte(Bert):
+    """GTE "new" (Zhang et al. 2024, mGTE; the remote code Alibaba-NLP
+    new-impl modeling.py) in float64: word + token type embeddings and
+    LayerNorm (no positions), post-LN NewLayers: qkv_proj split into q, k, v
+    of (head, dim), RoPE on q and k (rotate_half layout) whose frequencies
+    NTKScalingRotaryEmbedding scales when rope_scaling is {type: ntk,
+    factor > 1}: base rope_theta * factor and every frequency divided by
+    factor^(2 / head size); scores / sqrt(head size); o_proj, attn_ln(x +
+    .); then NewGatedMLP: [up | gate] = up_gate_proj(x) (no bias),
+    down_proj(act(gate) * up), mlp_ln(x + .). NewPooler (tanh) under the
+    sequence classifier; NewLMPredictionHead (dense, hidden_act, norm,
+    decoder tied to the word embeddings unless stored)."""
+
+    def __init__(self, folder):  # pylint: disable=super-init-not-called
+        with open(os.path.join(folder, "config.json")) as f:
+            self.config = c = json.load(f)
+        self.family = "gte"
+        self.H, self.A, self.L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
+        self.I = c["intermediate_size"]
+        self.eps = c.get("layer_norm_eps", 1e-12)
+        self.act = self.mlm_act = c.get("hidden_act", "gelu")
+        self.theta = c.get("rope_theta", 10000.0)
+        scaling = c.get("rope_scaling") or {}
+        assert scaling.get("type", "ntk") == "ntk" and "mixed_b" not in scaling
+        self.factor = max(1.0, scaling.get("factor", 1.0))
+        raw = read_safetensors(os.path.join(folder, "model.safetensors"))
+        self.w = {name: to_tensor(*v) for name, v in raw.items()}
+        self.prefix = "new." if "new.embeddings.word_embeddings.weight" in self.w else ""
+        self.pooler_name, self.pooler_act = self.prefix + "pooler.dense", "tanh"
+        self.classifier_name = "classifier"
+        self.mlm_names = ("lm_head.dense", "lm_head.norm", "lm_head.decoder.weight",
+                          "lm_head.decoder.bias")
+        self.pooling, self.normalize = self._sentence_transformers(folder)
+
+    def rope(self, n):
+        """cos and sin (n, D) of the NTK-scaled frequencies (factor 1: plain RoPE)."""
+        D = self.H // self.A
+        base = self.theta * self.factor
+        inv_freq = base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+        inv_freq = inv_freq / self.factor ** (2.0 / D)
+        angles = torch.arange(n, dtype=torch.float64)[:, None] * inv_freq[None, :]
+        emb = torch.cat((angles, angles), dim=-1)
+        return emb.cos(), emb.sin()
+
+    def lin(self, name, x):
+        return linear(x, self.p(name + ".weight"), self.p(name + ".bias"))
+
+    def norm(self, name, x):
+        return layer_norm(x, self.p(name + ".weight"), self.p(name + ".bias"), self.eps)
+
+    def encode(self, ids, type_ids):
+        n, A, I = len(ids), self.A, self.I
+        ids, types = torch.tensor(ids, dtype=torch.long), torch.tensor(type_ids, dtype=torch.long)
+        x = self.p("embeddings.word_embeddings.weight")[ids]
+        if self.config.get("type_vocab_size", 1) > 0:
+            x = x + self.p("embeddings.token_type_embeddings.weight")[types]
+        x = self.norm("embeddings.LayerNorm", x)
+        cos, sin = self.rope(n)
+        for i in range(self.L):
+            lp = f"encoder.layer.{i}."
+            ctx = rotary_attention(self.lin(lp + "attention.qkv_proj", x), cos, sin, A)
+            x = self.norm(lp + "attn_ln", x + self.lin(lp + "attention.o_proj", ctx))
+            up_gate = linear(x, self.p(lp + "mlp.up_gate_proj.weight"), 0.0)
+            h = activation(self.act, up_gate[:, I:]) * up_gate[:, :I]
+            x = self.norm(lp + "mlp_ln", x + self.lin(lp + "mlp.down_proj", h))
+        return x
+
+
 def load(folder):
     """The reference model for a checkpoint folder of any supported family."""
     with open(os.path.join(folder, "config.json")) as f:
@@ -729,6 +806,8 @@ def load(folder):
         return ModernBert(folder)
     if model_type == "nomic_bert":
         return NomicBert(folder)
+    if model_type == "new":
+        return Gte(folder)
     if model_type == "bert" and config.get("position_embedding_type") == "alibi":
         return JinaBert(folder)
     if model_type == "deberta-v2":

@@ -40,6 +40,10 @@ INIT_DEFAULTS = {
 # --biases shared with ModernBERT); only nomic_bert specs carry them.
 NOMIC_DEFAULTS = {"rotary-base": 1000.0, "biases": False, "vocab-size": 0}
 
+# GTE's extra `bert init` options (gte-multilingual-base's rope_theta and
+# NTK factor); only "new" specs carry them.
+GTE_DEFAULTS = {"rope-theta": 20000.0, "ntk-factor": 8.0}
+
 # ModernBERT's extra `bert init` options (ModernBERT-base's values); only
 # modernbert specs carry them.
 MODERN_DEFAULTS = {
@@ -96,6 +100,8 @@ def defaults(init):
         d.update(MODERN_DEFAULTS)
     if init.get("model-type") == "nomic_bert":
         d.update(NOMIC_DEFAULTS)
+    if init.get("model-type") == "new":
+        d.update(GTE_DEFAULTS)
     if "discriminator" in init:  # ELECTRA specs that ask for it
         d["discriminator"] = False
     return d
@@ -114,11 +120,11 @@ def options(init):
 FAMILIES = {"bert": "bert", "distilbert": "distilbert", "roberta": "roberta",
             "xlm-roberta": "roberta", "camembert": "roberta", "electra": "electra",
             "modernbert": "modernbert", "mpnet": "mpnet", "nomic_bert": "nomic_bert",
-            "jina_bert": "jina_bert", "deberta-v2": "deberta-v2"}
+            "jina_bert": "jina_bert", "deberta-v2": "deberta-v2", "new": "gte"}
 CLASS_PREFIX = {"bert": "Bert", "distilbert": "DistilBert", "roberta": "Roberta",
                 "xlm-roberta": "XLMRoberta", "camembert": "Camembert", "electra": "Electra",
                 "modernbert": "ModernBert", "mpnet": "MPNet", "nomic_bert": "NomicBert",
-                "jina_bert": "JinaBert", "deberta-v2": "DebertaV2"}
+                "jina_bert": "JinaBert", "deberta-v2": "DebertaV2", "new": "New"}
 # MPNet's relative position buckets (MPNetConfig relative_attention_num_buckets).
 MPNET_BUCKETS = 32
 
@@ -324,6 +330,45 @@ def nomic_specs(o, vocab):
     return specs
 
 
+def gte_specs(o, vocab):
+    """NewModel / NewForMaskedLM / NewFor*Classification / ForQuestionAnswering
+    names (Alibaba-NLP new-impl modeling.py): word and token type embeddings,
+    embeddings.LayerNorm, encoder.layer.N.{attention.qkv_proj,
+    attention.o_proj, attn_ln, mlp.up_gate_proj (no bias), mlp.down_proj,
+    mlp_ln}, the pooler under the encoder, lm_head (dense, norm, decoder)
+    and the sequence classifier (tests/extraction adds the per-token heads)."""
+    p = "new." if o["prefix"] else ""
+    H, FF = o["hidden"], o["intermediate"]
+    specs = [(f"{p}embeddings.word_embeddings.weight", WEIGHT, (vocab, H)),
+             (f"{p}embeddings.token_type_embeddings.weight", WEIGHT, (o["type-vocab"], H)),
+             (f"{p}embeddings.LayerNorm.weight", LN_GAMMA, (H,)),
+             (f"{p}embeddings.LayerNorm.bias", LN_BETA, (H,))]
+    for i in range(o["layers"]):
+        lp = f"{p}encoder.layer.{i}."
+        specs += [(lp + "attention.qkv_proj.weight", WEIGHT, (3 * H, H)),
+                  (lp + "attention.qkv_proj.bias", BIAS, (3 * H,)),
+                  (lp + "attention.o_proj.weight", WEIGHT, (H, H)),
+                  (lp + "attention.o_proj.bias", BIAS, (H,)),
+                  (lp + "attn_ln.weight", LN_GAMMA, (H,)), (lp + "attn_ln.bias", LN_BETA, (H,)),
+                  (lp + "mlp.up_gate_proj.weight", WEIGHT, (2 * FF, H)),
+                  (lp + "mlp.down_proj.weight", WEIGHT, (H, FF)),
+                  (lp + "mlp.down_proj.bias", BIAS, (H,)),
+                  (lp + "mlp_ln.weight", LN_GAMMA, (H,)), (lp + "mlp_ln.bias", LN_BETA, (H,))]
+    classifier = o["labels"] is not None
+    if o["pooler"] or classifier:
+        specs += [(f"{p}pooler.dense.weight", WEIGHT, (H, H)), (f"{p}pooler.dense.bias", BIAS, (H,))]
+    if o["mlm"]:
+        specs += [("lm_head.dense.weight", WEIGHT, (H, H)), ("lm_head.dense.bias", BIAS, (H,)),
+                  ("lm_head.norm.weight", LN_GAMMA, (H,)), ("lm_head.norm.bias", LN_BETA, (H,))]
+        if o["untied-decoder"]:
+            specs.append(("lm_head.decoder.weight", WEIGHT, (vocab, H)))
+        specs.append(("lm_head.decoder.bias", BIAS, (vocab,)))
+    if classifier:
+        n = len(o["labels"].split(","))
+        specs += [("classifier.weight", WEIGHT, (n, H)), ("classifier.bias", BIAS, (n,))]
+    return specs
+
+
 def tensor_specs(o, vocab):
     """(name, kind, shape) of every tensor, as Hugging Face names them for
     the family (BertForMaskedLM, DistilBertForSequenceClassification,
@@ -335,6 +380,8 @@ def tensor_specs(o, vocab):
         return nomic_specs(o, vocab)
     if fam == "deberta-v2":
         return deberta_specs(o, vocab)
+    if fam == "gte":
+        return gte_specs(o, vocab)
     p = {"bert": "bert.", "distilbert": "distilbert.", "roberta": "roberta.",
          "electra": "electra.", "mpnet": "mpnet.", "jina_bert": "bert."}[fam] if o["prefix"] else ""
     H, FF, E = o["hidden"], o["intermediate"], embedding_size(o)
@@ -485,6 +532,16 @@ def config_json(o, vocab):
             "share_att_key": True, "position_biased_input": False,
             "norm_rel_ebd": "layer_norm", "pooler_hidden_size": o["hidden"],
             "pooler_hidden_act": "gelu"})
+    elif fam == "gte":
+        f = o["ntk-factor"]
+        cfg.update({
+            "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],
+            "num_attention_heads": o["heads"], "intermediate_size": o["intermediate"],
+            "type_vocab_size": o["type-vocab"],
+            "layer_norm_eps": float(np.float32(o["eps"])), "hidden_act": act,
+            "position_embedding_type": "rope", "layer_norm_type": "layer_norm",
+            "rope_theta": o["rope-theta"],
+            "rope_scaling": {"type": "ntk", "factor": f} if f > 1 else None, "pack_qkv": True})
     elif fam == "mpnet":
         cfg.update({
             "hidden_size": o["hidden"], "num_hidden_layers": o["layers"],

@@ -7,7 +7,7 @@ equal the `bert` CLI's, /rerank and /v1/rerank order equals sorting the
 classifier's scores, /info names the family and its capabilities, routes the
 checkpoint cannot serve answer 422 naming why; ModernBERT also takes a
 4,096-token input end to end; an ELECTRA discriminator serves
-/replaced-tokens; MPNet, NomicBERT, JinaBERT and DeBERTa-v3 also load their real
+/replaced-tokens; MPNet, NomicBERT, JinaBERT, DeBERTa-v3 and GTE also load their real
 checkpoints' config.json (../shared/data). An unsupported model_type or family variant fails
 start-up naming config.json and the value.
 
@@ -312,6 +312,20 @@ def refused(test, model, edit, needle):
     return out
 
 
+def refused_each(test, model, cases):
+    """For each (key, value, needle): config.json with key set to value is
+    refused at start-up naming needle; the file is restored after each."""
+    path = os.path.join(model, "config.json")
+    saved = os.path.join(model, "config.saved")
+    for key, value, needle in cases:
+        with test.subTest(key=key, value=value):
+            shutil.copyfile(path, saved)
+            try:
+                refused(test, model, lambda c: c.update({key: value}), needle)
+            finally:
+                shutil.copyfile(saved, path)
+
+
 class MPNetRealConfig(unittest.TestCase):
     """all-mpnet-base-v2's own config.json (12 layers of 768, 30527 tokens,
     514 positions) and sentence-transformers files: the server names the
@@ -444,18 +458,11 @@ class NomicRealConfig(unittest.TestCase):
             self.assertTrue(all(p["token"] < 30522 for p in got), got)
         finally:
             self.assertEqual(s.stop(), 0, s.output())
-        for key, value, needle in (
-                ("prenorm", True, "prenorm true is not supported"),
-                ("rotary_scaling_factor", 2.0, "rotary_scaling_factor set is not supported"),
-                ("rotary_emb_interleaved", True, "rotary_emb_interleaved true"),
-                ("activation_function", "gelu", 'activation_function \\"gelu\\"')):
-            with self.subTest(key=key):
-                saved = os.path.join(model, "config.saved")
-                shutil.copyfile(os.path.join(model, "config.json"), saved)
-                try:
-                    refused(self, model, lambda c: c.update({key: value}), needle)
-                finally:
-                    shutil.copyfile(saved, os.path.join(model, "config.json"))
+        refused_each(self, model, (
+            ("prenorm", True, "prenorm true is not supported"),
+            ("rotary_scaling_factor", 2.0, "rotary_scaling_factor set is not supported"),
+            ("rotary_emb_interleaved", True, "rotary_emb_interleaved true"),
+            ("activation_function", "gelu", 'activation_function \\"gelu\\"')))
 
     @unittest.skipIf(os.environ.get("BERT_TEST_SANITIZED"),
                      "a second real-size NomicBERT: too slow for the sanitizer builds")
@@ -515,6 +522,66 @@ class JinaRealConfig(unittest.TestCase):
         self.assertIn("tokenizer.json wins", s.output())
         refused(self, model, lambda c: c.update(feed_forward_type="original"),
                 "feed_forward_type")
+
+
+class Gte(Family, unittest.TestCase):
+    """GTE "new": NomicBERT's post-LN layer order with one up_gate_proj, RoPE
+    with NTK scaling (bert init's defaults: theta 20000, factor 8), one token
+    type, on the XLM-R Unigram tokenizer gte-multilingual-base uses; an 8K
+    context (2K under the sanitizers: XLM-R splits the rerank test's long
+    document's words in two, and its chunks of 8K, then 4K, outran the
+    request timeout at -O0 on a loaded machine)."""
+    family, model_type, mask = "gte", "new", "<mask>"
+    tokenizer = "xlmr"
+    flags = ("--max-position", "8192", "--type-vocab", "1")
+    server_flags = ("--max-batch-tokens",
+                    "2048" if os.environ.get("BERT_TEST_SANITIZED") else "8192")
+
+    def test_long_input(self):
+        status, info = self.s.get_json("/info")
+        limit = info["model"]["max_input_tokens"]
+        self.assertEqual(limit, int(self.server_flags[1]))
+        # Every "world" is one token of this vocabulary: <s>, limit - 2, </s>.
+        text = "world" + " world" * (limit - 3)
+        status, _, toks = self.s.post("/tokenize", {"inputs": text})
+        self.assertEqual(status, 200, toks)
+        self.assertEqual(len(toks[0]), limit)
+        got = self.same_as_cli("embed", {"inputs": text}, tol=1e-4)
+        self.assertEqual(len(got[0]), 64)
+        status, _, got = self.s.post("/embed", {"inputs": text + " world"})
+        self.assertEqual(status, 413, got)
+
+
+class GteRealConfig(unittest.TestCase):
+    """gte-multilingual-base's own config.json (12 layers of 768, GLU 3072,
+    250048 tokens, 8192 positions, rope_theta 20000 with NTK factor 8) on
+    the XLM-R tokenizer: the server names the family and answers 768-wide
+    embeddings; variants the remote code has and bertserve does not run are
+    refused at start-up naming the key."""
+
+    @unittest.skipIf(os.environ.get("BERT_TEST_SANITIZED"),
+                     "a real-size 250K-token GTE: too slow for the sanitizer builds")
+    def test_real_config(self):
+        model = real_checkpoint("gte-real", "gte-multilingual-base",
+                                tokenizer=os.path.join(os.path.abspath(TOKENIZERS), "xlmr"))
+        s = Server(BIN, model, flags=("--max-batch-tokens", "8192"))
+        try:
+            status, info = s.get_json("/info")
+            self.assertEqual(info["model"]["family"], "gte")
+            self.assertEqual(info["model"]["model_type"], "new")
+            self.assertEqual(info["model"]["max_input_tokens"], 8192)
+            status, _, got = s.post("/embed", {"inputs": "Hello world!"})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(len(got[0]), 768)
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+        refused_each(self, model, (
+            ("rope_scaling", {"type": "linear", "factor": 2.0}, "rope_scaling"),
+            ("rope_scaling", {"type": "ntk", "factor": 2.0, "mixed_b": 1.0}, "mixed_b"),
+            ("logn_attention_scale", True, "logn_attention_scale true"),
+            ("layer_norm_type", "rms_norm", "layer_norm_type"),
+            ("pack_qkv", False, "pack_qkv false"),
+            ("position_embedding_type", "absolute", "position_embedding_type")))
 
 
 class ElectraDiscriminator(unittest.TestCase):
