@@ -2,6 +2,7 @@
 
 #include <math.h>
 
+#include "profile.h"
 #include "simd.h"
 #include "vmath.h"
 
@@ -34,6 +35,7 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
                           const float *gamma, const float *beta, size_t rows, size_t n,
                           float eps)
 {
+    prof_lap(BERT_OP_OTHER);
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * n;
@@ -69,12 +71,14 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
         for (size_t i = nv; i < n; i++)
             row[i] = (row[i] - mean) * inv * gamma[i] + beta[i];
     }
+    prof_lap(BERT_OP_NORM);
 }
 
 BERT_HOT
 void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
                             enum bert_activation act)
 {
+    prof_lap(BERT_OP_OTHER);
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ld;
@@ -83,11 +87,13 @@ void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, 
         for (size_t i = nv; i < n; i++)
             row[i] = activation16(vf16_splat(row[i] + bias[i]), act)[0];
     }
+    prof_lap(BERT_OP_ACTIVATION);
 }
 
 BERT_HOT
 void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t ld)
 {
+    prof_lap(BERT_OP_OTHER);
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ld;
@@ -96,6 +102,7 @@ void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t 
         for (size_t i = nv; i < n; i++)
             row[i] += bias[i];
     }
+    prof_lap(BERT_OP_NORM);
 }
 
 BERT_HOT
