@@ -74,9 +74,11 @@ static inline __attribute__((always_inline)) void block_scores(const float *rest
 }
 
 /* Softmax over the n real scores of a row padded to a whole number of
- * vectors; the padding ends up 0. */
-static inline __attribute__((always_inline)) void softmax_row(float *restrict s, size_t n,
-                                                              size_t n16)
+ * vectors, left unnormalised: s becomes exp(s - max) (the padding 0) and
+ * the return value is 1 / their sum, applied to the row's context instead
+ * (one multiply per output rather than per score). */
+static inline __attribute__((always_inline)) float softmax_row(float *restrict s, size_t n,
+                                                               size_t n16)
 {
     for (size_t j = n; j < n16; j++)
         s[j] = -INFINITY;
@@ -91,9 +93,7 @@ static inline __attribute__((always_inline)) void softmax_row(float *restrict s,
         vf16_store(s + j, e);
         sum += e;
     }
-    const float inv = 1.0f / vf16_sum(sum);
-    for (size_t j = 0; j < n16; j += LANES)
-        vf16_store(s + j, load16(s + j) * inv);
+    return 1.0f / vf16_sum(sum);
 }
 
 /* out[r][c0..c0+2 LANES) = sum_j s[r][j] * v[j][c0..c0+2 LANES): two
@@ -147,13 +147,14 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
     float *s = kt + d * n16;          /* (ROWS, n16) scores, then probabilities */
     float *qb = s + ROWS * n16;       /* (ROWS, d16) scaled query rows */
     const size_t half = half_window < n ? half_window : n;
-    for (size_t c = 0; c < d; c++) {
-        float *row = kt + c * n16;
-        for (size_t j = 0; j < n; j++)
-            row[j] = k[j * ld + c];
+    /* Key by key: rows of k lie 3H floats apart, so walking one column of
+     * them would map every load to a handful of cache sets. */
+    for (size_t j = 0; j < n; j++)
+        for (size_t c = 0; c < d; c++)
+            kt[c * n16 + j] = k[j * ld + c];
+    for (size_t c = 0; c < d; c++)
         for (size_t j = n; j < n16; j++)
-            row[j] = 0.0f;
-    }
+            kt[c * n16 + j] = 0.0f;
     for (size_t i0 = 0; i0 < n; i0 += ROWS) {
         const size_t rows = n - i0 < ROWS ? n - i0 : ROWS;
         /* The keys any row of the block sees: [lo, hi), lo rounded down to
@@ -161,6 +162,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         const size_t lo = (i0 > half ? i0 - half : 0) & ~(size_t)(LANES - 1);
         const size_t hi = i0 + rows - 1 + half < n ? i0 + rows + half : n;
         const size_t width = round_lanes(hi - lo);
+        float inv[ROWS]; /* each row's 1 / sum of exponentials */
         /* Missing rows of the last block are zeros: computed, never stored. */
         for (size_t r = 0; r < ROWS; r++)
             for (size_t c = 0; c < d; c++)
@@ -177,20 +179,24 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
             if (rel_bias != NULL) /* the bias of key j is rel_bias[j - i] */
                 for (size_t j = first; j < last; j++)
                     sr[j] += rel_bias[(ptrdiff_t)j - (ptrdiff_t)i];
-            softmax_row(sr + lo, hi - lo, width);
+            inv[r] = softmax_row(sr + lo, hi - lo, width);
         }
         size_t c0 = 0;
         for (; c0 + 2 * LANES <= d; c0 += 2 * LANES) {
             vec16 acc[ROWS][2];
             block_values2(s + lo, n16, v + lo * ld, ld, hi - lo, c0, acc);
-            for (size_t r = 0; r < rows; r++)
-                memcpy(out + (i0 + r) * ldo + c0, acc[r], sizeof acc[r]);
+            for (size_t r = 0; r < rows; r++) {
+                vec16 scaled[2] = {acc[r][0] * inv[r], acc[r][1] * inv[r]};
+                memcpy(out + (i0 + r) * ldo + c0, scaled, sizeof scaled);
+            }
         }
         for (; c0 + LANES <= d; c0 += LANES) {
             vec16 acc[ROWS];
             block_values(s + lo, n16, v + lo * ld, ld, hi - lo, c0, acc);
-            for (size_t r = 0; r < rows; r++)
-                memcpy(out + (i0 + r) * ldo + c0, &acc[r], sizeof acc[r]);
+            for (size_t r = 0; r < rows; r++) {
+                vec16 scaled = acc[r] * inv[r];
+                memcpy(out + (i0 + r) * ldo + c0, &scaled, sizeof scaled);
+            }
         }
         /* A head size that is not a multiple of LANES: the rest one by one. */
         for (size_t c = c0; c < d; c++) {
@@ -198,7 +204,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
                 float acc = 0.0f;
                 for (size_t j = lo; j < hi; j++)
                     acc += s[r * n16 + j] * v[j * ld + c];
-                out[(i0 + r) * ldo + c] = acc;
+                out[(i0 + r) * ldo + c] = acc * inv[r];
             }
         }
     }
