@@ -6,13 +6,14 @@
 #include "simd.h"
 #include "vmath.h"
 
-/* Exact GELU (Hendrycks & Gimpel 2016): x/2 (1 + erf(x / sqrt 2)); the tanh
+/* Exact GELU (Hendrycks & Gimpel 2016): x Phi(x) = x/2 (1 + erf(x / sqrt 2)),
+ * Phi from erfc (vmath.h) so the lower tail keeps its precision; the tanh
  * form for "gelu_new"; and the others config.json can name. */
 VINLINE vf16 activation16(vf16 v, enum bert_activation act)
 {
     switch (act) {
     case BERT_ACTIVATION_GELU:
-        return 0.5f * v * (1.0f + vf16_erf(v * 0.70710678118654752f));
+        return v * vf16_normal_cdf(v);
     case BERT_ACTIVATION_GELU_TANH:
         return 0.5f * v * (1.0f + vf16_tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     case BERT_ACTIVATION_RELU:
