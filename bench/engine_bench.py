@@ -5,6 +5,8 @@ usage: /usr/bin/python3 bench/engine_bench.py [--quick] [--threads N]
            [--geometries minilm,base | --geometries modernbert] [--rounds R] [--repeat K] [--dtype bf16|int8]
            [--no-ort] [--no-torch] [--no-sweep] [--http]
            [--openblas-coretype auto|none|NAME] [--out DIR]
+       /usr/bin/python3 bench/engine_bench.py --profile [--latency] [...]
+       /usr/bin/python3 bench/engine_bench.py --latency [--profile] [...]
 
 One command: builds nothing (run CMake first: it needs build/bin/bert and
 build/bin/sgemm_peak), generates the checkpoints with `bert init`, exports
@@ -14,6 +16,13 @@ workloads (the same token ids for every engine), then for each workload runs
 the engines in rotating order for R rounds of K passes and reports medians,
 ratios, GFLOP/s against the measured sgemm peak, padding waste and memory.
 Results: OUT/engine_bench.json and .md, plots OUT/tokens_vs_seqlen_*.png.
+
+--profile runs only `bert bench --profile` at 32x128 on one thread for f32,
+bf16 and int8 (where the CPU has them): the encoder's thread CPU time per op
+class, and the share outside the dense layers (OUT/profile.json, .md).
+--latency runs only the lone-sequence rows (1x16, 1x128, 1x512) against
+ONNX Runtime (OUT/latency.json, .md). Both run before anything else and
+end the run; --threads applies to the latency rows.
 
 --quick keeps the run under about 5 minutes on 2 cores once the checkpoints,
 exports and peers exist: fewer rounds, BERT-base on three workloads only, a
@@ -51,10 +60,12 @@ GEOMETRIES = {
 # Embedding workloads come first so the peers' peak RSS read after them is
 # the encoder's, not the fill-mask graph's.
 WORKLOADS = [("1x16", "embed", (1, 16)), ("1x128", "embed", (1, 128)),
-             ("32x128", "embed", (32, 128)), ("8x512", "embed", (8, 512)),
+             ("1x512", "embed", (1, 512)), ("32x128", "embed", (32, 128)), ("8x512", "embed", (8, 512)),
              ("mixed32", "embed", "mixed"), ("fill-mask", "fill-mask", "mixed"),
              ("classify", "classify", "mixed")]
 QUICK_BASE = ("1x16", "32x128", "mixed32")
+LATENCY = ("1x16", "1x128", "1x512")
+PROFILE_DTYPES = ("f32", "bf16", "int8")
 SWEEP_LENGTHS = (16, 32, 64, 128, 256, 512)
 SWEEP_TOKENS = 2048
 MIXED_SEQS, MIXED_MAX = 32, 128
@@ -533,6 +544,97 @@ def modernbert_bench(args, env):
     print(table)
 
 
+# ---- --profile and --latency ---------------------------------------------------
+
+def profile_split(args, env, cpu, core):
+    """`bert bench --profile` at 32x128, one thread (on a shared machine the
+    ratios of one thread's CPU time are what holds still), each dtype."""
+    rows, lines = [], []
+    for geom in args.geometries.split(","):
+        ckpt = checkpoint(args.out, geom)
+        loads, _ = build_workloads(args.out, ckpt)
+        for dtype in PROFILE_DTYPES:
+            cmd = [BERT, "bench", "--model", ckpt, "--workload", loads["32x128"][1], "--task", "encode",
+                   "--repeat", str(args.repeat or 3), "--warmup", "1", "--threads", "1",
+                   "--dtype", dtype, "--profile"]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if p.returncode:
+                log(f"[profile {geom} {dtype}] skipped: {p.stderr.strip().splitlines()[-1:]}")
+                continue
+            line = json.loads(p.stdout.strip().splitlines()[-1])
+            rows.append({"geometry": geom, "dtype": dtype, **line})
+            log(f"[profile {geom} {dtype}]\n{p.stderr.strip()}")
+    classes = [k for k, v in rows[0]["profile"].items() if isinstance(v, dict)] if rows else []
+    head = ["geometry", "dtype", "pass CPU ms"] + classes + ["outside dense"]
+    lines = [f"CPU {cpu}, OpenBLAS core {core}, 32x128, 1 thread, thread CPU time per pass (ms, % of pass)", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        prof = r["profile"]
+        cells = [GEOMETRIES[r["geometry"]]["label"], r["dtype"], f"{prof['pass_cpu_ms']:.0f}"]
+        cells += [f"{prof[c]['ms']:.1f} ({prof[c]['pct']:.1f}%)" for c in classes]
+        cells.append(f"{prof['outside_dense_pct']:.1f}%")
+        lines.append("| " + " | ".join(cells) + " |")
+    return rows, "\n".join(lines)
+
+
+def latency_rows(args, env, cpu, core):
+    """Lone sequences of 16, 128 and 512 tokens against ONNX Runtime,
+    engines alternating each round; medians of round medians."""
+    rounds, repeat = args.rounds or 5, args.repeat or 3
+    rows = []
+    for geom in args.geometries.split(","):
+        ckpt = checkpoint(args.out, geom)
+        onnx = onnx_exports(args.out, geom, ckpt) if not args.no_ort else None
+        loads, _ = build_workloads(args.out, ckpt)
+        engines = [Ours(ckpt, args.threads, env)]
+        if args.dtype:
+            engines.append(Ours(ckpt, args.threads, env, args.dtype))
+        if not args.no_ort:
+            engines.append(Peer("onnxruntime", ["node", os.path.join(HERE, "peer_ort.js"), str(args.threads)],
+                                lambda task, d=onnx: os.path.join(d, f"{task}.onnx"), env))
+        try:
+            for name in LATENCY:
+                med, all_times, _ = measure(engines, "embed", loads[name][1], rounds, repeat)
+                rows.append({"geometry": geom, "workload": name, "median_ms": med, "round_ms": all_times})
+                log(f"[latency {geom} {name}] " + ", ".join(f"{e} {ms:.2f} ms" for e, ms in med.items()))
+        finally:
+            for e in engines:
+                e.close()
+    names = list(rows[0]["median_ms"]) if rows else []
+    head = ["geometry", "workload"] + [f"{n} ms" for n in names]
+    head += [f"ORT/{n}" for n in names if n != "onnxruntime" and "onnxruntime" in names]
+    lines = [f"CPU {cpu}, OpenBLAS core {core}, {args.threads} threads, {rounds} alternating rounds of "
+             f"{repeat} passes, medians", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ms = r["median_ms"]
+        cells = [GEOMETRIES[r["geometry"]]["label"], r["workload"]] + [fmt_ms(ms[n]) for n in names]
+        cells += [f"{ms['onnxruntime'] / ms[n]:.2f}x" for n in names if n != "onnxruntime" and "onnxruntime" in ms]
+        lines.append("| " + " | ".join(cells) + " |")
+    return rows, "\n".join(lines)
+
+
+def cpu_model():
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    found = re.search(r"Model name:\s*(.+)", out)
+    return found.group(1).strip() if found else "?"
+
+
+def focused_runs(args, env):
+    """--profile and --latency: their tables, written under OUT."""
+    _, core = openblas_core([SGEMM, "--size", "64", "--seconds", "0.01"], env)
+    cpu = cpu_model()
+    log(f"CPU {cpu}; OpenBLAS core {core}")
+    for wanted, fn, stem in ((args.profile, profile_split, "profile"), (args.latency, latency_rows, "latency")):
+        if not wanted:
+            continue
+        rows, table = fn(args, env, cpu, core)
+        with open(os.path.join(args.out, f"{stem}.json"), "w") as f:
+            json.dump({"cpu": cpu, "openblas_core": core, "threads": args.threads, "rows": rows}, f, indent=1)
+        with open(os.path.join(args.out, f"{stem}.md"), "w") as f:
+            f.write(table + "\n")
+        print(table + "\n")
+
+
 # ---- main --------------------------------------------------------------------
 
 def main():
@@ -550,6 +652,10 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-sweep", action="store_true", help="skip the sequence-length sweep and plot")
     ap.add_argument("--http", action="store_true", help="also bench/http_bench.py at concurrency 64")
+    ap.add_argument("--profile", action="store_true",
+                    help="only the op-class split of a 32x128 pass (bert bench --profile), each dtype")
+    ap.add_argument("--latency", action="store_true",
+                    help="only the lone-sequence rows (1x16, 1x128, 1x512) against ONNX Runtime")
     ap.add_argument("--openblas-coretype", default="auto", help="auto | none | an OpenBLAS core name")
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     args = ap.parse_args()
@@ -565,9 +671,12 @@ def main():
     env, coretype = openblas_env(args.openblas_coretype)
     if coretype:
         log(f"OPENBLAS_CORETYPE={coretype}")
-    if not args.no_ort:
+    if not args.no_ort and not (args.profile and not args.latency):
         ensure_ort()
 
+    if args.profile or args.latency:
+        focused_runs(args, env)
+        return
     if args.geometries == "modernbert":
         modernbert_bench(args, env)
         return

@@ -193,6 +193,7 @@ struct bench_run {
     struct bert_scratch *s;
     enum bert_task task;
     bool encode_only;
+    bool profile; /* --profile: time op classes over the timed passes */
     int32_t *ids, *types, *top_ids;
     uint32_t *mask_positions;
     size_t *starts;
@@ -277,6 +278,28 @@ static enum bert_status run_batch(struct bench_run *r, const struct workload *w,
                           : bert_run(m, r->s, &batch, r->tasks, err);
 }
 
+/* --profile: the encoder's time per op class (bert_scratch_profile), per
+ * timed pass over the workload, summed over the team's members, as a
+ * "profile" member of the JSON line and a table on stderr. */
+static void report_profile(const struct bench_run *r, const struct workload *w, size_t repeat)
+{
+    double sec[BERT_OP_CLASSES], total = 0.0;
+    bert_scratch_profile_read(r->s, sec);
+    for (size_t op = 0; op < BERT_OP_CLASSES; op++)
+        total += sec[op];
+    const double per_pass = 1e3 / (double)repeat, pct = total > 0.0 ? 100.0 / total : 0.0;
+    printf(",\"profile\":{\"clock\":\"thread_cpu\",\"pass_cpu_ms\":%.4f", total * per_pass);
+    fprintf(stderr, "%-26s %10s %7s\n", "op class (encoder, CPU)", "ms/pass", "%");
+    for (size_t op = 0; op < BERT_OP_CLASSES; op++) {
+        const char *name = bert_op_class_name((enum bert_op_class)op);
+        printf(",\"%s\":{\"ms\":%.4f,\"pct\":%.2f}", name, sec[op] * per_pass, sec[op] * pct);
+        fprintf(stderr, "%-26s %10.3f %7.2f\n", name, sec[op] * per_pass, sec[op] * pct);
+    }
+    printf(",\"outside_dense_pct\":%.2f}", (total - sec[BERT_OP_DENSE]) * pct);
+    fprintf(stderr, "%-26s %10.3f %7.2f   (%zu tokens, %zu members)\n", "pass", total * per_pass,
+            100.0, w->n_tokens, bert_scratch_threads(r->s));
+}
+
 /* The JSON line: medians of the whole workload's and of each batch's
  * times (sorted in place), and of the process CPU time per pass (on a
  * shared machine, what a pass cost regardless of waiting for a core). */
@@ -299,13 +322,16 @@ static void report(const char *name, const char *task_name, const struct bench_r
     printf("{\"name\":\"%s\",\"engine\":\"bertserve\",\"task\":\"%s\",\"batches\":%zu,"
            "\"sequences\":%zu,\"tokens\":%zu,\"repeat\":%zu,\"median_ms\":%.4f,\"min_ms\":%.4f,"
            "\"max_ms\":%.4f,\"batch_p50_ms\":%.4f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"threads\":%d,\"dtype\":\"%s\","
-           "\"scratch_bytes\":%zu,\"median_cpu_ms\":%.4f}\n",
+           "\"scratch_bytes\":%zu,\"median_cpu_ms\":%.4f",
            name, task_name, w->n_batches, w->n_seqs, w->n_tokens, repeat, median * 1e3,
            times[0] * 1e3, times[repeat - 1] * 1e3, batch_p50 * 1e3,
            (double)w->n_tokens / median,
            encoder_flops(&r->m->config, w) / median / 1e9, (int)bert_scratch_threads(r->s),
            r->m->int8 ? "int8" : r->m->bf16 ? "bf16" : "f32", bert_scratch_bytes(r->s),
            cpu_times[repeat / 2] * 1e3);
+    if (r->profile)
+        report_profile(r, w, repeat);
+    printf("}\n");
 }
 
 /* `warmup` untimed passes over the workload, then `repeat` timed ones. */
@@ -315,6 +341,8 @@ static enum bert_status time_passes(struct bench_run *r, const struct workload *
                                     struct bert_error *err)
 {
     for (size_t pass = 0; pass < warmup + repeat; pass++) {
+        if (pass == warmup)
+            bert_scratch_profile(r->s, r->profile);
         const double t0 = now_s(), cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         for (size_t b = 0; b < w->n_batches; b++) {
             const double batch_t0 = now_s();
@@ -337,6 +365,7 @@ int cli_bench_command(int argc, char **argv)
     const char *model_dir = "models/default", *workload_path = NULL, *texts_path = NULL;
     const char *task_name = "embed", *name = "bench", *dtype = "f32";
     size_t repeat = 10, warmup = 2, batch_tokens = 4096, threads = 0;
+    bool profile = false;
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, "checkpoint folder (models/default)"},
         {"workload", CLI_OPT_STRING, &workload_path, "JSON {\"batches\": [[[ids]]]}"},
@@ -348,6 +377,7 @@ int cli_bench_command(int argc, char **argv)
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (available CPUs)"},
         {"dtype", CLI_OPT_STRING, &dtype, "f32, bf16 or int8 for the dense layers (f32)"},
         {"name", CLI_OPT_STRING, &name, "label for the output line"},
+        {"profile", CLI_OPT_FLAG, &profile, "split the encoder's time by op class"},
     };
     const size_t n_opts = sizeof opts / sizeof opts[0];
     if (!cli_parse("bench", argc, argv, opts, n_opts))
@@ -357,7 +387,8 @@ int cli_bench_command(int argc, char **argv)
         cli_print_options(opts, n_opts);
         return CLI_EXIT_USAGE;
     }
-    struct bench_run r = {.task = BERT_TASK_EMBED, .encode_only = strcmp(task_name, "encode") == 0};
+    struct bench_run r = {.task = BERT_TASK_EMBED, .encode_only = strcmp(task_name, "encode") == 0,
+                         .profile = profile};
     if (strcmp(task_name, "fill-mask") == 0)
         r.task = BERT_TASK_FILL_MASK;
     else if (strcmp(task_name, "classify") == 0)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "profile.h"
 #include "scratch.h"
 #include "simd.h"
 #include "vmath.h"
@@ -29,11 +30,34 @@ size_t attention_workspace_floats(size_t max_n, size_t d)
 }
 
 /* s[r][j] = sum_c qb[r][c] * kt[c][j] for a block of ROWS query rows and
- * the `width` key columns from kt and s (rows n16 floats apart). */
+ * the `width` key columns from kt and s (rows n16 floats apart). Two
+ * vectors of keys at a time: each broadcast query value feeds two FMAs,
+ * so loads no longer outnumber them. */
 static inline __attribute__((always_inline)) void block_scores(const float *restrict qb, size_t dq, const float *restrict kt,
                                 size_t n16, size_t width, size_t d, float *restrict s)
 {
-    for (size_t j0 = 0; j0 < width; j0 += LANES) {
+    size_t j0 = 0;
+    for (; j0 + 2 * LANES <= width; j0 += 2 * LANES) {
+        vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        for (size_t c = 0; c < d; c++) {
+            const vec16 ka = load16(kt + c * n16 + j0), kb = load16(kt + c * n16 + j0 + LANES);
+            const float q0 = qb[0 * dq + c], q1 = qb[1 * dq + c], q2 = qb[2 * dq + c],
+                        q3 = qb[3 * dq + c];
+            a0 += q0 * ka;
+            b0 += q0 * kb;
+            a1 += q1 * ka;
+            b1 += q1 * kb;
+            a2 += q2 * ka;
+            b2 += q2 * kb;
+            a3 += q3 * ka;
+            b3 += q3 * kb;
+        }
+        vec16 *rows[ROWS][2] = {{&a0, &b0}, {&a1, &b1}, {&a2, &b2}, {&a3, &b3}};
+        for (size_t r = 0; r < ROWS; r++)
+            for (size_t h = 0; h < 2; h++)
+                memcpy(s + r * n16 + j0 + h * LANES, rows[r][h], sizeof a0);
+    }
+    for (; j0 < width; j0 += LANES) {
         vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         for (size_t c = 0; c < d; c++) {
             const vec16 kr = load16(kt + c * n16 + j0);
@@ -50,15 +74,18 @@ static inline __attribute__((always_inline)) void block_scores(const float *rest
 }
 
 /* Softmax over the n real scores of a row padded to a whole number of
- * vectors; the padding ends up 0. */
-static inline __attribute__((always_inline)) void softmax_row(float *restrict s, size_t n,
-                                                              size_t n16)
+ * vectors, left unnormalised: s becomes exp(s - max) (the padding 0) and
+ * the return value is 1 / their sum, applied to the row's context instead
+ * (one multiply per output rather than per score). */
+static inline __attribute__((always_inline)) float softmax_row(float *restrict s, size_t n,
+                                                               size_t n16)
 {
-    float max = s[0];
-    for (size_t j = 1; j < n; j++)
-        max = s[j] > max ? s[j] : max;
     for (size_t j = n; j < n16; j++)
         s[j] = -INFINITY;
+    vec16 vmax = load16(s);
+    for (size_t j = LANES; j < n16; j += LANES)
+        vmax = vf16_max(vmax, load16(s + j));
+    const float max = vf16_hmax(vmax);
     vec16 sum = {0};
     for (size_t j = 0; j < n16; j += LANES) {
         vec16 v = load16(s + j);
@@ -66,9 +93,30 @@ static inline __attribute__((always_inline)) void softmax_row(float *restrict s,
         vf16_store(s + j, e);
         sum += e;
     }
-    const float inv = 1.0f / vf16_sum(sum);
-    for (size_t j = 0; j < n16; j += LANES)
-        vf16_store(s + j, load16(s + j) * inv);
+    return 1.0f / vf16_sum(sum);
+}
+
+/* out[r][c0..c0+2 LANES) = sum_j s[r][j] * v[j][c0..c0+2 LANES): two
+ * vectors of values per step, as block_scores takes two of keys. */
+static inline __attribute__((always_inline)) void block_values2(const float *restrict s, size_t n16, const float *restrict v,
+                                size_t ld, size_t n, size_t c0, vec16 acc[ROWS][2])
+{
+    vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+    for (size_t j = 0; j < n; j++) {
+        const vec16 va = load16(v + j * ld + c0), vb = load16(v + j * ld + c0 + LANES);
+        const float s0 = s[0 * n16 + j], s1 = s[1 * n16 + j], s2 = s[2 * n16 + j],
+                    s3 = s[3 * n16 + j];
+        a0 += s0 * va;
+        b0 += s0 * vb;
+        a1 += s1 * va;
+        b1 += s1 * vb;
+        a2 += s2 * va;
+        b2 += s2 * vb;
+        a3 += s3 * va;
+        b3 += s3 * vb;
+    }
+    acc[0][0] = a0, acc[0][1] = b0, acc[1][0] = a1, acc[1][1] = b1;
+    acc[2][0] = a2, acc[2][1] = b2, acc[3][0] = a3, acc[3][1] = b3;
 }
 
 /* out[r][c0..c0+LANES) = sum_j s[r][j] * v[j][c0..c0+LANES). */
@@ -99,13 +147,14 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
     float *s = kt + d * n16;          /* (ROWS, n16) scores, then probabilities */
     float *qb = s + ROWS * n16;       /* (ROWS, d16) scaled query rows */
     const size_t half = half_window < n ? half_window : n;
-    for (size_t c = 0; c < d; c++) {
-        float *row = kt + c * n16;
-        for (size_t j = 0; j < n; j++)
-            row[j] = k[j * ld + c];
+    /* Key by key: rows of k lie 3H floats apart, so walking one column of
+     * them would map every load to a handful of cache sets. */
+    for (size_t j = 0; j < n; j++)
+        for (size_t c = 0; c < d; c++)
+            kt[c * n16 + j] = k[j * ld + c];
+    for (size_t c = 0; c < d; c++)
         for (size_t j = n; j < n16; j++)
-            row[j] = 0.0f;
-    }
+            kt[c * n16 + j] = 0.0f;
     for (size_t i0 = 0; i0 < n; i0 += ROWS) {
         const size_t rows = n - i0 < ROWS ? n - i0 : ROWS;
         /* The keys any row of the block sees: [lo, hi), lo rounded down to
@@ -113,6 +162,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         const size_t lo = (i0 > half ? i0 - half : 0) & ~(size_t)(LANES - 1);
         const size_t hi = i0 + rows - 1 + half < n ? i0 + rows + half : n;
         const size_t width = round_lanes(hi - lo);
+        float inv[ROWS]; /* each row's 1 / sum of exponentials */
         /* Missing rows of the last block are zeros: computed, never stored. */
         for (size_t r = 0; r < ROWS; r++)
             for (size_t c = 0; c < d; c++)
@@ -129,14 +179,24 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
             if (rel_bias != NULL) /* the bias of key j is rel_bias[j - i] */
                 for (size_t j = first; j < last; j++)
                     sr[j] += rel_bias[(ptrdiff_t)j - (ptrdiff_t)i];
-            softmax_row(sr + lo, hi - lo, width);
+            inv[r] = softmax_row(sr + lo, hi - lo, width);
         }
         size_t c0 = 0;
+        for (; c0 + 2 * LANES <= d; c0 += 2 * LANES) {
+            vec16 acc[ROWS][2];
+            block_values2(s + lo, n16, v + lo * ld, ld, hi - lo, c0, acc);
+            for (size_t r = 0; r < rows; r++) {
+                vec16 scaled[2] = {acc[r][0] * inv[r], acc[r][1] * inv[r]};
+                memcpy(out + (i0 + r) * ldo + c0, scaled, sizeof scaled);
+            }
+        }
         for (; c0 + LANES <= d; c0 += LANES) {
             vec16 acc[ROWS];
             block_values(s + lo, n16, v + lo * ld, ld, hi - lo, c0, acc);
-            for (size_t r = 0; r < rows; r++)
-                memcpy(out + (i0 + r) * ldo + c0, &acc[r], sizeof acc[r]);
+            for (size_t r = 0; r < rows; r++) {
+                vec16 scaled = acc[r] * inv[r];
+                memcpy(out + (i0 + r) * ldo + c0, &scaled, sizeof scaled);
+            }
         }
         /* A head size that is not a multiple of LANES: the rest one by one. */
         for (size_t c = c0; c < d; c++) {
@@ -144,7 +204,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
                 float acc = 0.0f;
                 for (size_t j = lo; j < hi; j++)
                     acc += s[r * n16 + j] * v[j * ld + c];
-                out[(i0 + r) * ldo + c] = acc;
+                out[(i0 + r) * ldo + c] = acc * inv[r];
             }
         }
     }
@@ -168,6 +228,7 @@ void attention_member(const struct bert_model *model, struct bert_scratch *s,
     const struct bert_engine *e = model->engine;
     const size_t rel_span = 2 * e->rel_positions - 1;
     size_t item;
+    prof_lap(BERT_OP_OTHER);
     while ((item = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed)) < items) {
         size_t i = item / A, h = item % A;
         size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
@@ -176,4 +237,5 @@ void attention_member(const struct bert_model *model, struct bert_scratch *s,
         attention_head_window(q, q + H, q + 2 * H, ld, n, D, scale, s->ctx + r0 * H + h * D, H,
                               work, half_window, rel);
     }
+    prof_lap(BERT_OP_ATTENTION);
 }

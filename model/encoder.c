@@ -13,6 +13,7 @@
 #include "family/family.h"
 #include "linear_bf16.h"
 #include "linear_int8.h"
+#include "profile.h"
 #include "scratch.h"
 
 /* Views are 64-byte aligned so GEMMs and vector loops start on cache lines. */
@@ -111,8 +112,9 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     float *mem = aligned_alloc(64, total * sizeof(float));
     s->memory = mem;
     s->masks = calloc(max_tokens, sizeof *s->masks);
+    s->prof = calloc(members, sizeof *s->prof);
     s->bytes = total * sizeof(float);
-    if (mem == NULL || s->masks == NULL ||
+    if (mem == NULL || s->masks == NULL || s->prof == NULL ||
         ((model->bf16 || model->int8) &&
          !member_contexts_new(s, model, T, HE > inter ? HE : inter, strided))) {
         bert_scratch_free(s);
@@ -143,6 +145,7 @@ void bert_scratch_free(struct bert_scratch *s)
     bert_team_free(s->team);
     free(s->memory);
     free(s->masks);
+    free(s->prof);
     free(s);
 }
 
@@ -151,6 +154,22 @@ size_t bert_scratch_max_seq_len(const struct bert_scratch *s) { return s->max_se
 size_t bert_scratch_bytes(const struct bert_scratch *s) { return s->bytes; }
 size_t bert_scratch_threads(const struct bert_scratch *s) { return bert_team_size(s->team); }
 void bert_scratch_set_width(struct bert_scratch *s, size_t width) { bert_team_set_width(s->team, width); }
+
+void bert_scratch_profile(struct bert_scratch *s, bool on)
+{
+    memset(s->prof, 0, bert_team_size(s->team) * sizeof *s->prof);
+    s->profiling = on;
+}
+
+void bert_scratch_profile_read(const struct bert_scratch *s, double seconds[BERT_OP_CLASSES])
+{
+    for (size_t op = 0; op < BERT_OP_CLASSES; op++) {
+        int64_t ns = 0;
+        for (size_t m = 0; m < bert_team_size(s->team); m++)
+            ns += s->prof[m].ns[op];
+        seconds[op] = (double)ns * 1e-9;
+    }
+}
 
 static enum bert_status check_batch(const struct bert_model *model, const struct bert_scratch *s,
                                     const struct bert_batch *b, struct bert_error *err)
@@ -227,7 +246,9 @@ static void encode_member(void *arg, size_t member, size_t n_members)
     struct bert_share p = bert_share_of(job->b->n_tokens, member, n_members);
     p.bf16 = job->s->bf16 ? job->s->bf16[member] : NULL;
     bert_share_use_int8(&p, job->s->int8 ? job->s->int8[member] : NULL);
+    bert_prof_begin(job->s->profiling ? &job->s->prof[member] : NULL);
     job->encode_member(job->model, job->s, job->b, &p);
+    bert_prof_end();
 }
 
 enum bert_status bert_encode(const struct bert_model *model, struct bert_scratch *s,

@@ -2,16 +2,18 @@
 
 #include <math.h>
 
+#include "profile.h"
 #include "simd.h"
 #include "vmath.h"
 
-/* Exact GELU (Hendrycks & Gimpel 2016): x/2 (1 + erf(x / sqrt 2)); the tanh
+/* Exact GELU (Hendrycks & Gimpel 2016): x Phi(x) = x/2 (1 + erf(x / sqrt 2)),
+ * Phi from erfc (vmath.h) so the lower tail keeps its precision; the tanh
  * form for "gelu_new"; and the others config.json can name. */
 VINLINE vf16 activation16(vf16 v, enum bert_activation act)
 {
     switch (act) {
     case BERT_ACTIVATION_GELU:
-        return 0.5f * v * (1.0f + vf16_erf(v * 0.70710678118654752f));
+        return v * vf16_normal_cdf(v);
     case BERT_ACTIVATION_GELU_TANH:
         return 0.5f * v * (1.0f + vf16_tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     case BERT_ACTIVATION_RELU:
@@ -34,6 +36,7 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
                           const float *gamma, const float *beta, size_t rows, size_t n,
                           float eps)
 {
+    prof_lap(BERT_OP_OTHER);
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * n;
@@ -69,12 +72,14 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
         for (size_t i = nv; i < n; i++)
             row[i] = (row[i] - mean) * inv * gamma[i] + beta[i];
     }
+    prof_lap(BERT_OP_NORM);
 }
 
 BERT_HOT
 void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
                             enum bert_activation act)
 {
+    prof_lap(BERT_OP_OTHER);
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ld;
@@ -83,11 +88,13 @@ void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, 
         for (size_t i = nv; i < n; i++)
             row[i] = activation16(vf16_splat(row[i] + bias[i]), act)[0];
     }
+    prof_lap(BERT_OP_ACTIVATION);
 }
 
 BERT_HOT
 void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t ld)
 {
+    prof_lap(BERT_OP_OTHER);
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ld;
@@ -96,6 +103,7 @@ void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t 
         for (size_t i = nv; i < n; i++)
             row[i] += bias[i];
     }
+    prof_lap(BERT_OP_NORM);
 }
 
 BERT_HOT

@@ -5,6 +5,7 @@
 #include "linear_bf16.h"
 #include "linear_int8.h"
 #include "linear_small.h"
+#include "profile.h"
 #include "team.h"
 
 /* Below this many rows per member, products are split by columns. */
@@ -51,21 +52,21 @@ static void linear(const float *x, size_t rows, size_t in, const float *w, size_
 void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
                        const struct bert_dense *d, size_t out, float *y, size_t ldy)
 {
+    prof_lap(BERT_OP_OTHER);
     if (p->by_rows) {
         const size_t rows = p->r1 - p->r0;
         const float *xr = x + p->r0 * in;
         float *yr = y + p->r0 * ldy;
-        if (rows == 0)
-            return;
-        if (d->int8 != NULL && p->int8 != NULL &&
-            linear_int8_run(p->int8, d->int8, xr, rows, in, out, yr, ldy))
-            return;
-        if (d->bf16 == NULL || p->bf16 == NULL ||
-            !linear_bf16_run(p->bf16, d->bf16, xr, rows, in, out, yr, ldy))
+        if (rows != 0 &&
+            !(d->int8 != NULL && p->int8 != NULL &&
+              linear_int8_run(p->int8, d->int8, xr, rows, in, out, yr, ldy)) &&
+            (d->bf16 == NULL || p->bf16 == NULL ||
+             !linear_bf16_run(p->bf16, d->bf16, xr, rows, in, out, yr, ldy)))
             linear(xr, rows, in, d->w, out, yr, ldy);
     } else {
         size_t c0, c1;
         bert_share_cols(p, out, &c0, &c1);
         linear(x, p->rows, in, d->w + c0 * in, c1 - c0, y + c0, ldy);
     }
+    prof_lap(BERT_OP_DENSE);
 }

@@ -12,6 +12,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "onednn.h"
+#include "profile.h"
 #include "safetensors.h"
 #include "simd.h"
 
@@ -208,6 +209,7 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
      * member's thread is not the one that made its context.) */
     omp_set_num_threads(1);
     to_bf16(x, rows * in, ctx->src);
+    prof_lap(BERT_OP_CONVERT);
     dnnl_memory_set_data_handle(s->src, ctx->src);
     dnnl_memory_set_data_handle(s->dst, y);
     dnnl_exec_arg_t args[3] = {

@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "onednn.h"
+#include "profile.h"
 #include "simd.h"
 
 /* Weights are packed for this many rows; oneDNN's brgemm int8 kernels keep
@@ -299,6 +300,7 @@ bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weigh
     omp_set_num_threads(1);
     for (size_t r = 0; r < rows; r++)
         ctx->row_scale[r] = quantize_row(x + r * in, in, ctx->src + r * in);
+    prof_lap(BERT_OP_CONVERT);
     dnnl_memory_set_data_handle(s->src, ctx->src);
     dnnl_memory_set_data_handle(s->dst, acc);
     dnnl_exec_arg_t args[3] = {
@@ -306,7 +308,9 @@ bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weigh
     if (dnnl_primitive_execute(s->prim, ctx->stream, 3, args) != dnnl_success ||
         dnnl_stream_wait(ctx->stream) != dnnl_success)
         return false;
+    prof_lap(BERT_OP_DENSE);
     dequantize(acc, out, y, ldy, rows, out, ctx->row_scale, w->scale);
+    prof_lap(BERT_OP_CONVERT);
     return true;
 }
 

@@ -34,6 +34,8 @@ struct bert_scratch {
     struct bert_mask_row *masks;   /* (max_tokens) the [MASK] rows of a fill-mask batch */
     struct linear_bf16_ctx **bf16; /* (members) their bf16 contexts; NULL: the model runs f32 */
     struct linear_int8_ctx **int8; /* (members) their int8 contexts; NULL: no int8 products */
+    struct bert_prof *prof;        /* (members) op-class times (profile.h) */
+    bool profiling;                /* members charge their time to prof */
 };
 
 /* A [MASK] row: where it is, whose it is, and which of that sequence's masks. */

@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -542,6 +543,32 @@ static void check_config(const struct run *r, json_t *init)
     }
 }
 
+/* Profiling off (as a scratch starts): passes charge nothing. */
+static void check_profile_off(const struct bert_scratch *s)
+{
+    double sec[BERT_OP_CLASSES];
+    bert_scratch_profile_read(s, sec);
+    for (size_t op = 0; op < BERT_OP_CLASSES; op++)
+        CHECK(sec[op] == 0.0);
+}
+
+/* Profiling on over passes that took `cpu` seconds of the process's CPU
+ * time: the products and attention were seen, no class is negative, and
+ * the classes add up to no more than the CPU time spent. */
+static void check_profile_on(const struct bert_scratch *s, double cpu)
+{
+    double sec[BERT_OP_CLASSES], total = 0.0;
+    bert_scratch_profile_read(s, sec);
+    for (size_t op = 0; op < BERT_OP_CLASSES; op++) {
+        CHECK(sec[op] >= 0.0);
+        total += sec[op];
+    }
+    CHECK(sec[BERT_OP_DENSE] > 0.0);
+    CHECK(sec[BERT_OP_ATTENTION] > 0.0);
+    CHECK(sec[BERT_OP_NORM] > 0.0);
+    CHECK(total <= cpu + 1e-6);
+}
+
 /* Run every input alone and all of them packed on a scratch with `threads`
  * compute threads, and compare with the goldens. */
 static bool run_threads(struct run *r, size_t threads, json_t *outputs, json_t *f32_outputs,
@@ -559,7 +586,14 @@ static bool run_threads(struct run *r, size_t threads, json_t *outputs, json_t *
     struct result *packed = golden_xcalloc(r->n_inputs, sizeof *packed);
     for (size_t i = 0; ok && i < r->n_inputs; i++)
         ok = run_batch(r, i, 1, &single[i]);
+    check_profile_off(r->scratch);
+    bert_scratch_profile(r->scratch, true);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
     ok = ok && run_batch(r, 0, r->n_inputs, packed);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    check_profile_on(r->scratch, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    bert_scratch_profile(r->scratch, false);
     if (ok) {
         struct errors e_single, e_packed, e_loose;
         errors_init(&e_single);

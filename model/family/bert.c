@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "family.h"
 #include "kernels.h"
+#include "profile.h"
 
 void family_bert_embed_rows(const struct bert_model *model, const struct bert_batch *b,
                             size_t r0, size_t r1, float *x)
@@ -18,6 +19,7 @@ void family_bert_embed_rows(const struct bert_model *model, const struct bert_ba
     const size_t H = model->config.embedding_size;
     const size_t offset = model->config.position_offset;
     size_t seq = 0;
+    prof_lap(BERT_OP_OTHER);
     while (b->seq_start[seq + 1] <= r0)
         seq++;
     for (size_t t = r0; t < r1; t++) {
@@ -38,6 +40,7 @@ void family_bert_embed_rows(const struct bert_model *model, const struct bert_ba
                 row[k] += te[k];
         }
     }
+    prof_lap(BERT_OP_EMBED);
     kernel_add_layernorm(x + r0 * H, NULL, NULL, w->emb_ln_g, w->emb_ln_b, r1 - r0, H,
                          model->config.layer_norm_eps);
 }

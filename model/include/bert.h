@@ -302,6 +302,32 @@ size_t bert_scratch_threads(const struct bert_scratch *s);
 /* How many of them run the next passes (1..threads; initially all). */
 void bert_scratch_set_width(struct bert_scratch *s, size_t width);
 
+/* Profiling a pass (`bert bench --profile`): where each team member's
+ * thread CPU time goes, by class of operation. The classes add up to the
+ * members' time inside bert_encode: dense layers (the GEMMs), attention
+ * (scores, softmax, context), the activation (with the dense bias it
+ * fuses), LayerNorm with the residual and bias adds, dtype conversions
+ * (bf16 / int8 activations to and from f32), the embedding gather, and
+ * the rest (rotary embeddings, gating, barrier waits). */
+enum bert_op_class {
+    BERT_OP_DENSE,
+    BERT_OP_ATTENTION,
+    BERT_OP_ACTIVATION,
+    BERT_OP_NORM,
+    BERT_OP_CONVERT,
+    BERT_OP_EMBED,
+    BERT_OP_OTHER,
+    BERT_OP_CLASSES
+};
+/* "dense", "attention", ..., "other". */
+const char *bert_op_class_name(enum bert_op_class op);
+/* Turn profiling on (sums restart at zero) or off. Off, as it starts,
+ * costs nothing measurable. Not while a pass runs. */
+void bert_scratch_profile(struct bert_scratch *s, bool on);
+/* Seconds per class, summed over the team's members, since profiling was
+ * turned on. */
+void bert_scratch_profile_read(const struct bert_scratch *s, double seconds[BERT_OP_CLASSES]);
+
 /* Run the encoder. On success *hidden points to the final hidden states
  * (T x H, row-major) inside the scratch, valid until its next use. Fails with
  * BERT_E_INVALID when the batch exceeds the scratch sizes or an id is out of
