@@ -75,6 +75,9 @@ void tok_xform_copy(struct tok_xform *x, size_t from, size_t to)
         x->ok = false;
         return;
     }
+    x->offset = to;
+    if (to == from) /* nothing to copy: dst may not have a buffer yet */
+        return;
     const struct tok_normalized *s = x->src;
     memcpy((uint8_t *)x->dst->bytes.data + x->dst->len, (const uint8_t *)s->bytes.data + from,
            to - from);
@@ -83,7 +86,6 @@ void tok_xform_copy(struct tok_xform *x, size_t from, size_t to)
     memcpy((uint32_t *)x->dst->al_end.data + x->dst->len, (const uint32_t *)s->al_end.data + from,
            (to - from) * sizeof(uint32_t));
     x->dst->len += to - from;
-    x->offset = to;
 }
 
 bool tok_normalized_identity(const uint8_t *text, size_t start, size_t end,

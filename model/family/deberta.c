@@ -45,10 +45,23 @@ static long deberta_bucket(long rel, long buckets, long max_position)
     const long mag = rel < 0 ? -rel : rel;
     if (buckets <= 0 || mag <= mid)
         return rel;
-    const double scaled = log((double)mag / (double)mid) /
-                          log((double)(max_position - 1) / (double)mid) * (double)(mid - 1);
+    double scaled = log((double)mag / (double)mid) /
+                    log((double)(max_position - 1) / (double)mid) * (double)(mid - 1);
+    /* A config whose max_position - 1 is not past mid makes this infinite,
+     * NaN or huge; every bucket past the span is clamped anyway. */
+    scaled = scaled < 1e9 ? (scaled > -1e9 ? scaled : -1e9) : 1e9;
     const long far = (long)ceil(scaled) + mid;
     return rel < 0 ? -far : far;
+}
+
+/* The relative index of distance d (query - key), clamped to the table. */
+static size_t relative_index(const struct bert_deberta *d, long distance)
+{
+    const long r = deberta_bucket(distance, (long)d->position_buckets,
+                                  (long)d->max_relative_positions) +
+                   (long)d->att_span;
+    const long last = 2 * (long)d->att_span - 1;
+    return (size_t)(r < 0 ? 0 : r > last ? last : r);
 }
 
 /* out (rows, H) = LayerNorm'd relative embeddings x W^T + b. */
@@ -92,12 +105,8 @@ struct family_deberta *family_deberta_new(const struct bert_config *c,
         project(rel, rows, H, lw->query.w, lw->query_b, t->pos_query + l * rows * H);
     }
     free(rel);
-    for (size_t k = 0; k < 2 * positions - 1; k++) {
-        const long b = deberta_bucket((long)k - (long)(positions - 1), (long)d->position_buckets,
-                                      (long)d->max_relative_positions);
-        const long r = b + (long)span;
-        t->index[k] = (int32_t)(r < 0 ? 0 : r > (long)rows - 1 ? (long)rows - 1 : r);
-    }
+    for (size_t k = 0; k < 2 * positions - 1; k++)
+        t->index[k] = (int32_t)relative_index(d, (long)k - (long)(positions - 1));
     return t;
 }
 
@@ -111,15 +120,16 @@ void family_deberta_free(struct family_deberta *t)
     free(t);
 }
 
-/* How many relative indexes a sequence of up to n tokens reaches. */
-static size_t index_span(size_t n, size_t span)
-{
-    return 2 * n - 1 < 2 * span ? 2 * n - 1 : 2 * span;
-}
-
 size_t family_deberta_workspace_floats(const struct bert_config *c, size_t max_n)
 {
-    const size_t R = index_span(max_n, c->deberta.att_span);
+    /* The most relative indexes a sequence reaches: those of the longest. */
+    size_t lo = SIZE_MAX, hi = 0;
+    for (long d = 1 - (long)max_n; d < (long)max_n; d++) {
+        const size_t r = relative_index(&c->deberta, d);
+        lo = r < lo ? r : lo;
+        hi = r > hi ? r : hi;
+    }
+    const size_t R = hi - lo + 1;
     return max_n * R + ROWS * max_n + ROWS * R;
 }
 
@@ -132,10 +142,14 @@ static void head_attention(const struct bert_config *c, const struct family_debe
     const size_t H = c->hidden_size, D = H / c->num_heads;
     const bool c2p = c->deberta.c2p, p2c = c->deberta.p2c;
     const float scale = 1.0f / sqrtf((float)D * (float)(1 + c2p + p2c));
-    /* The sequence reaches indexes lo .. lo + R - 1 (index is monotonic). */
+    /* The sequence reaches indexes lo .. lo + R - 1. */
     const int32_t *index = t->index + t->positions - 1;
-    const size_t lo = (size_t)index[-(ptrdiff_t)(n - 1)];
-    const size_t R = (size_t)index[n - 1] - lo + 1;
+    int32_t lo_index = INT32_MAX, hi_index = 0;
+    for (ptrdiff_t d = 1 - (ptrdiff_t)n; d < (ptrdiff_t)n; d++) {
+        lo_index = index[d] < lo_index ? index[d] : lo_index;
+        hi_index = index[d] > hi_index ? index[d] : hi_index;
+    }
+    const size_t lo = (size_t)lo_index, R = (size_t)(hi_index - lo_index) + 1;
     float *kq = work;           /* (n, R): k_j . Qr[lo + r] */
     float *s = kq + n * R;      /* (ROWS, n) scores */
     float *qk = s + ROWS * n;   /* (ROWS, R): q_i . Kr[lo + r] */

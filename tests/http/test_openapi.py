@@ -129,7 +129,7 @@ class OpenApi(unittest.TestCase):
     def test_info_family_enum_is_complete(self):
         names = read("model/names.c")
         block = names[names.index("family_names[BERT_FAMILY_COUNT]"):]
-        families = re.findall(r'\[BERT_FAMILY_\w+\] = "(\w+)"', block[:block.index("};")])
+        families = re.findall(r'\[BERT_FAMILY_\w+\] = "([\w-]+)"', block[:block.index("};")])
         info = SPEC["components"]["schemas"]["Info"]["properties"]["model"]["properties"]
         self.assertEqual(sorted(info["family"]["enum"]), sorted(families))
 
