@@ -22,6 +22,7 @@
 #include "engine.h"
 #include "family.h"
 #include "kernels.h"
+#include "profile.h"
 #include "scratch.h"
 
 /* Query rows per block: the (ROWS x n) scores and (ROWS x R) c2p products.
@@ -193,6 +194,7 @@ void family_deberta_attention_member(const struct bert_model *model, struct bert
     const float *kr = t->pos_key + layer * table, *qr = t->pos_query + layer * table;
     float *work = s->attn + member * s->attn_floats;
     size_t item;
+    prof_lap(BERT_OP_OTHER);
     while ((item = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed)) < items) {
         const size_t i = item / A, h = item % A;
         const size_t r0 = b->seq_start[i], n = b->seq_start[i + 1] - r0;
@@ -200,4 +202,5 @@ void family_deberta_attention_member(const struct bert_model *model, struct bert
         head_attention(c, t, q, q + H, q + 2 * H, ld, n, kr + h * D, qr + h * D,
                        s->ctx + r0 * H + h * D, H, work);
     }
+    prof_lap(BERT_OP_ATTENTION);
 }
