@@ -37,7 +37,7 @@ struct http_request *http_request_new(struct http *h, struct MHD_Connection *con
 
 static bool is_suspended(enum http_request_state s)
 {
-    return s == HTTP_REQUEST_OFF_LOOP;
+    return s == HTTP_REQUEST_PREPARING || s == HTTP_REQUEST_COMPUTING;
 }
 
 static void suspended_link(struct http_request *hr)
@@ -88,7 +88,8 @@ void http_request_maybe_release(struct http_request *hr)
     if (hr->conn != NULL || is_suspended(hr->state) || hr->state == HTTP_REQUEST_CUT_OFF)
         return;
     struct http *h = hr->http;
-    free(hr->srv.body); /* its job was freed by the thread that handed it back */
+    proto_job_free(&hr->srv.job);
+    free(hr->srv.body);
     free(hr->body);
     free(hr);
     h->live--;
@@ -104,11 +105,12 @@ void http_request_mhd_done(struct http_request *hr)
     http_request_maybe_release(hr);
 }
 
-/* The prepare stage or the workers are done with a request: answer it. */
+/* The workers are done with an admitted request: answer it. */
 static void finish_request(struct http_request *hr)
 {
     struct http *h = hr->http;
     struct srv_request *r = &hr->srv;
+    batcher_release(h->engine.batcher, r);
     uint64_t start = atomic_load(&r->t_compute_start);
     if (start) {
         metrics_stage(METRICS_STAGE_QUEUE, http_ms_between(hr->t_received, start) / 1e3);
@@ -123,11 +125,8 @@ static void finish_request(struct http_request *hr)
         if (r->body)
             response_budget_give(h->engine.answers, r->body_len);
         http_request_set_state(hr, HTTP_REQUEST_ABANDONED);
-    } else if (r->refused) {
-        http_request_set_state(hr, HTTP_REQUEST_BODY); /* back with the loop */
-        http_respond_error(hr, &r->refusal);
     } else if (atomic_load(&r->failed)) {
-        http_request_set_state(hr, HTTP_REQUEST_BODY);
+        http_request_set_state(hr, HTTP_REQUEST_BODY); /* back with the loop */
         if (r->error_kind == PROTO_ERR_INTERNAL)
             log_msg(LOG_ERROR, "%s %s: %s", hr->method, hr->path, r->error);
         http_respond_errorf(hr, r->error_kind, "%s", r->error);
@@ -145,14 +144,11 @@ void http_request_on_completions(uv_async_t *async)
 {
     struct http *h = async->data;
     struct srv_request *r = completions_take(h->done);
-    /* The batch's log lines in one write, before its answers are sent. */
-    log_hold();
     while (r != NULL) {
-        struct srv_request *next = r->next;
+        struct srv_request *next = r->next_done;
         finish_request((struct http_request *)((char *)r - offsetof(struct http_request, srv)));
         r = next;
     }
-    log_release();
     http_loop_run(h);
     http_check_drained(h);
 }
@@ -165,6 +161,6 @@ void http_request_cut_off_all(struct http *h)
         http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the server shut down before answering");
         if (is_suspended(hr->state)) /* no answer could be made (out of memory): close */
             http_request_set_state(hr, HTTP_REQUEST_CUT_OFF);
-        hr->state = HTTP_REQUEST_CUT_OFF; /* still held by a prepare thread or the workers */
+        hr->state = HTTP_REQUEST_CUT_OFF; /* still held by the thread pool or the workers */
     }
 }

@@ -56,21 +56,11 @@ void srv_request_render(struct srv_request *req, const struct bert_model *model,
         fail_budget_full(req, answers);
 }
 
-static uint64_t clock_ns(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t srv_now_ns(void)
 {
-    return clock_ns(CLOCK_MONOTONIC);
-}
-
-uint64_t srv_thread_cpu_ns(void)
-{
-    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 bool srv_client_left(int fd)

@@ -1,15 +1,11 @@
-/* One inference request, shared by the loop thread (which owns it and its
- * connection), the prepare stage (which parses, tokenizes and admits it)
- * and the workers (which compute its sequences).
+/* One admitted inference request, shared by the loop thread (which owns it
+ * and its connection) and the workers (which compute its sequences).
  *
  * Ownership: the loop allocates and frees it (it is embedded in the HTTP
- * layer's per-request state) and hands it to the prepare stage
- * (prepare.h). From then on one other thread at a time holds it: a prepare
- * thread, until it pushes the request onto the completion queue or the
- * batcher admits it; then the workers, while some of its sequences are
- * queued or computing. The worker that finishes (or drops) the last one
- * renders the response and pushes the request onto the completion queue,
- * after which no other thread touches it again. */
+ * layer's per-request state). Workers hold a pointer only while some of its
+ * sequences are queued or computing; the worker that finishes (or drops) the
+ * last one renders the response and pushes the request onto the completion
+ * queue, after which no worker touches it again. */
 #ifndef SRV_REQUEST_H
 #define SRV_REQUEST_H
 
@@ -26,12 +22,6 @@ struct srv_request {
     enum proto_route route;
     int client_fd;                     /* the client's socket (-1: unknown), peeked
                                           by the worker that takes the request */
-    size_t n_seqs, n_tokens, n_truncated; /* the job's, kept when it is freed: what the
-                                          loop logs and reports */
-    const char *input;                 /* the body, NUL-terminated: read by the */
-    size_t input_len;                  /* prepare stage, owned by the loop */
-    bool refused;                      /* the prepare stage answers `refusal` instead (a */
-    struct proto_error refusal;        /* bad body, a limit, not admitted) */
 
     /* Shared with workers. */
     atomic_bool orphaned;              /* the client went away: drop, do not compute */
@@ -43,8 +33,7 @@ struct srv_request {
     char error[600];                   /* thread that sets failed (srv_request_fail) */
     char *body;                        /* response rendered by the finishing worker; its */
     size_t body_len;                   /* bytes are reserved in the response budget */
-    struct srv_request *next;          /* the prepare queue's link, then the completion
-                                          queue's */
+    struct srv_request *next_done;     /* completion queue link */
 };
 
 /* Record why `req` failed, unless an earlier failure was recorded; the
@@ -63,9 +52,6 @@ void srv_request_render(struct srv_request *req, const struct bert_model *model,
 
 /* Monotonic clock in nanoseconds. */
 uint64_t srv_now_ns(void);
-
-/* CPU time the calling thread has used, in nanoseconds. */
-uint64_t srv_thread_cpu_ns(void);
 
 /* Whether the client of socket `fd` has gone: it closed its end (a peek
  * reads 0 bytes) or reset it. Pipelined bytes waiting to be read are not a
