@@ -526,6 +526,19 @@ static enum bert_status set_family_details(const char *name, struct bert_config 
     return BERT_OK;
 }
 
+/* The per-token head an architecture class name ends in, if any. */
+static enum bert_token_head token_head_of(const char *architecture)
+{
+    static const char token_cls[] = "ForTokenClassification", qa[] = "ForQuestionAnswering";
+    const size_t al = strlen(architecture);
+    if (al > sizeof token_cls - 1 &&
+        strcmp(architecture + al - (sizeof token_cls - 1), token_cls) == 0)
+        return BERT_TOKEN_HEAD_CLASSIFICATION;
+    if (al > sizeof qa - 1 && strcmp(architecture + al - (sizeof qa - 1), qa) == 0)
+        return BERT_TOKEN_HEAD_QUESTION_ANSWERING;
+    return BERT_TOKEN_HEAD_NONE;
+}
+
 static enum bert_status parse_root(const char *name, json_t *root, struct bert_config *cfg,
                                    struct bert_error *err)
 {
@@ -536,14 +549,13 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
     if (json_is_array(archs) && json_is_string(json_array_get(archs, 0)))
         snprintf(cfg->architecture, sizeof cfg->architecture, "%s",
                  json_string_value(json_array_get(archs, 0)));
-
-    static const char token_cls[] = "ForTokenClassification", qa[] = "ForQuestionAnswering";
-    size_t al = strlen(cfg->architecture);
-    if (al > sizeof token_cls - 1 &&
-        strcmp(cfg->architecture + al - (sizeof token_cls - 1), token_cls) == 0)
-        cfg->token_head = BERT_TOKEN_HEAD_CLASSIFICATION;
-    else if (al > sizeof qa - 1 && strcmp(cfg->architecture + al - (sizeof qa - 1), qa) == 0)
-        cfg->token_head = BERT_TOKEN_HEAD_QUESTION_ANSWERING;
+    cfg->token_head = token_head_of(cfg->architecture);
+    for (size_t i = 1; json_is_array(archs) && i < json_array_size(archs) &&
+                       cfg->token_head == BERT_TOKEN_HEAD_NONE &&
+                       cfg->listed_token_head == BERT_TOKEN_HEAD_NONE;
+         i++)
+        if (json_is_string(json_array_get(archs, i)))
+            cfg->listed_token_head = token_head_of(json_string_value(json_array_get(archs, i)));
 
     /* Old configs lack model_type; transformers then goes by the architecture. */
     json_t *mt = json_object_get(root, "model_type");

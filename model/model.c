@@ -58,8 +58,10 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
         st = bert_tokenizer_load(dir, &m->tokenizer, err);
     if (st == BERT_OK)
         st = open_weights(dir, &e->file, err);
-    if (st == BERT_OK)
+    if (st == BERT_OK) {
+        m->config.token_head = bert_weights_token_head(&m->config, &e->file);
         st = bert_weights_bind(&m->config, &e->file, &e->weights, err);
+    }
     if (st == BERT_OK && bert_tokenizer_vocab_size(m->tokenizer) > m->config.vocab_size)
         st = bert_error_set(err, BERT_E_FORMAT,
                             "%s: the tokenizer has %zu tokens but config.json's vocab_size is %zu",

@@ -554,6 +554,25 @@ static enum bert_status materialise(struct binder *b, struct bert_weights *w)
     return BERT_OK;
 }
 
+enum bert_token_head bert_weights_token_head(const struct bert_config *cfg,
+                                             const struct safetensors_file *file)
+{
+    const enum bert_token_head listed = cfg->listed_token_head;
+    if (cfg->token_head != BERT_TOKEN_HEAD_NONE || listed == BERT_TOKEN_HEAD_NONE)
+        return cfg->token_head;
+    const struct binder b = {.file = file};
+    char name[256];
+    const enum bert_tensor head = listed == BERT_TOKEN_HEAD_QUESTION_ANSWERING
+                                      ? BERT_TENSOR_QA_W
+                                      : BERT_TENSOR_TOKEN_CLS_W;
+    const bool pooler =
+        find_tensor(&b, cfg->family, true, BERT_TENSOR_POOLER_W, 0, name, sizeof name) ||
+        find_tensor(&b, cfg->family, false, BERT_TENSOR_POOLER_W, 0, name, sizeof name);
+    return !pooler && find_tensor(&b, cfg->family, false, head, 0, name, sizeof name)
+               ? listed
+               : BERT_TOKEN_HEAD_NONE;
+}
+
 enum bert_status bert_weights_bind(const struct bert_config *cfg,
                                    const struct safetensors_file *file,
                                    struct bert_weights *w, struct bert_error *err)

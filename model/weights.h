@@ -72,6 +72,12 @@ struct bert_weights {
     bool prefixed;                        /* names carried the family prefix ("bert.", ...) */
 };
 
+/* The per-token head `file` is for: cfg->token_head, or else
+ * cfg->listed_token_head when the file holds that head's weights and no
+ * pooler (which a sequence classifier would need). */
+enum bert_token_head bert_weights_token_head(const struct bert_config *cfg,
+                                             const struct safetensors_file *file);
+
 /* Bind `file`'s tensors for `cfg`. Errors name the file, the tensor and the
  * expected and actual shape or dtype. */
 enum bert_status bert_weights_bind(const struct bert_config *cfg,

@@ -101,6 +101,11 @@ struct bert_config {
         BERT_TOKEN_HEAD_CLASSIFICATION,
         BERT_TOKEN_HEAD_QUESTION_ANSWERING,
     } token_head;
+    /* The per-token head a later entry of architectures names, when
+     * architectures[0] names none (gte-multilingual-base: NewModel, then
+     * NewForTokenClassification). Loading takes it as token_head when the
+     * weights hold that head and no pooler. */
+    enum bert_token_head listed_token_head;
     bool is_decoder;             /* causal self-attention (BertConfig's flag); trainer-only */
 
     /* sentence-transformers: defaults for /embed. `pooling_from_model` is

@@ -556,18 +556,24 @@ class GteRealConfig(unittest.TestCase):
     """gte-multilingual-base's own config.json (12 layers of 768, GLU 3072,
     250048 tokens, 8192 positions, rope_theta 20000 with NTK factor 8) on
     the XLM-R tokenizer: the server names the family and answers 768-wide
-    embeddings; variants the remote code has and bertserve does not run are
-    refused at start-up naming the key."""
+    embeddings; its architectures are [NewModel, NewForTokenClassification]
+    and, as published, its weights hold NewForTokenClassification's one-label
+    `classifier` (its sparse token weights) and no pooler: that is the token
+    head it serves. Variants the remote code has and bertserve does not run
+    are refused at start-up naming the key."""
 
     @unittest.skipIf(os.environ.get("BERT_TEST_SANITIZED"),
                      "a real-size 250K-token GTE: too slow for the sanitizer builds")
     def test_real_config(self):
-        model = real_checkpoint("gte-real", "gte-multilingual-base",
+        model = real_checkpoint("gte-real", "gte-multilingual-base", "--token-classification",
+                                "--labels", "LABEL_0",
                                 tokenizer=os.path.join(os.path.abspath(TOKENIZERS), "xlmr"))
         s = Server(BIN, model, flags=("--max-batch-tokens", "8192"))
         try:
             status, info = s.get_json("/info")
             self.assertEqual(info["model"]["family"], "gte")
+            self.assertIn("token-classification", info["model"]["capabilities"])
+            self.assertNotIn("classify", info["model"]["capabilities"])
             self.assertEqual(info["model"]["model_type"], "new")
             self.assertEqual(info["model"]["max_input_tokens"], 8192)
             status, _, got = s.post("/embed", {"inputs": "Hello world!"})
