@@ -106,6 +106,11 @@ HAND = [
     "",
 ]
 NER_TEXTS = SHORT + HAND
+# The encoder families' specs ("brief": their encoders are checked in depth
+# by tests/data/golden-families; here the head and post-processing on top):
+# two CoNLL sentences, the hand-written texts, the long document in strided
+# windows.
+NER_BRIEF_TEXTS = SHORT[:2] + HAND
 
 # Per text: every strategy with the default ignore_labels, and two
 # ignore_labels variants. The long document: windows with overlap (stride),
@@ -141,6 +146,8 @@ QA_PAIRS = squad_cases() + [
     # A special token typed in the context ([SEP]) is a word of its own.
     ("What rose?", HAND[2] + " " + HAND[0]),
 ]
+# The families' brief specs: two SQuAD pairs and the hand-written ones.
+QA_BRIEF_PAIRS = QA_PAIRS[:2] + QA_PAIRS[-3:]
 # Post-processing variants on every pair; window variants on a few.
 QA_PARAMS = [{}, {"top_k": 3}, {"handle_impossible_answer": True},
              {"align_to_words": False, "top_k": 2}, {"max_answer_len": 4, "top_k": 2}]
@@ -168,14 +175,15 @@ ZS_CASES = [(p, ["politics", "economy", "entertainment", "travel"], None)
 ZS_PARAMS = [{}, {"multi_label": True}]
 
 
-def ner_spec(name, about, tokenizer, init):
+def ner_spec(name, about, tokenizer, init, brief=False):
     return {"name": name, "task": "token-classification", "about": about,
-            "tokenizer": tokenizer, "init": {**init, "token-classification": True}}
+            "tokenizer": tokenizer, "init": {**init, "token-classification": True},
+            "brief": brief}
 
 
-def qa_spec(name, about, tokenizer, init):
+def qa_spec(name, about, tokenizer, init, brief=False):
     return {"name": name, "task": "question-answering", "about": about, "tokenizer": tokenizer,
-            "init": {**init, "question-answering": True}}
+            "init": {**init, "question-answering": True}, "brief": brief}
 
 
 def zs_spec(name, about, tokenizer, init):
@@ -208,20 +216,20 @@ SPECS = [
     ner_spec("mpnet-ner", "MPNetForTokenClassification L=2 H=64 (relative position bias, "
              "positions from 2), all-mpnet-base-v2's tokenizer", "mpnet",
              {**SMALL, **SPREAD, **MPNET, "seed": 2131, "prefix": True,
-              "labels": CONLL_LABELS}),
+              "labels": CONLL_LABELS}, brief=True),
     ner_spec("jina-ner", "JinaBertForTokenClassification L=2 H=64 (ALiBi, GeGLU), "
              "jina-embeddings-v2-base-en's tokenizer", "jina",
              {**SMALL, **SPREAD, **JINA, "seed": 2132, "prefix": True,
-              "labels": CONLL_LABELS}),
+              "labels": CONLL_LABELS}, brief=True),
     qa_spec("mpnet-qa", "MPNetForQuestionAnswering L=2 H=64, <s> q </s></s> c </s>", "mpnet",
-            {**SMALL, **SPREAD, **MPNET, "seed": 2133, "prefix": True}),
+            {**SMALL, **SPREAD, **MPNET, "seed": 2133, "prefix": True}, brief=True),
     qa_spec("jina-qa", "JinaBertForQuestionAnswering L=2 H=64 (ALiBi, GeGLU)", "jina",
-            {**SMALL, **SPREAD, **JINA, "seed": 2134, "prefix": True}),
+            {**SMALL, **SPREAD, **JINA, "seed": 2134, "prefix": True}, brief=True),
     ner_spec("gte-ner", "NewForTokenClassification L=2 H=64 (GTE: NTK RoPE, GLU), the "
              "XLM-R Unigram tokenizer gte-multilingual-base uses", "xlmr",
-             {**GTE, **SPREAD, "seed": 2131, "prefix": True, "labels": "O,PER,ORG,LOC"}),
+             {**GTE, **SPREAD, "seed": 2131, "prefix": True, "labels": "O,PER,ORG,LOC"}, brief=True),
     qa_spec("gte-qa", "NewForQuestionAnswering L=2 H=64 (GTE), <s> q </s></s> c </s>", "xlmr",
-            {**GTE, **SPREAD, "seed": 2132, "prefix": True}),
+            {**GTE, **SPREAD, "seed": 2132, "prefix": True}, brief=True),
     qa_spec("bert-qa", "BertForQuestionAnswering L=2 H=64, uncased WordPiece", "minilm",
             {**SMALL, **SPREAD, "seed": 2111, "prefix": True}),
     qa_spec("distilbert-qa", "DistilBertForQuestionAnswering L=2 H=64 (the "
@@ -238,10 +246,10 @@ SPECS = [
     ner_spec("deberta-ner", "DebertaV2ForTokenClassification L=2 H=64, disentangled attention, "
              "uncased WordPiece standing in for DeBERTa's Unigram", "minilm",
              {**SMALL, **SPREAD, **DEBERTA, "seed": 2130, "prefix": True,
-              "labels": CONLL_LABELS}),
+              "labels": CONLL_LABELS}, brief=True),
     qa_spec("deberta-qa", "DebertaV2ForQuestionAnswering L=2 H=64 (deberta-v3-base's config "
             "names this head)", "minilm", {**SMALL, **SPREAD, **DEBERTA, "seed": 2131,
-                                          "prefix": True}),
+                                          "prefix": True}, brief=True),
     zs_spec("deberta-nli", "DebertaV2ForSequenceClassification L=2 H=64: ContextPooler (gelu) + "
             "classifier, entailment 0 as the NLI DeBERTa-v3 checkpoints", "minilm",
             {**SMALL, **SPREAD, **DEBERTA, "seed": 2132, "prefix": True,
@@ -380,7 +388,8 @@ def json_scores(x, digits=10):
 
 def ner_cases(spec, runner, tok, cfg, mml, rng, stats):
     id2label = [cfg["id2label"][str(i)] for i in range(len(cfg["id2label"]))]
-    jobs = [(t, {}, NER_PARAMS) for t in NER_TEXTS] + [(LONG_DOC, w, p) for w, p in NER_LONG]
+    texts, long = (NER_BRIEF_TEXTS, NER_LONG[:1]) if spec.get("brief") else (NER_TEXTS, NER_LONG)
+    jobs = [(t, {}, NER_PARAMS) for t in texts] + [(LONG_DOC, w, p) for w, p in long]
     encs = node_encode(spec["tokenizer_json"], [(t, None) for t, _, _ in jobs])["encodings"]
     cases = []
     for (text, wparams, plist), enc in zip(jobs, encs):
@@ -406,8 +415,10 @@ def ner_cases(spec, runner, tok, cfg, mml, rng, stats):
 
 def qa_cases(spec, runner, tok, cfg, mml, rng, stats):
     cls_id = tok.ids[spec["cls_token"]]
-    jobs = [(q, c, {}, QA_PARAMS) for q, c in QA_PAIRS]
-    jobs += [(q, c, w, QA_PARAMS) for w in QA_WINDOWS for q, c in QA_PAIRS[:3]]
+    pairs, windows = (QA_BRIEF_PAIRS, QA_WINDOWS[:1]) if spec.get("brief") else (QA_PAIRS,
+                                                                                  QA_WINDOWS)
+    jobs = [(q, c, {}, QA_PARAMS) for q, c in pairs]
+    jobs += [(q, c, w, QA_PARAMS) for w in windows for q, c in pairs[:3]]
     jobs += [(q, c, {}, QA_SHORT_PARAMS) for q, c in QA_SHORT]
     encs = node_encode(spec["tokenizer_json"], [(q, c) for q, c, _, _ in jobs])["encodings"]
     cases = []
