@@ -135,7 +135,8 @@ struct qa_options {
 
 struct qa_answer {
     double score;
-    uint32_t start, end;  /* characters of the context; the impossible answer is 0, 0 */
+    uint32_t start, end;  /* characters of the context (end < start: an empty answer);
+                           * the impossible answer is 0, 0 */
 };
 
 /* The pipeline's answers, best first (at most top_k; answers whose text is

@@ -152,7 +152,10 @@ static bool input_chunks(const struct proto_job *job, size_t i, const struct ext
 static void write_answer(struct json_writer *w, const struct qa_answer *a,
                          const struct extract_text *ctx)
 {
-    const uint32_t b = ctx->char_start[a->start], e = ctx->char_start[a->end];
+    /* The pipeline slices context[start:end]: empty when the span runs
+     * backwards, as it can from a [CLS]-id token outside the context. */
+    const uint32_t b = ctx->char_start[a->start];
+    const uint32_t e = a->end > a->start ? ctx->char_start[a->end] : b;
     json_writer_begin_object(w);
     json_writer_key(w, "score");
     json_writer_float(w, (float)a->score);
