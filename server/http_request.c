@@ -20,7 +20,10 @@ struct http_request *http_request_new(struct http *h, struct MHD_Connection *con
     hr->conn = conn;
     hr->state = HTTP_REQUEST_HEAD;
     hr->t_received = srv_now_ns();
-    hr->srv.client_fd = -1;
+    if (!srv_request_init(&hr->srv)) {
+        free(hr);
+        return NULL;
+    }
     /* The target exactly as received: libmicrohttpd later cuts it at '?'
      * and decodes it in place, and a decoded %00 would cut it unseen. */
     hr->raw_uri = raw_uri;
@@ -89,6 +92,7 @@ void http_request_maybe_release(struct http_request *hr)
         return;
     struct http *h = hr->http;
     proto_job_free(&hr->srv.job);
+    srv_request_destroy(&hr->srv);
     free(hr->srv.body);
     free(hr->body);
     free(hr);
@@ -102,6 +106,7 @@ void http_request_mhd_done(struct http_request *hr)
         http_conns_idle(hr->http, hr->hc);
     hr->hc = NULL; /* the connection may close before the workers finish */
     hr->conn = NULL;
+    srv_request_let_go(&hr->srv);
     http_request_maybe_release(hr);
 }
 
@@ -158,6 +163,7 @@ void http_request_cut_off_all(struct http *h)
     while (h->suspended != NULL) {
         struct http_request *hr = h->suspended;
         atomic_store(&hr->srv.orphaned, true); /* the workers drop what is left of it */
+        srv_request_let_go(&hr->srv);          /* answering it lets MHD close the socket */
         http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the server shut down before answering");
         if (is_suspended(hr->state)) /* no answer could be made (out of memory): close */
             http_request_set_state(hr, HTTP_REQUEST_CUT_OFF);

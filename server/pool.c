@@ -81,10 +81,9 @@ static void batch_end(struct pool *p)
 }
 
 /* Whether the request's client hung up; one recv per call. */
-static bool client_gone(const struct srv_request *req)
+static bool client_gone(struct srv_request *req)
 {
-    return req->client_fd >= 0 && !atomic_load(&req->orphaned) &&
-           srv_client_left(req->client_fd);
+    return !atomic_load(&req->orphaned) && srv_request_client_left(req);
 }
 
 /* The last sequence of a request renders its response (unless the request

@@ -63,6 +63,32 @@ uint64_t srv_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+bool srv_request_init(struct srv_request *req)
+{
+    req->client_fd = -1;
+    return pthread_mutex_init(&req->client_lock, NULL) == 0;
+}
+
+void srv_request_destroy(struct srv_request *req)
+{
+    pthread_mutex_destroy(&req->client_lock);
+}
+
+bool srv_request_client_left(struct srv_request *req)
+{
+    pthread_mutex_lock(&req->client_lock);
+    bool left = req->client_fd >= 0 && srv_client_left(req->client_fd);
+    pthread_mutex_unlock(&req->client_lock);
+    return left;
+}
+
+void srv_request_let_go(struct srv_request *req)
+{
+    pthread_mutex_lock(&req->client_lock);
+    req->client_fd = -1;
+    pthread_mutex_unlock(&req->client_lock);
+}
+
 bool srv_client_left(int fd)
 {
     char byte;

@@ -9,6 +9,7 @@
 #ifndef SRV_REQUEST_H
 #define SRV_REQUEST_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,8 +21,12 @@
 struct srv_request {
     struct proto_job job;
     enum proto_route route;
-    int client_fd;                     /* the client's socket (-1: unknown), peeked
-                                          by the worker that takes the request */
+    /* The client's socket (-1: unknown or let go), peeked by the worker
+     * that takes the request. The loop lets go of it (srv_request_let_go)
+     * before libmicrohttpd may close it; the lock orders a worker's peek
+     * before that close, so no peek ever reads a closed or reused fd. */
+    pthread_mutex_t client_lock;
+    int client_fd;
 
     /* Shared with workers. */
     atomic_bool orphaned;              /* the client went away: drop, do not compute */
@@ -35,6 +40,19 @@ struct srv_request {
     size_t body_len;                   /* bytes are reserved in the response budget */
     struct srv_request *next_done;     /* completion queue link */
 };
+
+/* Set up and tear down a request's own state (its client lock; the
+ * socket unknown). The loop thread. */
+bool srv_request_init(struct srv_request *req);
+void srv_request_destroy(struct srv_request *req);
+
+/* Whether the request's client hung up (srv_client_left on its socket);
+ * false once the loop has let the socket go. Any thread; never blocks. */
+bool srv_request_client_left(struct srv_request *req);
+
+/* The loop gives up the request's socket before libmicrohttpd may close
+ * it: returns after any peek in progress, and later peeks see none. */
+void srv_request_let_go(struct srv_request *req);
 
 /* Record why `req` failed, unless an earlier failure was recorded; the
  * loop answers it with `kind`'s status. Any thread. */
