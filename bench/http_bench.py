@@ -4,6 +4,7 @@ engine's own offline throughput on the same texts, measured in the same run.
 
 usage: bench/http_bench.py [--model DIR] [--texts FILE] [--seconds 10]
        [--concurrency 1,8,64] [--rounds 3] [--route embed] [--server-flag ...]
+       [--no-engine]
 
 Prints requests/s, tokens/s, p50/p99 latency per concurrency and the ratios the
 service issue sets targets for: server tokens/s at the highest concurrency over
@@ -18,6 +19,13 @@ measurements, and its ratio is to the mean of those two: a shared VM's speed
 drifts by tens of percent within a minute, and a baseline taken a minute
 away from the run it is compared to measures the drift. The median round is
 the figure. Loopback only; every run is bounded by --seconds.
+
+Each run also reports the event-loop thread's CPU time per request, from the
+server's bertserve_loop_cpu_seconds_total counter and, as a check, from
+/proc/<pid>/task/<pid>/stat (the loop runs on the main thread; that clock
+ticks in 10 ms steps). One loop thread can carry at most 1 / (that time)
+requests per second. --no-engine skips the offline engine runs and prints
+only the server's rows: enough for the loop's CPU accounting.
 """
 import argparse
 import json
@@ -63,6 +71,43 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid, tid):
+    """User + system CPU time of one thread of a live process."""
+    with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_counters(server, route):
+    """(loop CPU seconds, prepare threads' CPU seconds, requests answered on
+    `route`) from /metrics; the CPU figures are NaN for a server from before
+    the counters (the loop's /proc figure still compares)."""
+    m = server.metrics()
+    prefix = 'bertserve_requests_total{route="%s",' % route
+    return (m.get("bertserve_loop_cpu_seconds_total", float("nan")),
+            m.get("bertserve_prepare_cpu_seconds_total", float("nan")),
+            sum(v for k, v in m.items() if k.startswith(prefix)))
+
+
+def print_rows(args, n_texts, mean_tokens, rows):
+    """The server's rows; with n_texts, the header the engine's lines give otherwise."""
+    if n_texts is not None:
+        print("model %s, route /%s, %d texts (mean %.1f tokens), %ds per run"
+              % (args.model, args.route, n_texts, mean_tokens, args.seconds))
+    print("%6s %10s %10s %9s %9s %6s %10s %10s %12s %8s %12s"
+          % ("conc", "req/s", "tokens/s", "p50 ms", "p99 ms", "non2xx", "server CPU", "wrk CPU",
+             "loop us/req", "(/proc)", "prep us/req"))
+    for c, rps, tps, p50, p99, non2xx, sock, scpu, ccpu, loop_us, loop_proc_us, prep_us in rows:
+        print("%6d %10.1f %10.0f %9.3f %9.3f %6d %10.2f %10.2f %12.1f %8.1f %12.1f %s"
+              % (c, rps, tps, p50, p99, non2xx, scpu, ccpu, loop_us, loop_proc_us, prep_us,
+                 sock))
+    top = rows[-1]
+    loop_us = top[9] if top[9] == top[9] else top[10]  # the /proc figure without the counter
+    print("loop CPU per request at c=%d: %.1f us, so one loop thread carries at most %.0f "
+          "requests/s (target: <= 15 us, >= 40k requests/s)"
+          % (top[0], loop_us, 1e6 / loop_us if loop_us > 0 else float("inf")))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "default"))
@@ -75,6 +120,8 @@ def main():
                     help="runs at the highest concurrency, each between offline runs")
     ap.add_argument("--max-batch-tokens", type=int, default=4096)
     ap.add_argument("--server-flag", action="append", default=[])
+    ap.add_argument("--no-engine", action="store_true",
+                    help="no offline engine runs: the server's rows and loop CPU only")
     args = ap.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install wrk")
@@ -111,16 +158,18 @@ def main():
         return sum(json.loads(o.strip().splitlines()[-1])["tokens_per_s"] for o in outs)
     # Every text the server gets, one per forward pass: the median text's
     # forward time is what the server's p50 at concurrency 1 is compared to.
-    ids = subprocess.run([bert, "tokenize", "--model", args.model, "--jsonl", "--truncate"],
-                         input="".join(json.dumps({"inputs": t}) + "\n" for t in texts),
-                         check=True, capture_output=True, text=True).stdout
-    batches = [[[tok["id"] for tok in json.loads(line)[0]]] for line in ids.splitlines()]
-    with open(single, "w") as f:
-        json.dump({"batches": batches}, f)
-    one = run_json([bert, "bench", "--model", args.model, "--workload", single, "--repeat", "3",
-                    "--task", args.route, "--name", "engine-single"])
-    single_ms = one["batch_p50_ms"]
-    single_mean_ms = one["median_ms"] / one["batches"]
+    def offline_single():
+        ids = subprocess.run([bert, "tokenize", "--model", args.model, "--jsonl", "--truncate"],
+                             input="".join(json.dumps({"inputs": t}) + "\n" for t in texts),
+                             check=True, capture_output=True, text=True).stdout
+        batches = [[[tok["id"] for tok in json.loads(line)[0]]] for line in ids.splitlines()]
+        with open(single, "w") as f:
+            json.dump({"batches": batches}, f)
+        one = run_json([bert, "bench", "--model", args.model, "--workload", single,
+                        "--repeat", "3", "--task", args.route, "--name", "engine-single"])
+        return one["batch_p50_ms"], one["median_ms"] / one["batches"]
+    if not args.no_engine:
+        single_ms, single_mean_ms = offline_single()
 
     server = Server(args.bin, args.model,
                     ["--max-batch-tokens", str(args.max_batch_tokens), "--log-level", "warn",
@@ -130,30 +179,44 @@ def main():
         env = dict(os.environ, BODIES=bodies)
         # CPU time of the server and of wrk (a child) over the run: on a
         # small machine the load generator's share is CPU the server lacks.
-        server_cpu = cpu_seconds(server.proc.pid)
+        pid = server.proc.pid
+        loop_before, prep_before, requests_before = cpu_counters(server, args.route)
+        server_cpu, loop_proc = cpu_seconds(pid), thread_cpu_seconds(pid, pid)
         client_cpu = os.times().children_user + os.times().children_system
         out = subprocess.run(["wrk", "-t1", "-c", str(c), "-d", "%ds" % args.seconds,
                               "--latency", "-s", os.path.join(HERE, "wrk_bodies.lua"),
                               "http://127.0.0.1:%d/%s" % (server.port, args.route)],
                              check=True, capture_output=True, text=True, env=env).stdout
-        server_cpu = cpu_seconds(server.proc.pid) - server_cpu
+        server_cpu = cpu_seconds(pid) - server_cpu
+        loop_proc = thread_cpu_seconds(pid, pid) - loop_proc
         client_cpu = os.times().children_user + os.times().children_system - client_cpu
+        loop_after, prep_after, requests_after = cpu_counters(server, args.route)
+        answered = max(1.0, requests_after - requests_before)
         rps, lat, non2xx, sock = parse_wrk(out)
         return (c, rps, rps * mean_tokens, lat.get("50"), lat.get("99"), non2xx, sock,
-                server_cpu / args.seconds, client_cpu / args.seconds)
+                server_cpu / args.seconds, client_cpu / args.seconds,
+                (loop_after - loop_before) / answered * 1e6, loop_proc / answered * 1e6,
+                (prep_after - prep_before) / answered * 1e6)
 
     levels = [int(x) for x in args.concurrency.split(",")]
     rows, rounds = [], []
     try:
         for c in levels[:-1]:
             rows.append(wrk_run(c))
-        packed, per_cpu = [offline_packed()], [offline_per_cpu()]
-        for _ in range(max(1, args.rounds)):
-            rounds.append(wrk_run(levels[-1]))
-            packed.append(offline_packed())
-            per_cpu.append(offline_per_cpu())
+        if args.no_engine:
+            rows.append(wrk_run(levels[-1]))
+        else:
+            packed, per_cpu = [offline_packed()], [offline_per_cpu()]
+            for _ in range(max(1, args.rounds)):
+                rounds.append(wrk_run(levels[-1]))
+                packed.append(offline_packed())
+                per_cpu.append(offline_per_cpu())
     finally:
         server.stop()
+    if args.no_engine:
+        print_rows(args, len(texts), mean_tokens, rows)
+        shutil.rmtree(work)
+        return
     ratios = [r[2] / ((packed[i] + packed[i + 1]) / 2) for i, r in enumerate(rounds)]
     median = sorted(range(len(ratios)), key=lambda i: ratios[i])[len(ratios) // 2]
     rows.append(rounds[median])
@@ -168,11 +231,7 @@ def main():
           "tokens/s" % ", ".join("%.0f" % p for p in per_cpu))
     print("engine offline, one text per forward pass: p50 %.3f ms, mean %.3f ms"
           % (single_ms, single_mean_ms))
-    print("%6s %10s %10s %9s %9s %6s %10s %10s" % ("conc", "req/s", "tokens/s", "p50 ms", "p99 ms",
-                                                  "non2xx", "server CPU", "wrk CPU"))
-    for c, rps, tps, p50, p99, non2xx, sock, scpu, ccpu in rows:
-        print("%6d %10.1f %10.0f %9.3f %9.3f %6d %10.2f %10.2f %s"
-              % (c, rps, tps, p50, p99, non2xx, scpu, ccpu, sock))
+    print_rows(args, None, None, rows)
     top = rows[-1]
     print("c=%d rounds, tokens/s over the mean of the offline runs either side: %s"
           % (top[0], ", ".join("%.0f/%.0f = %.2f" % (r[2], (packed[i] + packed[i + 1]) / 2,

@@ -21,6 +21,9 @@ struct batcher {
     size_t queued_seqs, queued_tokens;
     size_t in_flight, in_flight_tokens; /* admitted and not yet released */
     bool closed;
+    /* admits(b, 1) after the last change, for batcher_check without the
+     * lock: the loop thread met the workers on it for every request. */
+    atomic_int smallest_verdict;
 };
 
 /* The smallest pass the share rule below makes: one worker on a pass of
@@ -37,6 +40,24 @@ struct batcher {
 static size_t seq_tokens(const struct queued *q)
 {
     return q->req->job.seqs[q->next].enc.n;
+}
+
+/* Whether a request of `tokens` tokens fits now; under the lock. */
+static enum batcher_admit admits(const struct batcher *b, size_t tokens)
+{
+    if (b->closed)
+        return BATCHER_CLOSED;
+    if (b->in_flight + 1 > b->limits.max_concurrent_requests)
+        return BATCHER_TOO_MANY_REQUESTS;
+    if (b->queued_tokens + tokens > b->limits.max_queue_tokens)
+        return BATCHER_QUEUE_FULL;
+    return BATCHER_ADMITTED;
+}
+
+/* Under the lock, after every change to what admits reads. */
+static void publish(struct batcher *b)
+{
+    atomic_store_explicit(&b->smallest_verdict, (int)admits(b, 1), memory_order_relaxed);
 }
 
 struct batcher *batcher_new(const struct batcher_limits *limits)
@@ -58,6 +79,7 @@ struct batcher *batcher_new(const struct batcher_limits *limits)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&b->work, &attr);
     pthread_condattr_destroy(&attr);
+    publish(b);
     return b;
 }
 
@@ -71,24 +93,9 @@ void batcher_free(struct batcher *b)
     free(b);
 }
 
-/* Whether a request of `tokens` tokens fits now; under the lock. */
-static enum batcher_admit admits(const struct batcher *b, size_t tokens)
-{
-    if (b->closed)
-        return BATCHER_CLOSED;
-    if (b->in_flight + 1 > b->limits.max_concurrent_requests)
-        return BATCHER_TOO_MANY_REQUESTS;
-    if (b->queued_tokens + tokens > b->limits.max_queue_tokens)
-        return BATCHER_QUEUE_FULL;
-    return BATCHER_ADMITTED;
-}
-
 enum batcher_admit batcher_check(struct batcher *b)
 {
-    pthread_mutex_lock(&b->lock);
-    enum batcher_admit verdict = admits(b, 1);
-    pthread_mutex_unlock(&b->lock);
-    return verdict;
+    return (enum batcher_admit)atomic_load_explicit(&b->smallest_verdict, memory_order_relaxed);
 }
 
 enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req)
@@ -103,6 +110,7 @@ enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req)
         b->queued_tokens += job->n_tokens;
         b->in_flight++;
         b->in_flight_tokens += job->n_tokens;
+        publish(b);
         pthread_cond_signal(&b->work);
     }
     pthread_mutex_unlock(&b->lock);
@@ -246,6 +254,7 @@ bool batcher_next(struct batcher *b, struct batch_item *items, size_t *n_items,
     if (b->queued_seqs > 0)
         pthread_cond_signal(&b->work);
     *n_left = b->queued_seqs;
+    publish(b);
     pthread_mutex_unlock(&b->lock);
     return true;
 }
@@ -255,6 +264,7 @@ void batcher_release(struct batcher *b, const struct srv_request *req)
     pthread_mutex_lock(&b->lock);
     b->in_flight--;
     b->in_flight_tokens -= req->job.n_tokens;
+    publish(b);
     pthread_mutex_unlock(&b->lock);
 }
 
@@ -262,6 +272,7 @@ void batcher_close(struct batcher *b)
 {
     pthread_mutex_lock(&b->lock);
     b->closed = true;
+    publish(b);
     pthread_cond_broadcast(&b->work);
     pthread_mutex_unlock(&b->lock);
 }

@@ -9,8 +9,9 @@
  * takes the whole queue and leaves the other workers idle. Admission is
  * all-or-nothing per request and never blocks.
  *
- * Threading: batcher_submit, batcher_check and batcher_stats run on the
- * loop thread; batcher_next runs on workers; all take the internal mutex. */
+ * Threading: any thread. batcher_submit runs on the prepare threads,
+ * batcher_next and batcher_release on workers, batcher_check and
+ * batcher_stats on the loop; all but batcher_check take the internal mutex. */
 #ifndef SRV_BATCHER_H
 #define SRV_BATCHER_H
 
@@ -52,7 +53,8 @@ enum batcher_admit batcher_submit(struct batcher *b, struct srv_request *req);
 
 /* What batcher_submit would answer the smallest request now: the loop
  * refuses before parsing a body whose request could not be queued anyway,
- * so a flood of requests over the limits costs little. */
+ * so a flood of requests over the limits costs little. Takes no lock: the
+ * verdict as of the batcher's last change. */
 enum batcher_admit batcher_check(struct batcher *b);
 
 /* Block until there is work, then move up to max_batch_sequences sequences

@@ -108,8 +108,7 @@ static void answer_models(struct http_request *hr)
                          : NULL;
     struct proto_error err;
     size_t len;
-    char *body = proto_models_body(h->engine.defaults.model_name, h->engine.created, id, &len,
-                                   &err);
+    char *body = proto_models_body(h->engine.model_name, h->engine.created, id, &len, &err);
     if (body)
         http_respond(hr, 200, "application/json", body, len, false, NULL);
     else
@@ -167,12 +166,16 @@ static void handle_get(struct http_request *hr)
             http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the model is still loading");
         break;
     case EP_METRICS: {
-        struct metrics_gauges g = {.ready = h->engine_set && !h->draining};
+        /* Read here, on the loop thread, at scrape time: its own CPU clock. */
+        struct metrics_gauges g = {
+            .ready = h->engine_set && !h->draining,
+            .loop_cpu_seconds = (double)(srv_thread_cpu_ns() - h->loop_cpu_start) / 1e9};
         if (h->engine_set) {
             struct batcher_stats s = batcher_stats(h->engine.batcher);
             g.queue_sequences = s.queued_sequences;
             g.queue_tokens = s.queued_tokens;
             g.in_flight = s.in_flight;
+            g.prepare_cpu_seconds = prepare_pool_cpu_seconds(h->engine.prepare);
         }
         size_t len;
         char *text = metrics_render(&g, &len);
@@ -450,12 +453,13 @@ struct http *http_start(uv_loop_t *loop, const struct http_settings *s, struct c
         return NULL;
     }
     h->loop = loop;
+    h->loop_cpu_start = srv_thread_cpu_ns(); /* not the model's loading, on this thread too */
     h->settings = *s;
     h->settings.max_connections = http_conns_fit_fd_limit(s->max_connections);
     h->done = done;
     h->on_drained = on_drained;
     h->on_drained_arg = arg;
-    /* Bodies are parsed on other threads too: seed jansson's hashing before. */
+    /* Bodies are parsed on other threads: seed jansson's hashing before. */
     json_object_seed(0);
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (addr.ss_family == AF_INET6)

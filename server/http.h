@@ -1,11 +1,13 @@
 /* The HTTP front end: libmicrohttpd driven from the libuv loop. Connection
- * limits and deadlines, message framing, routing, auth, body limits,
- * parsing and tokenisation (large bodies on a helper thread), admission,
- * suspension of connections waiting for the workers, responses within the
- * response budget, drain. http_internal.h maps its files.
+ * limits and deadlines, message framing, routing, auth, body limits, the
+ * hand-off of inference requests to the prepare stage (prepare.h: parsing,
+ * tokenisation and admission run there), suspension of connections waiting
+ * for it and the workers, responses within the response budget, drain.
+ * http_internal.h maps its files.
  *
- * Threading: every function here runs on the loop thread; workers reach it
- * only through the completion queue's uv_async. */
+ * Threading: every function here runs on the loop thread; the prepare
+ * threads and workers reach it only through the completion queue's
+ * uv_async. */
 #ifndef SRV_HTTP_H
 #define SRV_HTTP_H
 
@@ -18,6 +20,7 @@
 
 #include "batcher.h"
 #include "pool.h"
+#include "prepare.h"
 #include "proto.h"
 
 struct http_settings {
@@ -25,7 +28,6 @@ struct http_settings {
     uint16_t port;
     size_t max_body_bytes;
     size_t max_connections;     /* lowered at start when the open-file limit is lower */
-    size_t offload_parse_bytes; /* bodies this large are parsed off the loop */
     unsigned request_timeout_ms;
     unsigned shutdown_timeout_ms;
     const char *api_key;        /* "" or NULL: no authentication */
@@ -34,12 +36,10 @@ struct http_settings {
 
 /* What the engine serves once it is loaded and warm. */
 struct http_engine {
-    const struct bert_model *model;
+    struct prepare_pool *prepare; /* parses, tokenizes and admits inference requests */
     struct batcher *batcher;
-    struct proto_limits limits;
-    struct proto_defaults defaults; /* defaults.model_name: GET /v1/models's one model */
+    const char *model_name;     /* GET /v1/models's one model */
     int64_t created;            /* Unix time the model was loaded: /v1/models "created" */
-    size_t max_queue_tokens;
     struct response_budget *answers; /* rendered answers not yet written */
     char *info_json;            /* GET /info body, owned by the http layer once set */
 };

@@ -3,14 +3,14 @@
  *
  *   http.c          start and stop, routing, the access handler, drain
  *   http_request.c  a request's lifecycle: states, suspension, completion, release
- *   http_prepare.c  parsing and tokenizing a body, on the loop or off it, and admission
+ *   http_prepare.c  handing inference requests to the prepare stage (prepare.h)
  *   http_respond.c  answers, their log line, and giving their memory back
  *   http_conns.c    connections: the request deadline, idle eviction, file limits
  *   http_framing.c  the message framing rules libmicrohttpd leaves to us
  *   http_loop.c     libmicrohttpd driven by the libuv loop
  *
- * Threading: everything runs on the loop thread, except the prepare stage's
- * work function (on libuv's thread pool) and what request.h gives workers. */
+ * Threading: everything runs on the loop thread; what request.h shares goes
+ * to the prepare threads and the workers. */
 #ifndef SRV_HTTP_INTERNAL_H
 #define SRV_HTTP_INTERNAL_H
 
@@ -47,17 +47,17 @@ struct http_conn {
     struct http_conn *idle_prev, *idle_next; /* idle ones, longest idle first */
 };
 
-/* Where a request is. Only a request in PREPARING or COMPUTING is suspended
+/* Where a request is. Only a request in OFF_LOOP is suspended
  * (libmicrohttpd neither reads nor times out its connection) and held by
  * another thread; it is on the suspended list. Released (freed) once MHD
  * has finished with it (conn == NULL) and no other thread holds it. */
 enum http_request_state {
     HTTP_REQUEST_HEAD,      /* the request line is in; headers are arriving */
     HTTP_REQUEST_BODY,      /* the head is in; the body is arriving or being handled */
-    HTTP_REQUEST_PREPARING, /* its body is parsed and tokenized on the thread pool */
-    HTTP_REQUEST_COMPUTING, /* admitted: with the workers */
-    HTTP_REQUEST_CUT_OFF,   /* answered 503 by the drain's time-out while the thread pool
-                               or the workers still held it; released when they are done */
+    HTTP_REQUEST_OFF_LOOP,  /* with the prepare threads, then (admitted) the workers,
+                               until it comes back through the completion queue */
+    HTTP_REQUEST_CUT_OFF,   /* answered 503 by the drain's time-out while another thread
+                               still held it; released when it comes back */
     HTTP_REQUEST_ANSWERED,  /* a response is queued with MHD */
     HTTP_REQUEST_ABANDONED, /* its client left: resumed only so that MHD closes it */
 };
@@ -82,9 +82,6 @@ struct http_request {
     bool close_after;            /* answer with Connection: close */
     uint64_t t_received;
     struct http_request *prev, *next; /* the suspended list */
-    uv_work_t work;              /* the prepare stage's job */
-    struct proto_error prep_err; /* the prepare stage's refusal, when prep_failed */
-    bool prep_failed;
 };
 
 struct http {
@@ -115,6 +112,8 @@ struct http {
     bool conn_closed;            /* a connection closed during MHD_run */
     uint64_t evictions;          /* idle connections closed to make room, not yet logged */
     uint64_t t_eviction_log;
+    uint64_t loop_cpu_start;     /* the loop thread's CPU clock when serving began */
+    struct srv_request *to_prepare, *to_prepare_tail; /* handed over after MHD_run */
 };
 
 static inline double http_ms_between(uint64_t a, uint64_t b)
@@ -154,8 +153,11 @@ void http_request_on_completions(uv_async_t *async);
 /* The drain ran out of time: answer every suspended request 503 now. */
 void http_request_cut_off_all(struct http *h);
 
-/* http_prepare.c: parse and tokenize the body, then admit (or answer). */
+/* http_prepare.c: refuse what needs no parse, or suspend the request and
+ * queue it for the prepare stage; http_prepare_flush hands the queue over,
+ * after each MHD_run. */
 void http_prepare(struct http_request *hr);
+void http_prepare_flush(struct http *h);
 
 /* http_respond.c */
 void http_respond_init(struct http *h);

@@ -57,6 +57,7 @@ void http_loop_run(struct http *h)
         if (!h->conn_closed)
             break;
     }
+    http_prepare_flush(h); /* the requests this run read, in one hand-off */
     MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(h->daemon, &ms) != MHD_YES) {
         uv_idle_stop(&h->mhd_idle);

@@ -40,7 +40,7 @@ struct http_request *http_request_new(struct http *h, struct MHD_Connection *con
 
 static bool is_suspended(enum http_request_state s)
 {
-    return s == HTTP_REQUEST_PREPARING || s == HTTP_REQUEST_COMPUTING;
+    return s == HTTP_REQUEST_OFF_LOOP;
 }
 
 static void suspended_link(struct http_request *hr)
@@ -91,9 +91,8 @@ void http_request_maybe_release(struct http_request *hr)
     if (hr->conn != NULL || is_suspended(hr->state) || hr->state == HTTP_REQUEST_CUT_OFF)
         return;
     struct http *h = hr->http;
-    proto_job_free(&hr->srv.job);
     srv_request_destroy(&hr->srv);
-    free(hr->srv.body);
+    free(hr->srv.body); /* its job was freed by the thread that handed it back */
     free(hr->body);
     free(hr);
     h->live--;
@@ -110,12 +109,11 @@ void http_request_mhd_done(struct http_request *hr)
     http_request_maybe_release(hr);
 }
 
-/* The workers are done with an admitted request: answer it. */
+/* The prepare stage or the workers are done with a request: answer it. */
 static void finish_request(struct http_request *hr)
 {
     struct http *h = hr->http;
     struct srv_request *r = &hr->srv;
-    batcher_release(h->engine.batcher, r);
     uint64_t start = atomic_load(&r->t_compute_start);
     if (start) {
         metrics_stage(METRICS_STAGE_QUEUE, http_ms_between(hr->t_received, start) / 1e3);
@@ -130,8 +128,11 @@ static void finish_request(struct http_request *hr)
         if (r->body)
             response_budget_give(h->engine.answers, r->body_len);
         http_request_set_state(hr, HTTP_REQUEST_ABANDONED);
-    } else if (atomic_load(&r->failed)) {
+    } else if (r->refused) {
         http_request_set_state(hr, HTTP_REQUEST_BODY); /* back with the loop */
+        http_respond_error(hr, &r->refusal);
+    } else if (atomic_load(&r->failed)) {
+        http_request_set_state(hr, HTTP_REQUEST_BODY);
         if (r->error_kind == PROTO_ERR_INTERNAL)
             log_msg(LOG_ERROR, "%s %s: %s", hr->method, hr->path, r->error);
         http_respond_errorf(hr, r->error_kind, "%s", r->error);
@@ -149,11 +150,14 @@ void http_request_on_completions(uv_async_t *async)
 {
     struct http *h = async->data;
     struct srv_request *r = completions_take(h->done);
+    /* The batch's log lines in one write, before its answers are sent. */
+    log_hold();
     while (r != NULL) {
-        struct srv_request *next = r->next_done;
+        struct srv_request *next = r->next;
         finish_request((struct http_request *)((char *)r - offsetof(struct http_request, srv)));
         r = next;
     }
+    log_release();
     http_loop_run(h);
     http_check_drained(h);
 }
@@ -167,6 +171,6 @@ void http_request_cut_off_all(struct http *h)
         http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the server shut down before answering");
         if (is_suspended(hr->state)) /* no answer could be made (out of memory): close */
             http_request_set_state(hr, HTTP_REQUEST_CUT_OFF);
-        hr->state = HTTP_REQUEST_CUT_OFF; /* still held by the thread pool or the workers */
+        hr->state = HTTP_REQUEST_CUT_OFF; /* still held by a prepare thread or the workers */
     }
 }

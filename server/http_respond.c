@@ -44,10 +44,10 @@ static const char *ms_text(char v[24], uint64_t from, uint64_t to)
 }
 
 /* Whether the loop may read the request's job and compute times: not while
- * the thread pool or the workers still hold it (a drain's time-out). */
+ * a prepare thread or the workers still hold it (a drain's time-out). */
 static bool results_are_ours(const struct http_request *hr)
 {
-    return hr->state != HTTP_REQUEST_PREPARING && hr->state != HTTP_REQUEST_COMPUTING;
+    return hr->state != HTTP_REQUEST_OFF_LOOP;
 }
 
 static void add_timing_headers(struct MHD_Response *resp, const struct http_request *hr,
@@ -62,7 +62,7 @@ static void add_timing_headers(struct MHD_Response *resp, const struct http_requ
                             ms_text(v, start, start ? r->t_compute_end : start));
     MHD_add_response_header(resp, "x-total-time", ms_text(v, hr->t_received, now));
     v[23] = '\0';
-    size_t truncated = results_are_ours(hr) ? r->job.n_truncated : 0;
+    size_t truncated = results_are_ours(hr) ? r->n_truncated : 0;
     MHD_add_response_header(resp, "x-truncated-inputs", digits_before(v + 23, truncated));
 }
 
@@ -143,15 +143,15 @@ void http_respond(struct http_request *hr, int status, const char *content_type,
     MHD_queue_response(hr->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
 
-    const struct proto_job *job = &hr->srv.job;
+    const struct srv_request *r = &hr->srv;
     bool ours = results_are_ours(hr);
     uint64_t start = ours ? atomic_load(&hr->srv.t_compute_start) : 0;
     log_request(&(struct log_request){
         .method = hr->method,
         .path = hr->path,
         .status = status,
-        .inputs = ours ? job->n_seqs : 0,
-        .tokens = ours ? job->n_tokens : 0,
+        .inputs = ours ? r->n_seqs : 0,
+        .tokens = ours ? r->n_tokens : 0,
         .queue_ms = start ? http_ms_between(hr->t_received, start) : 0.0,
         .inference_ms = start ? http_ms_between(start, hr->srv.t_compute_end) : 0.0,
         .total_ms = http_ms_between(hr->t_received, now),
@@ -199,8 +199,8 @@ void http_respond_text(struct http_request *hr, int status, const char *content_
 void http_log_departed(const struct http_request *hr)
 {
     log_request(&(struct log_request){.method = hr->method, .path = hr->path, .status = 499,
-                                      .inputs = hr->srv.job.n_seqs,
-                                      .tokens = hr->srv.job.n_tokens,
+                                      .inputs = hr->srv.n_seqs,
+                                      .tokens = hr->srv.n_tokens,
                                       .total_ms = http_ms_between(hr->t_received, srv_now_ns()),
                                       .error = "client closed the connection"});
 }

@@ -10,6 +10,32 @@ static enum log_format log_fmt = LOG_FORMAT_TEXT;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
+/* The lines of the thread between log_hold and log_release; no other
+ * thread touches `held` (a thread-local flag says whose lines go there). */
+static _Thread_local bool holding;
+static struct {
+    char buf[32768];
+    size_t len;
+} held;
+
+static void write_held(void)
+{
+    if (held.len > 0)
+        fwrite(held.buf, 1, held.len, stderr);
+    held.len = 0;
+}
+
+void log_hold(void)
+{
+    holding = true;
+}
+
+void log_release(void)
+{
+    write_held();
+    holding = false;
+}
+
 void log_init(enum log_level level, enum log_format format)
 {
     log_min_level = level;
@@ -82,12 +108,17 @@ static void line_text(struct line *l, const char *s)
 
 static void line_begin(struct line *l, enum log_level level)
 {
+    /* The date and time to the second, formatted once a second per thread. */
+    static _Thread_local time_t stamp_second = -1;
+    static _Thread_local char stamp[32];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char stamp[32];
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (ts.tv_sec != stamp_second) {
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+        stamp_second = ts.tv_sec;
+    }
     l->len = 0;
     if (log_fmt == LOG_FORMAT_JSON)
         line_printf(l, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\"", stamp, ts.tv_nsec / 1000000,
@@ -103,7 +134,14 @@ static void line_end(struct line *l)
     if (l->len > sizeof l->buf - 2)
         l->len = sizeof l->buf - 2;
     l->buf[l->len++] = '\n';
-    fwrite(l->buf, 1, l->len, stderr);
+    if (!holding) {
+        fwrite(l->buf, 1, l->len, stderr);
+        return;
+    }
+    if (held.len + l->len > sizeof held.buf)
+        write_held();
+    memcpy(held.buf + held.len, l->buf, l->len);
+    held.len += l->len;
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -21,6 +21,7 @@
 #include "http.h"
 #include "log.h"
 #include "pool.h"
+#include "prepare.h"
 
 extern char **environ;
 
@@ -32,8 +33,11 @@ struct server {
     struct completions done;
     struct response_budget answers;
     struct pool *pool;
+    struct prepare_pool *prepare;
+    size_t prepare_threads;
     struct http *http;
     struct pool_settings pool_settings;
+    struct prepare_engine prep;
     struct http_engine engine;
     uv_async_t engine_ready;   /* the loader thread finished (pool set or error) */
     pthread_t loader;
@@ -64,6 +68,8 @@ static void on_drained(void *arg)
     s->loader_started = false;
     uv_close((uv_handle_t *)&s->engine_ready, NULL);
     batcher_close(s->batcher);
+    prepare_pool_stop(s->prepare); /* what it still holds goes to the completion queue */
+    s->prepare = NULL;
     pool_join(s->pool);
     s->pool = NULL;
     http_stop(s->http);
@@ -105,7 +111,7 @@ static char *info_json(const struct server *s)
         json_array_append_new(caps, json_string("zero-shot-classification"));
     json_t *root = json_pack(
         "{s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b, "
-        "s:s}, s:{s:I, s:I, s:I}, s:o}",
+        "s:s}, s:{s:I, s:I, s:I, s:I}, s:o}",
         "version", BERTSERVE_VERSION, "model", "path", m->dir, "model_type", c->model_type,
         "family", bert_family_name(c->family),
         "architecture", c->architecture, "vocab_size", (json_int_t)c->vocab_size,
@@ -113,12 +119,13 @@ static char *info_json(const struct server *s)
         "num_heads", (json_int_t)c->num_heads, "intermediate_size",
         (json_int_t)c->intermediate_size, "max_position_embeddings",
         (json_int_t)c->max_position_embeddings, "max_input_tokens",
-        (json_int_t)s->engine.limits.max_input_tokens, "labels", labels, "capabilities", caps,
-        "pooling", bert_pooling_name(s->engine.defaults.pooling), "normalize",
-        s->engine.defaults.normalize, "dtype", s->model->int8 ? "int8" : s->model->bf16 ? "bf16" : "f32", "workers", "threads",
+        (json_int_t)s->prep.limits.max_input_tokens, "labels", labels, "capabilities", caps,
+        "pooling", bert_pooling_name(s->prep.defaults.pooling), "normalize",
+        s->prep.defaults.normalize, "dtype", s->model->int8 ? "int8" : s->model->bf16 ? "bf16" : "f32", "workers", "threads",
         (json_int_t)s->pool_settings.threads, "compute_threads",
         (json_int_t)s->pool_settings.threads_per_worker, "scratch_bytes",
-        (json_int_t)(s->pool ? pool_scratch_bytes(s->pool) : 0), "config",
+        (json_int_t)(s->pool ? pool_scratch_bytes(s->pool) : 0), "prepare_threads",
+        (json_int_t)s->prepare_threads, "config",
         server_config_to_json(&s->cfg));
     char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
     json_decref(root);
@@ -134,11 +141,22 @@ static void on_engine_ready(uv_async_t *async)
         http_drain(s->http);
         return;
     }
+    char err[256];
+    s->prepare = prepare_pool_start(&s->prep, &s->done, s->prepare_threads,
+                                    s->cfg.server.offload_parse_bytes, err, sizeof err);
+    if (s->prepare == NULL) {
+        log_msg(LOG_ERROR, "cannot start the prepare threads: %s", err);
+        s->exit_code = EXIT_FAILURE;
+        http_drain(s->http);
+        return;
+    }
+    s->engine.prepare = s->prepare;
     s->engine.info_json = info_json(s);
     http_set_engine(s->http, &s->engine);
-    log_msg(LOG_INFO, "ready: %zu workers, %zu compute threads each, %zu MiB scratch",
+    log_msg(LOG_INFO,
+            "ready: %zu workers, %zu compute threads each, %zu MiB scratch; %zu prepare threads",
             s->pool_settings.threads, s->pool_settings.threads_per_worker,
-            pool_scratch_bytes(s->pool) >> 20);
+            pool_scratch_bytes(s->pool) >> 20, s->prepare_threads);
 }
 
 /* [model] served_model_name, else the last component of the checkpoint's
@@ -183,9 +201,8 @@ static void configure_engine(struct server *s)
         [SERVER_CONFIG_POOLING_MEAN] = BERT_POOLING_MEAN,
         [SERVER_CONFIG_POOLING_MAX] = BERT_POOLING_MAX,
     };
-    s->engine = (struct http_engine){
+    s->prep = (struct prepare_engine){
         .model = m,
-        .batcher = s->batcher,
         .limits = {.max_client_batch = (size_t)cfg->server.max_client_batch,
                    .max_input_tokens = max_input,
                    .max_top_k = (uint32_t)cfg->server.max_top_k,
@@ -201,8 +218,12 @@ static void configure_engine(struct server *s)
                      .truncate = cfg->model.truncate,
                      .openai_unit_length = cfg->model.openai_unit_length,
                      .model_name = s->served_name},
-        .created = (int64_t)time(NULL),
         .max_queue_tokens = cfg->batching.max_queue_tokens,
+        .answers = &s->answers,
+    };
+    s->engine = (struct http_engine){
+        .model_name = s->served_name,
+        .created = (int64_t)time(NULL),
         .answers = &s->answers,
     };
     s->pool_settings = (struct pool_settings){
@@ -237,6 +258,12 @@ static void choose_threads(struct server *s)
     s->pool_settings.threads = workers;
     s->pool_settings.threads_per_worker = team;
     s->pool_settings.shared_cpus = shared ? cpus : 0;
+    /* Parsing and tokenizing a short request takes a prepare thread ~13 us
+     * (BENCHMARKS.md): two carry more than one loop thread can, and two keep
+     * one free for short bodies while the other has a large one. */
+    s->prepare_threads = s->cfg.workers.prepare_threads > 0 ? (size_t)s->cfg.workers.prepare_threads
+                         : cpus / 8 > 2                     ? cpus / 8
+                                                            : 2;
     openblas_set_num_threads(1);
     log_msg(LOG_INFO, "%u CPUs available: %zu workers x %zu compute threads%s", cpus, workers,
             team, shared ? ", sharing the CPUs (a lone batch uses all, concurrent ones one each)"
@@ -309,7 +336,7 @@ static int run(struct server *s)
         log_msg(LOG_ERROR, "out of memory creating the batcher");
         return EXIT_FAILURE;
     }
-    s->engine.batcher = s->batcher;
+    s->engine.batcher = s->prep.batcher = s->batcher;
     s->loop = uv_default_loop();
     completions_init(&s->done);
     struct http_settings hs = {
@@ -317,7 +344,6 @@ static int run(struct server *s)
         .port = (uint16_t)cfg->server.port,
         .max_body_bytes = cfg->server.max_body_bytes,
         .max_connections = (size_t)cfg->server.max_connections,
-        .offload_parse_bytes = cfg->server.offload_parse_bytes,
         .request_timeout_ms = (unsigned)cfg->server.request_timeout_ms,
         .shutdown_timeout_ms = (unsigned)cfg->server.shutdown_timeout_ms,
         .api_key = cfg->server.api_key,

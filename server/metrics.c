@@ -215,13 +215,20 @@ char *metrics_render(const struct metrics_gauges *g, size_t *len)
          "# TYPE bertserve_queue_sequences gauge\nbertserve_queue_sequences %zu\n"
          "# HELP bertserve_queue_tokens Tokens waiting for a worker.\n"
          "# TYPE bertserve_queue_tokens gauge\nbertserve_queue_tokens %zu\n"
-         "# HELP bertserve_requests_in_flight Admitted requests not yet answered.\n"
+         "# HELP bertserve_requests_in_flight Admitted requests not yet computed.\n"
          "# TYPE bertserve_requests_in_flight gauge\nbertserve_requests_in_flight %zu\n"
          "# HELP bertserve_ready 1 while the server accepts requests.\n"
          "# TYPE bertserve_ready gauge\nbertserve_ready %d\n"
+         "# HELP bertserve_loop_cpu_seconds_total CPU time of the event-loop thread.\n"
+         "# TYPE bertserve_loop_cpu_seconds_total counter\n"
+         "bertserve_loop_cpu_seconds_total %.6f\n"
+         "# HELP bertserve_prepare_cpu_seconds_total CPU time of the prepare threads.\n"
+         "# TYPE bertserve_prepare_cpu_seconds_total counter\n"
+         "bertserve_prepare_cpu_seconds_total %.6f\n"
          "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
          "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %zu\n",
-         g->queue_sequences, g->queue_tokens, g->in_flight, g->ready, resident_bytes());
+         g->queue_sequences, g->queue_tokens, g->in_flight, g->ready, g->loop_cpu_seconds,
+         g->prepare_cpu_seconds, resident_bytes());
     if (t.failed) {
         free(t.buf);
         return NULL;

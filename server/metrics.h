@@ -46,6 +46,10 @@ struct metrics_gauges {
     size_t queue_tokens;
     size_t in_flight;
     int ready;
+    /* CPU time the event-loop thread has used since it began serving: what
+     * one loop thread can carry per request is 1 / (its CPU per request). */
+    double loop_cpu_seconds;
+    double prepare_cpu_seconds; /* the prepare threads', all together */
 };
 
 /* Render the exposition text; malloc'd, caller frees. */

@@ -21,10 +21,14 @@ void completions_destroy(struct completions *c)
 
 void completions_push(struct completions *c, struct srv_request *req)
 {
-    req->next_done = NULL;
+    req->n_seqs = req->job.n_seqs;
+    req->n_tokens = req->job.n_tokens;
+    req->n_truncated = req->job.n_truncated;
+    proto_job_free(&req->job);
+    req->next = NULL;
     pthread_mutex_lock(&c->lock);
     if (c->tail)
-        c->tail->next_done = req;
+        c->tail->next = req;
     else
         c->head = req;
     c->tail = req;
@@ -87,7 +91,9 @@ static bool client_gone(struct srv_request *req)
 }
 
 /* The last sequence of a request renders its response (unless the request
- * failed or its client left) and hands it to the loop. */
+ * failed or its client left), frees its place in the batcher (here, not on
+ * the loop, which would meet the workers on the batcher's lock) and hands
+ * it to the loop. */
 static void finish_sequence(struct worker *w, struct srv_request *req)
 {
     if (atomic_fetch_sub(&req->remaining, 1) != 1)
@@ -97,6 +103,7 @@ static void finish_sequence(struct worker *w, struct srv_request *req)
         atomic_store(&req->orphaned, true); /* left during the forward pass */
     if (!atomic_load(&req->orphaned) && !atomic_load(&req->failed))
         srv_request_render(req, w->pool->model, w->pool->settings.answers);
+    batcher_release(w->pool->batcher, req);
     completions_push(w->pool->done, req);
 }
 

@@ -56,10 +56,10 @@ void srv_request_render(struct srv_request *req, const struct bert_model *model,
         fail_budget_full(req, answers);
 }
 
-uint64_t srv_now_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -87,6 +87,16 @@ void srv_request_let_go(struct srv_request *req)
     pthread_mutex_lock(&req->client_lock);
     req->client_fd = -1;
     pthread_mutex_unlock(&req->client_lock);
+}
+
+uint64_t srv_now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t srv_thread_cpu_ns(void)
+{
+    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 bool srv_client_left(int fd)

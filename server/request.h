@@ -1,11 +1,15 @@
-/* One admitted inference request, shared by the loop thread (which owns it
- * and its connection) and the workers (which compute its sequences).
+/* One inference request, shared by the loop thread (which owns it and its
+ * connection), the prepare stage (which parses, tokenizes and admits it)
+ * and the workers (which compute its sequences).
  *
  * Ownership: the loop allocates and frees it (it is embedded in the HTTP
- * layer's per-request state). Workers hold a pointer only while some of its
- * sequences are queued or computing; the worker that finishes (or drops) the
- * last one renders the response and pushes the request onto the completion
- * queue, after which no worker touches it again. */
+ * layer's per-request state) and hands it to the prepare stage
+ * (prepare.h). From then on one other thread at a time holds it: a prepare
+ * thread, until it pushes the request onto the completion queue or the
+ * batcher admits it; then the workers, while some of its sequences are
+ * queued or computing. The worker that finishes (or drops) the last one
+ * renders the response and pushes the request onto the completion queue,
+ * after which no other thread touches it again. */
 #ifndef SRV_REQUEST_H
 #define SRV_REQUEST_H
 
@@ -27,6 +31,12 @@ struct srv_request {
      * before that close, so no peek ever reads a closed or reused fd. */
     pthread_mutex_t client_lock;
     int client_fd;
+    size_t n_seqs, n_tokens, n_truncated; /* the job's, kept when it is freed: what the
+                                          loop logs and reports */
+    const char *input;                 /* the body, NUL-terminated: read by the */
+    size_t input_len;                  /* prepare stage, owned by the loop */
+    bool refused;                      /* the prepare stage answers `refusal` instead (a */
+    struct proto_error refusal;        /* bad body, a limit, not admitted) */
 
     /* Shared with workers. */
     atomic_bool orphaned;              /* the client went away: drop, do not compute */
@@ -38,7 +48,8 @@ struct srv_request {
     char error[600];                   /* thread that sets failed (srv_request_fail) */
     char *body;                        /* response rendered by the finishing worker; its */
     size_t body_len;                   /* bytes are reserved in the response budget */
-    struct srv_request *next_done;     /* completion queue link */
+    struct srv_request *next;          /* the prepare queue's link, then the completion
+                                          queue's */
 };
 
 /* Set up and tear down a request's own state (its client lock; the
@@ -70,6 +81,9 @@ void srv_request_render(struct srv_request *req, const struct bert_model *model,
 
 /* Monotonic clock in nanoseconds. */
 uint64_t srv_now_ns(void);
+
+/* CPU time the calling thread has used, in nanoseconds. */
+uint64_t srv_thread_cpu_ns(void);
 
 /* Whether the client of socket `fd` has gone: it closed its end (a peek
  * reads 0 bytes) or reset it. Pipelined bytes waiting to be read are not a

@@ -154,7 +154,7 @@ static const struct config_key config_keys[] = {
                "268435456", 1024, 1LL << 40,
                "unread answers, all together; past it 429"),
     KEY_NUMBER(server, offload_parse_bytes, "--offload-parse-bytes", "N", "65536", 0, 1 << 30,
-               "bodies this large parse off the loop (0: all)"),
+               "bodies this large: a lane apart (0: none)"),
     KEY_STRING(server, cors_allow_origin, "--cors-allow-origin", "ORIGINS", "",
                config_check_origins, false, "CORS: origins, comma-separated, or \"*\""),
 
@@ -189,6 +189,8 @@ static const struct config_key config_keys[] = {
                "inference workers (0: one)"),
     KEY_NUMBER(workers, blas_threads, "--blas-threads", "N", "0", 0, 1024,
                "compute threads per worker (0: CPUs / workers)"),
+    KEY_NUMBER(workers, prepare_threads, "--prepare-threads", "N", "0", 0, 256,
+               "threads that parse and tokenize (0: auto)"),
 
     KEY_ENUM(log, level, "--log-level", enum server_config_log_level, config_log_level_names,
              "info", "least severe level logged"),

@@ -81,7 +81,8 @@ struct server_config {
         int max_fill_mask_targets;   /* "targets" of one /fill-mask request */
         size_t max_response_bytes;   /* one rendered answer */
         size_t max_pending_response_bytes; /* all answers not yet written, together */
-        size_t offload_parse_bytes;  /* bodies this large are parsed off the loop; 0 = all */
+        size_t offload_parse_bytes;  /* bodies this large: the prepare stage's large
+                                        lane; 0 = no lane */
         char *cors_allow_origin;     /* "" = no CORS; "*" or comma-separated origins */
     } server;
     struct {
@@ -103,6 +104,7 @@ struct server_config {
     struct {
         int threads;                 /* 0 = auto: cpu_available() */
         int blas_threads;            /* 0 = auto */
+        int prepare_threads;         /* 0 = auto: parse, tokenize, admit */
     } workers;
     struct {
         enum server_config_log_level level;

@@ -121,6 +121,7 @@ static const struct key_case key_cases[] = {
 
     NUMBER_CASE(workers, threads, "--threads", 0, 2, 0, 1024, -1, 1025),
     NUMBER_CASE(workers, blas_threads, "--blas-threads", 0, 1, 0, 1024, -1, 1025),
+    NUMBER_CASE(workers, prepare_threads, "--prepare-threads", 0, 3, 0, 256, -1, 257),
 
     {"log", "level", "--log-level", "\"info\"", "'debug'", "debug", "\"debug\"",
      {{"verbose", LEVEL_MUST}, {"INFO", LEVEL_MUST}},

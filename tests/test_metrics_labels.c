@@ -1,5 +1,5 @@
 /* server/metrics.c: the route labels of /metrics, which dashboards and
- * alerts select on. Proto routes take theirs from the route table, the
+ * alerts select on, and the series the benchmarks read. Proto routes take theirs from the route table, the
  * server's own routes from metrics.c; together they must stay exactly
  * these, in this order, and a request counted under a route shows under
  * its label. */
@@ -54,7 +54,7 @@ int main(void)
     metrics_request(METRICS_ROUTE_OTHER, 404, 0.001);
     metrics_input_tokens(metrics_route_of(PROTO_ROUTE_REPLACED_TOKENS), 7);
 
-    struct metrics_gauges g = {.ready = 1};
+    struct metrics_gauges g = {.ready = 1, .loop_cpu_seconds = 1.5, .prepare_cpu_seconds = 0.25};
     size_t len = 0;
     char *text = metrics_render(&g, &len);
     CHECK(text != NULL);
@@ -69,6 +69,11 @@ int main(void)
     CHECK_CONTAINS(text, "bertserve_requests_total{route=\"v1-rerank\",status=\"422\"} 1\n");
     CHECK_CONTAINS(text, "bertserve_requests_total{route=\"other\",status=\"404\"} 1\n");
     CHECK_CONTAINS(text, "bertserve_input_tokens_total{route=\"replaced-tokens\"} 7\n");
+    /* The CPU counters http_bench.py divides by the requests answered. */
+    CHECK_CONTAINS(text, "# TYPE bertserve_loop_cpu_seconds_total counter\n"
+                         "bertserve_loop_cpu_seconds_total 1.500000\n");
+    CHECK_CONTAINS(text, "# TYPE bertserve_prepare_cpu_seconds_total counter\n"
+                         "bertserve_prepare_cpu_seconds_total 0.250000\n");
     free(text);
     return check_exit();
 }

@@ -177,12 +177,13 @@ class Drain(unittest.TestCase):
 
 class DrainTimeOut(unittest.TestCase):
     def test_requests_left_at_the_drain_time_out_get_503(self):
-        # Every body is parsed off the loop (offload_parse_bytes 0), so at
-        # the time-out some requests are still with the thread pool and
-        # some with the one worker: each is answered 200 or 503 once, and
-        # the process exits 0 without waiting for them.
+        # Every body is parsed off the loop (one prepare thread here, so
+        # they queue for it), so at the time-out some requests are still
+        # with the prepare stage and some with the one worker: each is
+        # answered 200 or 503 once, and the process exits 0 without
+        # waiting for them.
         s = Server(BIN, MODEL, ["--threads", "1", "--max-batch-tokens", "1024",
-                                "--max-queue-tokens", "200000", "--offload-parse-bytes", "0",
+                                "--max-queue-tokens", "200000", "--prepare-threads", "1",
                                 "--shutdown-timeout-ms", "300"])
         try:
             body = {"inputs": [text(300, i) for i in range(16)]}

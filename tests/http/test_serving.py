@@ -2,6 +2,8 @@
 ([server] cors_allow_origin: preflights before the key check, headers on
 every answer, errors included) and `bertserve --health-check` following the
 configured port whatever its source (flag, environment, config file).
+Issue 23's prepare stage: parsing and tokenizing run on the prepare
+threads, not the event loop, as the CPU counters of /metrics show.
 
 usage: test_serving.py BIN_DIR MODEL_DIR
 """
@@ -89,6 +91,35 @@ class HealthCheck(unittest.TestCase):
             self.assertIn("cannot connect", other.stderr)
             bad = self.check(["--port", "0"])
             self.assertEqual(bad.returncode, 2)  # a config error, as the server's
+        finally:
+            self.assertEqual(s.stop(), 0, s.output())
+
+
+class PrepareOffLoop(unittest.TestCase):
+    """bertserve_loop_cpu_seconds_total and bertserve_prepare_cpu_seconds_total
+    count, and the work of a body goes to the second: a 600 KB text
+    (truncated to the model's length, so the forward pass is short) costs
+    the prepare threads tens of ms to parse and tokenize, the loop only what
+    receiving its bytes does. Were tokenizing back on the loop, the loop's
+    share would be at least the prepare threads'."""
+
+    def test_tokenizing_a_long_body_costs_the_loop_little(self):
+        s = Server(BIN, MODEL)
+        try:
+            before = s.metrics()
+            self.assertGreater(before["bertserve_loop_cpu_seconds_total"], 0)
+            text = " ".join("word%d" % (i % 997) for i in range(60000))
+            for _ in range(3):
+                status, _, got = s.post("/embed", {"inputs": text, "truncate": True})
+                self.assertEqual(status, 200, got)
+            after = s.metrics()
+            loop = (after["bertserve_loop_cpu_seconds_total"]
+                    - before["bertserve_loop_cpu_seconds_total"])
+            prepare = (after["bertserve_prepare_cpu_seconds_total"]
+                       - before["bertserve_prepare_cpu_seconds_total"])
+            self.assertGreater(loop, 0)
+            self.assertGreater(prepare, 0.01)
+            self.assertLess(loop, prepare / 3, (loop, prepare))
         finally:
             self.assertEqual(s.stop(), 0, s.output())
 
