@@ -72,6 +72,14 @@ uint32_t extract_text_char(const struct extract_text *t, uint32_t byte_offset)
     return (uint32_t)lo;
 }
 
+void extract_text_slice(const struct extract_text *t, uint32_t a, uint32_t b, size_t *from,
+                        size_t *len)
+{
+    size_t n = t->n_chars, lo = a < n ? a : n, hi = b < n ? b : n;
+    *from = t->char_start[lo];
+    *len = hi > lo ? t->char_start[hi] - t->char_start[lo] : 0;
+}
+
 int zs_entailment_id(const char *const *id2label, size_t n)
 {
     for (size_t i = 0; i < n; i++)

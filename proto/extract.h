@@ -49,6 +49,10 @@ bool extract_text_init(struct extract_text *t, const char *s, size_t len);
 void extract_text_free(struct extract_text *t);
 /* Byte offset -> character offset (the number of characters before it). */
 uint32_t extract_text_char(const struct extract_text *t, uint32_t byte_offset);
+/* Python's t[a:b] over characters, as bytes [*from, *from + *len): both
+ * ends clipped to the text, empty when b <= a. */
+void extract_text_slice(const struct extract_text *t, uint32_t a, uint32_t b, size_t *from,
+                        size_t *len);
 
 /* The tokenizer's decoder on token strings (transformers'
  * convert_tokens_to_string): malloc'd text, NULL when out of memory. */
@@ -120,8 +124,8 @@ struct qa_window {
     const int32_t *ids;       /* (n) */
     const uint8_t *sequence;  /* (n) 0 question, 1 context, other: template special */
     const uint32_t *word;     /* (n) word index within its sequence (UINT32_MAX: none) */
-    const uint32_t *start;    /* (n) character offsets into the context (context tokens) */
-    const uint32_t *end;      /* (n) */
+    const uint32_t *start;    /* (n) character offsets into the token's own text (the */
+    const uint32_t *end;      /* (n) context or the question), as Encoding.offsets */
     const float *logits;      /* (n x 2): start logit, end logit */
 };
 
@@ -135,8 +139,9 @@ struct qa_options {
 
 struct qa_answer {
     double score;
-    uint32_t start, end;  /* characters of the context (end < start: an empty answer);
-                           * the impossible answer is 0, 0 */
+    uint32_t start, end;  /* characters, the answer is context[start:end] as Python
+                           * slices (a span from a question token can run past the
+                           * context or backwards); the impossible answer is 0, 0 */
 };
 
 /* The pipeline's answers, best first (at most top_k; answers whose text is

@@ -71,8 +71,9 @@ static void word_chars(const struct qa_window *w, uint32_t word, uint32_t *a, ui
  * "σ" everywhere.) Returns the number of code points written. */
 static size_t lower(const struct extract_text *t, uint32_t a, uint32_t b, int32_t *out)
 {
-    size_t n = 0;
-    for (uint32_t c = a; c < b; c++) {
+    const size_t n_chars = t->n_chars; /* clipped as Python slices */
+    size_t n = 0, hi = b < n_chars ? b : n_chars;
+    for (size_t c = a; c < hi; c++) {
         utf8proc_int32_t cp;
         utf8proc_iterate((const utf8proc_uint8_t *)t->s + t->char_start[c],
                          (utf8proc_ssize_t)(t->char_start[c + 1] - t->char_start[c]), &cp);

@@ -122,10 +122,24 @@ bool proto_tokenize_chunks(struct proto_job *job, const struct bert_model *model
     return ok;
 }
 
-/* The chunks of input `i` as qa_postprocess reads them; offsets into the
- * context go to *owned. */
+/* A question token's offsets into the question, as the fast tokenizer's
+ * Encoding.offsets has them (extract_char_offsets gave it 0, 0): a
+ * [CLS]-id token in the question may start a span. */
+static void question_offsets(const struct bert_encoding *e, const struct extract_text *q,
+                             uint32_t *start, uint32_t *end)
+{
+    for (size_t j = 0; j < e->n; j++)
+        if (e->sequence[j] == 0 && !e->special[j]) {
+            start[j] = extract_text_char(q, e->start[j]);
+            end[j] = extract_text_char(q, e->stop[j]);
+        }
+}
+
+/* The chunks of input `i` as qa_postprocess reads them; the token offsets
+ * go to *owned. */
 static bool input_chunks(const struct proto_job *job, size_t i, const struct extract_text *ctx,
-                         struct qa_window *w, size_t *n_w, uint32_t **owned)
+                         const struct extract_text *question, struct qa_window *w, size_t *n_w,
+                         uint32_t **owned)
 {
     size_t tokens = 0;
     for (size_t s = 0; s < job->n_seqs; s++)
@@ -142,6 +156,7 @@ static bool input_chunks(const struct proto_job *job, size_t i, const struct ext
         const struct bert_encoding *e = &job->seqs[s].enc;
         uint32_t *start = offs + k, *end = offs + tokens + k;
         extract_char_offsets(e, 1, ctx, start, end);
+        question_offsets(e, question, start, end);
         w[(*n_w)++] = (struct qa_window){e->n, e->ids, e->sequence, e->word, start, end,
                                          job->seqs[s].task.token_logits};
         k += e->n;
@@ -152,10 +167,8 @@ static bool input_chunks(const struct proto_job *job, size_t i, const struct ext
 static void write_answer(struct json_writer *w, const struct qa_answer *a,
                          const struct extract_text *ctx)
 {
-    /* The pipeline slices context[start:end]: empty when the span runs
-     * backwards, as it can from a [CLS]-id token outside the context. */
-    const uint32_t b = ctx->char_start[a->start];
-    const uint32_t e = a->end > a->start ? ctx->char_start[a->end] : b;
+    size_t from, len;
+    extract_text_slice(ctx, a->start, a->end, &from, &len);
     json_writer_begin_object(w);
     json_writer_key(w, "score");
     json_writer_float(w, (float)a->score);
@@ -164,7 +177,7 @@ static void write_answer(struct json_writer *w, const struct qa_answer *a,
     json_writer_key(w, "end");
     json_writer_int(w, a->end);
     json_writer_key(w, "answer");
-    json_writer_string(w, ctx->s + b, e - b);
+    json_writer_string(w, ctx->s + from, len);
     json_writer_end_object(w);
 }
 
@@ -185,12 +198,13 @@ bool proto_render_question_answering(struct json_writer *w, const struct proto_j
         json_writer_begin_array(w);
     for (size_t i = 0; ok && i < r->n_inputs; i++) {
         const struct proto_input *in = &r->inputs[i];
-        struct extract_text ctx;
+        struct extract_text ctx = {0}, question = {0};
         uint32_t *owned = NULL;
         struct qa_answer *a = NULL;
         size_t n_w = 0, n = 0;
         ok = extract_text_init(&ctx, in->pair, in->pair_len) &&
-             input_chunks(job, i, &ctx, wins, &n_w, &owned) &&
+             extract_text_init(&question, in->text, in->text_len) &&
+             input_chunks(job, i, &ctx, &question, wins, &n_w, &owned) &&
              qa_postprocess(&ctx, wins, n_w, &o, &a, &n);
         /* The pipeline answers one answer as an object, more as a list. */
         if (ok && n == 1) {
@@ -204,6 +218,7 @@ bool proto_render_question_answering(struct json_writer *w, const struct proto_j
         free(a);
         free(owned);
         extract_text_free(&ctx);
+        extract_text_free(&question);
     }
     if (r->batched)
         json_writer_end_array(w);

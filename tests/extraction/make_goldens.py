@@ -157,6 +157,12 @@ QA_WINDOWS = [{"doc_stride": 16}, {"max_seq_len": 48, "doc_stride": 20}]
 QA_SHORT = [("Who?", "Paris."), ("What is it?", "A black cat"), ("Where?", "In Z\u00fcrich.")]
 QA_SHORT_PARAMS = [{}, {"handle_impossible_answer": True},
                    {"handle_impossible_answer": True, "align_to_words": False, "top_k": 2}]
+# [CLS] typed in the question and the context: every [CLS]-id token may
+# start or end a span, and one from the question slices the context at its
+# offset into the question (a span past the context or running backwards
+# is sliced as Python does). Enough answers that such spans are among them.
+QA_CLS = ("Who is [CLS]?", "A black [CLS] cat sat")
+QA_CLS_PARAMS = [{"top_k": 21, "align_to_words": False}, {"top_k": 12}]
 
 
 def nli_premises():
@@ -420,6 +426,8 @@ def qa_cases(spec, runner, tok, cfg, mml, rng, stats):
     jobs = [(q, c, {}, QA_PARAMS) for q, c in pairs]
     jobs += [(q, c, w, QA_PARAMS) for w in windows for q, c in pairs[:3]]
     jobs += [(q, c, {}, QA_SHORT_PARAMS) for q, c in QA_SHORT]
+    if not spec.get("brief") and spec["cls_token"] == "[CLS]":
+        jobs.append((*QA_CLS, {}, QA_CLS_PARAMS))
     encs = node_encode(spec["tokenizer_json"], [(q, c) for q, c, _, _ in jobs])["encodings"]
     cases = []
     for (question, context, wparams, plist), enc in zip(jobs, encs):
