@@ -135,14 +135,19 @@ struct tensor_name {
     BERT_ATTENTION_NAMES,                                                                   \
     BERT_FFN_NAMES
 
+/* The per-token Linear layers of ...ForTokenClassification and
+ * ...ForQuestionAnswering, named alike in every family but ModernBERT. */
+#define TOKEN_HEAD_NAMES                                                                    \
+    [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},                               \
+    [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},                                 \
+    [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},                                      \
+    [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false}
+
 /* RoBERTa's heads (RobertaLMHead "lm_head", RobertaClassificationHead
  * "classifier.dense" / "classifier.out_proj", the per-token Linear layers);
  * MPNet's have the same names. */
 #define ROBERTA_HEAD_NAMES                                                                  \
-    [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},                               \
-    [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},                                 \
-    [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},                                      \
-    [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},                                        \
+    TOKEN_HEAD_NAMES,                                                                       \
     [BERT_TENSOR_POOLER_W] = {"classifier.dense.weight", false},                            \
     [BERT_TENSOR_POOLER_B] = {"classifier.dense.bias", false},                              \
     [BERT_TENSOR_CLASSIFIER_W] = {"classifier.out_proj.weight", false},                     \
@@ -170,20 +175,14 @@ struct tensor_name {
 
 static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
     [BERT_FAMILY_BERT] = {
-        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
-        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
-        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
-        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
+        TOKEN_HEAD_NAMES,
         BERT_ENCODER_NAMES,
         BERT_HEAD_NAMES,
     },
     /* modeling_distilbert.py: Embeddings, TransformerBlock, the MLM's
      * vocab_* layers and the classifier's pre_classifier. */
     [BERT_FAMILY_DISTILBERT] = {
-        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
-        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
-        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
-        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
+        TOKEN_HEAD_NAMES,
         [BERT_TENSOR_WORD_EMB] = {"embeddings.word_embeddings.weight", true},
         [BERT_TENSOR_POS_EMB] = {"embeddings.position_embeddings.weight", true},
         [BERT_TENSOR_EMB_LN_G] = {"embeddings.LayerNorm.weight", true},
@@ -224,10 +223,7 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
      * generator's ElectraGeneratorPredictions + generator_lm_head, and
      * ElectraForPreTraining's ElectraDiscriminatorPredictions. */
     [BERT_FAMILY_ELECTRA] = {
-        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
-        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
-        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
-        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
+        TOKEN_HEAD_NAMES,
         BERT_ENCODER_NAMES,
         [BERT_TENSOR_EMB_PROJ_W] = {"embeddings_project.weight", true},
         [BERT_TENSOR_EMB_PROJ_B] = {"embeddings_project.bias", true},
@@ -357,10 +353,7 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_LAYER_FFN_OUT_B] = {"encoder.layer.%zu.mlp.wo.bias", true},
         [BERT_TENSOR_LAYER_FFN_LN_G] = {"encoder.layer.%zu.mlp.layernorm.weight", true},
         [BERT_TENSOR_LAYER_FFN_LN_B] = {"encoder.layer.%zu.mlp.layernorm.bias", true},
-        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
-        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
-        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
-        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
+        TOKEN_HEAD_NAMES,
         BERT_HEAD_NAMES,
     },
     /* modeling_deberta_v2.py: DebertaV2Embeddings without positions
@@ -395,10 +388,7 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", false},
         [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
         [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
-        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
-        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
-        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
-        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
+        TOKEN_HEAD_NAMES,
     },
     /* GTE "new" (Alibaba-NLP new-impl's modeling.py, remote code):
      * NewEmbeddings (word, token type, LayerNorm; RoPE, no positions),
@@ -427,10 +417,7 @@ static const struct tensor_name names[BERT_FAMILY_COUNT][BERT_TENSOR_COUNT] = {
         [BERT_TENSOR_POOLER_B] = {"pooler.dense.bias", true},
         [BERT_TENSOR_CLASSIFIER_W] = {"classifier.weight", false},
         [BERT_TENSOR_CLASSIFIER_B] = {"classifier.bias", false},
-        [BERT_TENSOR_TOKEN_CLS_W] = {"classifier.weight", false},
-        [BERT_TENSOR_TOKEN_CLS_B] = {"classifier.bias", false},
-        [BERT_TENSOR_QA_W] = {"qa_outputs.weight", false},
-        [BERT_TENSOR_QA_B] = {"qa_outputs.bias", false},
+        TOKEN_HEAD_NAMES,
         [BERT_TENSOR_MLM_DENSE_W] = {"lm_head.dense.weight", false},
         [BERT_TENSOR_MLM_DENSE_B] = {"lm_head.dense.bias", false},
         [BERT_TENSOR_MLM_LN_G] = {"lm_head.norm.weight", false},
