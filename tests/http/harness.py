@@ -34,9 +34,11 @@ class Server:
         self.log = open(self.log_path, "w+b")
         # BERTSERVE_WRAPPER runs the server under a tool (valgrind, gdb ...).
         wrapper = os.environ.get("BERTSERVE_WRAPPER", "").split()
-        # Every request waits longer under a wrapper: a CI run with valgrind
-        # beside the flood tests on a loaded machine took 61 s for one /embed.
-        self.time_factor = 5 if wrapper else 1
+        # Every request waits longer under a wrapper (a CI run with valgrind
+        # beside the flood tests on a loaded machine took 61 s for one /embed)
+        # or a sanitizer (a real DeBERTa geometry took over 60 s to start
+        # under TSan on a loaded machine).
+        self.time_factor = 5 if wrapper else SLOW
         cmd = wrapper + [os.path.join(bin_dir, "bertserve"), "--model", model,
                          "--host", "127.0.0.1", "--port", str(self.port)] + list(flags)
         full_env = dict(os.environ)
@@ -47,7 +49,7 @@ class Server:
             try:
                 # Under a wrapper (valgrind runs 20-50x slower) the warm-up
                 # pass alone can take a minute on a busy machine.
-                self.wait_ready(timeout * 5 if wrapper else timeout)
+                self.wait_ready(timeout * self.time_factor)
             except RuntimeError:
                 # The caller never gets this object to stop: a server that did not
                 # come up (under valgrind on a loaded machine) must not outlive it.
