@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "family/family.h"
 #include "linear_bf16.h"
+#include "linear_f32.h"
 #include "linear_int8.h"
 #include "profile.h"
 #include "scratch.h"
@@ -105,6 +106,7 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
         round_floats(T * FF),    /* ffn */
         members * s->attn_floats,
         model->engine->weights.mlm_dense_w ? round_floats(MLM_ROW_BLOCK * c->vocab_size) : 0,
+        model->f32_packing.packed > 0 ? members * LINEAR_F32_BUFFER_FLOATS : 0,
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
@@ -124,7 +126,8 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     }
     s->max_tokens = max_tokens;
     s->max_seq_len = max_seq_len;
-    float **views[] = {&s->x, &s->qkv, &s->ctx, &s->tmp, &s->ffn, &s->attn, &s->logits};
+    float **views[] = {&s->x,   &s->qkv,    &s->ctx,    &s->tmp,
+                       &s->ffn, &s->attn,   &s->logits, &s->f32_buf};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *views[i] = sizes[i] ? mem : NULL;
         mem += sizes[i];
@@ -245,6 +248,7 @@ static void encode_member(void *arg, size_t member, size_t n_members)
     const struct encode_job *job = arg;
     struct bert_share p = bert_share_of(job->b->n_tokens, member, n_members);
     p.bf16 = job->s->bf16 ? job->s->bf16[member] : NULL;
+    p.f32_buf = job->s->f32_buf ? job->s->f32_buf + member * LINEAR_F32_BUFFER_FLOATS : NULL;
     bert_share_use_int8(&p, job->s->int8 ? job->s->int8[member] : NULL);
     bert_prof_begin(job->s->profiling ? &job->s->prof[member] : NULL);
     job->encode_member(job->model, job->s, job->b, &p);

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include "linear_bf16.h"
+#include "linear_f32.h"
 #include "linear_int8.h"
 #include "linear_small.h"
 #include "profile.h"
@@ -32,15 +33,28 @@ void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t 
         *c0 = 0;
         *c1 = out;
     } else {
-        bert_team_share(out, p->member, p->n_members, c0, c1);
+        const size_t panels = (out + LINEAR_F32_PANEL - 1) / LINEAR_F32_PANEL;
+        bert_team_share(panels, p->member, p->n_members, c0, c1);
+        *c0 *= LINEAR_F32_PANEL;
+        *c1 = *c1 * LINEAR_F32_PANEL < out ? *c1 * LINEAR_F32_PANEL : out;
     }
 }
 
-static void linear(const float *x, size_t rows, size_t in, const float *w, size_t out, float *y,
-                   size_t ldy)
+/* Columns [c0, c1) of y = x W^T: on the packed weight when there is one
+ * (and the member has its buffer), else straight from W for a few rows,
+ * else OpenBLAS. */
+static void linear(const struct bert_share *p, const float *x, size_t rows, size_t in,
+                   const struct bert_dense *d, size_t c0, size_t c1, float *y, size_t ldy)
 {
-    if (rows == 0 || out == 0)
+    if (rows == 0 || c1 <= c0)
         return;
+    if (d->f32 != NULL && p->f32_buf != NULL) {
+        linear_f32_run(d->f32, x, rows, c0, c1, y, ldy, p->f32_buf);
+        return;
+    }
+    const float *w = d->w + c0 * in;
+    const size_t out = c1 - c0;
+    y += c0;
     if (rows <= BERT_LINEAR_SMALL_ROWS) {
         bert_linear_small(x, rows, in, w, out, y, ldy);
         return;
@@ -62,11 +76,11 @@ void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
               linear_int8_run(p->int8, d->int8, xr, rows, in, out, yr, ldy)) &&
             (d->bf16 == NULL || p->bf16 == NULL ||
              !linear_bf16_run(p->bf16, d->bf16, xr, rows, in, out, yr, ldy)))
-            linear(xr, rows, in, d->w, out, yr, ldy);
+            linear(p, xr, rows, in, d, 0, out, yr, ldy);
     } else {
         size_t c0, c1;
         bert_share_cols(p, out, &c0, &c1);
-        linear(x, p->rows, in, d->w + c0 * in, c1 - c0, y + c0, ldy);
+        linear(p, x, p->rows, in, d, c0, c1, y, ldy);
     }
     prof_lap(BERT_OP_DENSE);
 }

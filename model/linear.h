@@ -7,16 +7,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct linear_f32_weight;
 struct linear_bf16_weight;
 struct linear_bf16_ctx;
 struct linear_int8_weight;
 struct linear_int8_ctx;
 
 /* A dense layer's weight as products read it: W (out, in) in f32, as
- * torch.nn.Linear stores it, and, when the model runs its dense layers in
- * bf16 or int8, the same weight packed once at load (NULL: f32 products). */
+ * torch.nn.Linear stores it, and the same weight packed once at load: for
+ * the f32 kernel (linear_f32.h, which then runs every f32 product of this
+ * weight; NULL: OpenBLAS on w), or, when the model runs its dense layers
+ * in bf16 or int8, for those (NULL: f32 products). */
 struct bert_dense {
     const float *w;                          /* (out, in) */
+    struct linear_f32_weight *f32;
     struct linear_bf16_weight *bf16;
     struct linear_int8_weight *int8;
 };
@@ -32,6 +36,7 @@ struct bert_share {
     bool by_rows;
     struct linear_bf16_ctx *bf16; /* the member's bf16 context, NULL: f32 (the scratch's) */
     struct linear_int8_ctx *int8; /* the member's int8 context, NULL: f32 (the scratch's) */
+    float *f32_buf; /* the member's LINEAR_F32_BUFFER_FLOATS, NULL: no packed f32 products */
 };
 
 struct bert_share bert_share_of(size_t rows, size_t member, size_t n_members);
@@ -47,8 +52,9 @@ void bert_share_use_int8(struct bert_share *p, struct linear_int8_ctx *ctx);
 void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
                        const struct bert_dense *d, size_t out, float *y, size_t ldy);
 
-/* Columns [c0, c1) of `out` that are this member's when splitting columns,
- * or all of them when splitting rows. */
+/* Columns [c0, c1) of `out` that are this member's when splitting columns
+ * (whole panels of the f32 kernel, LINEAR_F32_PANEL, so a member may get
+ * none), or all of them when splitting rows. */
 void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t *c1);
 
 #endif

@@ -123,6 +123,9 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
                              m->config.token_head == BERT_TOKEN_HEAD_CLASSIFICATION;
     m->can_answer_questions = e->weights.token_w != NULL &&
                               m->config.token_head == BERT_TOKEN_HEAD_QUESTION_ANSWERING;
+    struct bert_pack_counts n =
+        bert_weights_pack(&e->weights, &m->config, BERT_PACK_F32, &e->file);
+    m->f32_packing = (struct bert_f32_packing){n.dense, n.packed, n.packed_bytes, n.released_bytes};
     *out = m;
     return BERT_OK;
 }
@@ -137,6 +140,7 @@ enum bert_status bert_model_use_bf16(struct bert_model *m, struct bert_error *er
     if (!bert_bf16_available(why, sizeof why))
         return bert_error_set(err, BERT_E_UNSUPPORTED, "bf16 is not available: %s", why);
     bert_weights_pack(&m->engine->weights, &m->config, BERT_PACK_BF16, NULL);
+    m->f32_packing = (struct bert_f32_packing){0};
     m->bf16 = true;
     return BERT_OK;
 }
@@ -151,6 +155,7 @@ enum bert_status bert_model_use_int8(struct bert_model *m, struct bert_int8_info
         return bert_error_set(err, BERT_E_UNSUPPORTED, "int8 is not available: %s", why);
     struct bert_pack_counts n =
         bert_weights_pack(&m->engine->weights, &m->config, BERT_PACK_INT8, &m->engine->file);
+    m->f32_packing = (struct bert_f32_packing){0};
     if (n.packed == 0)
         return bert_error_set(err, BERT_E_UNSUPPORTED,
                               "int8 is not available: oneDNN packed none of the %zu dense layers",

@@ -29,6 +29,8 @@ struct bert_scratch {
     float *attn;     /* (members, attn_floats) attention workspaces */
     size_t attn_floats;
     float *logits;   /* (MLM_ROW_BLOCK, V), NULL without an MLM head */
+    float *f32_buf;  /* (members, LINEAR_F32_BUFFER_FLOATS) for packed f32 products; NULL
+                      * when the model has none (bert_model.f32_packing) */
     struct bert_team *team;
     atomic_size_t next_item;       /* dynamic scheduling of attention heads */
     struct bert_mask_row *masks;   /* (max_tokens) the [MASK] rows of a fill-mask batch */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "linear_bf16.h"
+#include "linear_f32.h"
 #include "linear_int8.h"
 
 /* One parameter to bind: where the pointer goes and the shape it must have. */
@@ -664,14 +665,66 @@ static size_t dense_layers(struct bert_weights *w, const struct bert_config *c,
 /* Tell the kernel this process no longer needs the pages wholly inside
  * [p, p + bytes) of a read-only file mapping: they leave its resident set
  * and are read again from the file should anything touch them. */
-static bool release_mapped(const struct safetensors_file *file, const void *p, size_t bytes)
+static bool in_mapping(const struct safetensors_file *file, const void *p, size_t bytes)
 {
     const uintptr_t map = (uintptr_t)file->map, start = (uintptr_t)p;
+    return file->map != NULL && start >= map && start + bytes <= map + file->map_len;
+}
+
+static bool release_mapped(const struct safetensors_file *file, const void *p, size_t bytes)
+{
+    const uintptr_t start = (uintptr_t)p;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    if (file->map == NULL || start < map || start + bytes > map + file->map_len)
+    if (!in_mapping(file, p, bytes))
         return false;
     const uintptr_t first = (start + page - 1) & ~(page - 1), end = (start + bytes) & ~(page - 1);
     return end <= first || madvise((void *)first, end - first, MADV_DONTNEED) == 0;
+}
+
+/* Whether the f32 kernel takes this weight: only where its original can
+ * leave the resident set (it lies in the file's mapping); an arena-held
+ * (converted) weight stays on OpenBLAS rather than be held twice. */
+static bool f32_packable(const struct dense_ref *r, const struct safetensors_file *file)
+{
+    return r->d->w != NULL && r->d->f32 == NULL && file != NULL &&
+           in_mapping(file, r->d->w, r->out * r->in * sizeof(float));
+}
+
+/* The f32 kernel's copies, in one arena (w->f32_arena), each replacing its
+ * mapped original in the resident set. */
+static void pack_f32(struct bert_weights *w, const struct dense_ref *refs, size_t n,
+                     const struct safetensors_file *file, struct bert_pack_counts *counts)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += f32_packable(&refs[i], file) ? linear_f32_floats(refs[i].out, refs[i].in) : 0;
+    if (w->f32_arena != NULL || total == 0 || !linear_f32_available() ||
+        (w->f32_arena = linear_f32_alloc(total)) == NULL)
+        return;
+    float *next = w->f32_arena;
+    for (size_t i = 0; i < n; i++) {
+        struct bert_dense *d = refs[i].d;
+        const size_t bytes = refs[i].out * refs[i].in * sizeof(float);
+        if (!f32_packable(&refs[i], file) ||
+            (d->f32 = linear_f32_pack(d->w, refs[i].out, refs[i].in, next)) == NULL)
+            continue;
+        next += linear_f32_floats(refs[i].out, refs[i].in);
+        counts->packed_bytes += linear_f32_floats(refs[i].out, refs[i].in) * sizeof(float);
+        if (release_mapped(file, d->w, bytes))
+            counts->released_bytes += bytes;
+    }
+}
+
+/* Drop the f32 kernel's copies (their mapped originals come back from the
+ * file as products read them). */
+static void drop_f32(struct bert_weights *w, const struct dense_ref *refs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        linear_f32_weight_free(refs[i].d->f32);
+        refs[i].d->f32 = NULL;
+    }
+    free(w->f32_arena);
+    w->f32_arena = NULL;
 }
 
 struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct bert_config *c,
@@ -683,11 +736,19 @@ struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct b
     if (refs == NULL)
         return counts;
     const size_t n = dense_layers(w, c, refs);
+    if (kind == BERT_PACK_F32)
+        pack_f32(w, refs, n, file, &counts);
+    else /* bf16 and int8 products replace the f32 kernel's */
+        drop_f32(w, refs, n);
     for (size_t i = 0; i < n; i++) {
         struct bert_dense *d = refs[i].d;
         if (d->w == NULL)
             continue;
         counts.dense++;
+        if (kind == BERT_PACK_F32) {
+            counts.packed += d->f32 != NULL;
+            continue;
+        }
         if (kind == BERT_PACK_BF16 && d->bf16 == NULL)
             d->bf16 = linear_bf16_pack(d->w, refs[i].out, refs[i].in);
         if (kind == BERT_PACK_INT8 && d->int8 == NULL &&
@@ -704,6 +765,7 @@ struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct b
 
 void bert_weights_free(struct bert_weights *w)
 {
+    linear_f32_weight_free(w->emb_proj.f32);
     linear_bf16_weight_free(w->emb_proj.bf16);
     linear_int8_weight_free(w->emb_proj.int8);
     for (size_t i = 0; i < w->n_layers; i++) {
@@ -712,11 +774,13 @@ void bert_weights_free(struct bert_weights *w)
                                   &w->layers[i].ffn_in,   &w->layers[i].ffn_out,
                                   &w->layers[i].ffn_gate};
         for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
+            linear_f32_weight_free(d[k]->f32);
             linear_bf16_weight_free(d[k]->bf16);
             linear_int8_weight_free(d[k]->int8);
         }
     }
     free(w->layers);
+    free(w->f32_arena);
     free(w->arena);
     free(w->zeros);
     memset(w, 0, sizeof *w);

@@ -67,6 +67,7 @@ struct bert_weights {
     const float *token_w, *token_b;       /* (width, H), (width) */
     float *zeros;                         /* owned: stands in for absent biases */
 
+    float *f32_arena;                     /* the f32 kernel's packed weights, owned */
     float *arena;                         /* converted tensors, owned */
     size_t arena_floats;
     bool prefixed;                        /* names carried the family prefix ("bert.", ...) */
@@ -84,12 +85,13 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
                                    const struct safetensors_file *file,
                                    struct bert_weights *w, struct bert_error *err);
 
-enum bert_pack_kind { BERT_PACK_BF16, BERT_PACK_INT8 };
+enum bert_pack_kind { BERT_PACK_F32, BERT_PACK_BF16, BERT_PACK_INT8 };
 
 struct bert_pack_counts {
     size_t dense;          /* dense layers the encoder runs */
     size_t packed;         /* of which now have a packed copy */
-    size_t released_bytes; /* f32 bytes of the mapping given back (int8) */
+    size_t packed_bytes;   /* the f32 packed copies' bytes (f32) */
+    size_t released_bytes; /* f32 bytes of the mapping given back (f32, int8) */
 };
 
 /* Give every dense layer the encoder runs its bf16 (linear_bf16.h) or int8
@@ -98,7 +100,11 @@ struct bert_pack_counts {
  * the others. With int8 and `file`, the f32 originals that lie in the
  * file's mapping leave the resident set (they are read again from the file
  * only should a product fall back to f32); converted ones (F16/BF16
- * checkpoints) stay in the arena. Not while the weights are in use. */
+ * checkpoints) stay in the arena. bf16 and int8 drop the f32 packed
+ * copies. F32: the weights that lie in `file`'s mapping get their copy for
+ * the f32 kernel (linear_f32.h, where the CPU runs it) and their mapped
+ * originals leave the resident set, so each is held once; the others stay
+ * on OpenBLAS. Not while the weights are in use. */
 struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct bert_config *c,
                                           enum bert_pack_kind kind,
                                           const struct safetensors_file *file);

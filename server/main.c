@@ -319,6 +319,13 @@ static int run(struct server *s)
     }
     if (cfg->model.dtype == SERVER_CONFIG_DTYPE_INT8 && !use_int8(s))
         return EXIT_FAILURE;
+    const struct bert_f32_packing *fp = &s->model->f32_packing;
+    if (fp->packed > 0)
+        log_msg(LOG_INFO,
+                "f32 dense layers run on AVX-512 over weights packed at load: %zu of %zu, "
+                "%zu MiB packed, %zu MiB of mapped f32 weights released%s",
+                fp->packed, fp->dense, fp->packed_bytes >> 20, fp->released_bytes >> 20,
+                fp->packed < fp->dense ? "; the others on OpenBLAS" : "");
     choose_served_name(s);
     configure_engine(s);
     choose_threads(s);

@@ -3,6 +3,10 @@
 bert_add_test(NAME test_team SOURCES test_team.c LIBS bert_internal TIMEOUT 60 LABELS "unit;threads")
 # The direct product for a few rows (model/linear_small.c), every block shape.
 bert_add_test(NAME test_linear_small SOURCES test_linear_small.c LIBS bert_internal TIMEOUT 60 LABELS unit)
+# The f32 product over packed weights (model/linear_f32.c), every block shape
+# and panel remainder; skipped where the CPU has no AVX-512F.
+bert_add_test(NAME test_linear_f32 SOURCES test_linear_f32.c LIBS bert_internal TIMEOUT 120 LABELS unit)
+set_tests_properties(test_linear_f32 PROPERTIES SKIP_RETURN_CODE 77)
 # The int8 dense layer (model/linear_int8.c) against the float64 reference
 # of tests/golden/make_int8_goldens.py; skipped where int8 cannot run.
 bert_add_test(NAME test_linear_int8 SOURCES test_linear_int8.c LIBS bert_internal PkgConfig::JANSSON

@@ -205,6 +205,20 @@ const char *bert_dtype_name(enum bert_dtype dtype);
  * engine (model/engine.h). */
 struct bert_engine;
 
+/* The dense-layer weights bert_model_load packed, where the CPU has
+ * AVX-512F, for its own f32 kernel (no repacking of the weights on every
+ * product, as a general GEMM does). Only weights used in
+ * place from the checkpoint's mapping are packed, and their mapped
+ * originals leave the resident set, so each weight is held once; the
+ * others (F16/BF16 checkpoints) run on OpenBLAS. bert_model_use_bf16 and
+ * bert_model_use_int8 drop the packed copies (all counts are then 0). */
+struct bert_f32_packing {
+    size_t dense;          /* dense layers the encoder runs */
+    size_t packed;         /* of which were packed */
+    size_t packed_bytes;   /* the packed copies' memory */
+    size_t released_bytes; /* mapped f32 weight bytes they replace in the resident set */
+};
+
 /* A loaded checkpoint: config, tokenizer and weights. Read-only after
  * bert_model_load (and bert_model_use_bf16 or _int8) return. */
 struct bert_model {
@@ -219,12 +233,14 @@ struct bert_model {
     bool can_answer_questions; /* *ForQuestionAnswering head present */
     bool bf16;                /* dense layers run in bf16 (bert_model_use_bf16) */
     bool int8;                /* dense layers run in int8 (bert_model_use_int8) */
+    struct bert_f32_packing f32_packing; /* what bert_model_load packed for f32 products */
     struct bert_engine *engine;
 };
 
 /* Load the checkpoint folder `dir` (config.json, model.safetensors,
  * tokenizer.json or vocab.txt, sentence-transformers files). Every failure
- * names the file and the problem. */
+ * names the file and the problem. The f32 dense weights are packed now
+ * where the CPU allows (model->f32_packing says what was). */
 enum bert_status bert_model_load(const char *dir, struct bert_model **out,
                                  struct bert_error *err);
 

@@ -1,0 +1,142 @@
+/* model/linear_f32.c against a float64 product: every row-block remainder
+ * (rows 1..30, and rows across the 252-row pass), output widths that leave a
+ * partial last panel (1, 15, 16, 17, 33, 70), inner lengths across the
+ * 256-step pass boundary (1, 17, 255, 256, 257, 600), column ranges that
+ * start on a later panel, and an output row stride wider than the columns
+ * whose padding must stay untouched. Also checks that two calls over
+ * complementary column ranges give the very floats one call gives (the
+ * team's column split). Skipped (exit 77) where the CPU has no AVX-512F. */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "linear_f32.h"
+
+static uint32_t rng_state = 4242;
+
+static float uniform(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return (float)((rng_state >> 8) & 0xffff) / 65536.0f - 0.5f;
+}
+
+/* n uniform values (caller frees). */
+static float *random_floats(size_t n)
+{
+    float *v = malloc(n * sizeof *v);
+    for (size_t i = 0; v != NULL && i < n; i++)
+        v[i] = uniform();
+    return v;
+}
+
+#define UNTOUCHED 1e30f
+
+/* The caller's working buffer. */
+static float buf[LINEAR_F32_BUFFER_FLOATS] __attribute__((aligned(64)));
+
+/* Worst |y - x W^T| over columns [c0, c1); counts writes outside them. */
+static double check_range(const float *x, const float *w, const float *y, size_t rows,
+                          size_t in, size_t ldy, size_t c0, size_t c1,
+                          size_t *stray)
+{
+    double worst = 0.0;
+    for (size_t m = 0; m < rows; m++)
+        for (size_t n = 0; n < ldy; n++) {
+            if (n < c0 || n >= c1) {
+                *stray += y[m * ldy + n] != UNTOUCHED;
+                continue;
+            }
+            double want = 0.0;
+            for (size_t k = 0; k < in; k++)
+                want += (double)x[m * in + k] * w[n * in + k];
+            double err = fabs(y[m * ldy + n] - want);
+            worst = err > worst ? err : worst;
+        }
+    return worst;
+}
+
+static void check_shape(size_t rows, size_t in, size_t out)
+{
+    const size_t ldy = out + 3;
+    float *x = random_floats(rows * in), *w = random_floats(out * in);
+    float *y = malloc(rows * ldy * sizeof *y), *y2 = malloc(rows * ldy * sizeof *y2);
+    CHECK(linear_f32_floats(out, in) >= out * in && linear_f32_floats(out, in) % 16 == 0);
+    float *mem = linear_f32_alloc(linear_f32_floats(out, in));
+    struct linear_f32_weight *p = linear_f32_pack(w, out, in, mem);
+    CHECK(p != NULL);
+    if (p == NULL)
+        goto done;
+    /* Terms below 0.25 in magnitude: float32 rounding over `in` of them
+     * stays far below this bound. */
+    const double tol = 1e-6 * (double)in;
+    for (size_t i = 0; i < rows * ldy; i++)
+        y[i] = UNTOUCHED;
+    size_t stray = 0;
+    linear_f32_run(p, x, rows, 0, out, y, ldy, buf);
+    double worst = check_range(x, w, y, rows, in, ldy, 0, out, &stray);
+    /* From the second panel on: the first panel's columns stay untouched. */
+    if (out > LINEAR_F32_PANEL) {
+        for (size_t i = 0; i < rows * ldy; i++)
+            y2[i] = UNTOUCHED;
+        linear_f32_run(p, x, rows, LINEAR_F32_PANEL, out, y2, ldy, buf);
+        double w2 = check_range(x, w, y2, rows, in, ldy, LINEAR_F32_PANEL, out, &stray);
+        worst = w2 > worst ? w2 : worst;
+        /* The two halves of a column split, together, are the whole call. */
+        linear_f32_run(p, x, rows, 0, LINEAR_F32_PANEL, y2, ldy, buf);
+        CHECK(memcmp(y, y2, rows * ldy * sizeof *y) == 0);
+    }
+    if (worst > tol || stray != 0)
+        fprintf(stderr, "rows %zu in %zu out %zu: worst error %g, %zu stray writes\n", rows, in,
+                out, worst, stray);
+    CHECK(worst <= tol);
+    CHECK_INT_EQ(stray, 0);
+done:
+    linear_f32_weight_free(p);
+    free(mem);
+    free(x);
+    free(w);
+    free(y);
+    free(y2);
+}
+
+/* Rows computed together or one call per row give the same floats: the
+ * row blocking does not change any output's sum. */
+static void check_row_invariance(void)
+{
+    const size_t rows = 37, in = 300, out = 70;
+    float *x = random_floats(rows * in), *w = random_floats(out * in);
+    float *y = malloc(rows * out * sizeof *y), *y1 = malloc(rows * out * sizeof *y1);
+    float *mem = linear_f32_alloc(linear_f32_floats(out, in));
+    struct linear_f32_weight *p = linear_f32_pack(w, out, in, mem);
+    linear_f32_run(p, x, rows, 0, out, y, out, buf);
+    for (size_t m = 0; m < rows; m++)
+        linear_f32_run(p, x + m * in, 1, 0, out, y1 + m * out, out, buf);
+    CHECK(memcmp(y, y1, rows * out * sizeof *y) == 0);
+    linear_f32_weight_free(p);
+    free(mem);
+    free(x);
+    free(w);
+    free(y);
+    free(y1);
+}
+
+int main(void)
+{
+    if (!linear_f32_available()) {
+        fprintf(stderr, "no AVX-512F: nothing to test\n");
+        return 77;
+    }
+    CHECK(linear_f32_pack((const float[]){1.0f}, 0, 1, buf) == NULL);
+    CHECK(linear_f32_alloc(0) == NULL);
+    const size_t ins[] = {1, 17, 255, 256, 257, 600};
+    const size_t outs[] = {1, 15, 16, 17, 33, 70};
+    for (size_t rows = 1; rows <= 30; rows++)
+        for (size_t i = 0; i < sizeof ins / sizeof *ins; i++)
+            for (size_t o = 0; o < sizeof outs / sizeof *outs; o++)
+                check_shape(rows, ins[i], outs[o]);
+    const size_t long_rows[] = {251, 252, 253, 300, 530};
+    for (size_t r = 0; r < sizeof long_rows / sizeof *long_rows; r++)
+        check_shape(long_rows[r], 257, 33);
+    check_row_invariance();
+    return check_exit();
+}
