@@ -92,6 +92,24 @@ void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, 
 }
 
 BERT_HOT
+void kernel_dequantize_row(float *y, const float *acc, size_t n, float row_scale,
+                           const float *col_scale, const float *bias,
+                           const enum bert_activation *act)
+{
+    const size_t nv = n - n % VLANES;
+    for (size_t i = 0; i < nv; i += VLANES) {
+        vf16 v = vf16_load(acc + i) * (row_scale * vf16_load(col_scale + i));
+        if (bias)
+            v += vf16_load(bias + i);
+        vf16_store(y + i, act ? activation16(v, *act) : v);
+    }
+    for (size_t i = nv; i < n; i++) {
+        float v = acc[i] * (row_scale * col_scale[i]) + (bias ? bias[i] : 0.0f);
+        y[i] = act ? activation16(vf16_splat(v), *act)[0] : v;
+    }
+}
+
+BERT_HOT
 void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t ld)
 {
     prof_lap(BERT_OP_OTHER);

@@ -24,6 +24,14 @@ void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t 
 /* Softmax of each row (width n, stride ld) in place. */
 void kernel_softmax_rows(float *x, size_t rows, size_t n, size_t ld);
 
+/* One int8 product row back to f32, with what follows it in one pass:
+ * y[c] = acc[c] * (row_scale * col_scale[c]) + bias[c], then act(y[c])
+ * when act is not NULL; bias may be NULL, acc may be y. The same values
+ * as that dequantization followed by kernel_bias_activation. */
+void kernel_dequantize_row(float *y, const float *acc, size_t n, float row_scale,
+                           const float *col_scale, const float *bias,
+                           const enum bert_activation *act);
+
 /* One activation value (for tests and the trainer). */
 float kernel_activation(float v, enum bert_activation act);
 

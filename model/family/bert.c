@@ -52,18 +52,11 @@ void family_bert_attention(const struct bert_model *model, struct bert_scratch *
     const struct bert_config *c = &model->config;
     struct bert_team *team = s->team;
     const size_t H = c->hidden_size, rows = p->r1 - p->r0;
-    size_t c0, c1;
 
-    /* Q, K and V land side by side in one (T, 3H) matrix; the bias goes on
-     * the part this member computed. */
-    bert_linear_share(p, x, H, &l->query, H, s->qkv, 3 * H);
-    bert_linear_share(p, x, H, &l->key, H, s->qkv + H, 3 * H);
-    bert_linear_share(p, x, H, &l->value, H, s->qkv + 2 * H, 3 * H);
-    bert_share_cols(p, H, &c0, &c1);
-    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : p->rows;
-    const float *biases[3] = {l->query_b, l->key_b, l->value_b};
-    for (size_t k = 0; k < 3; k++)
-        kernel_add_bias(s->qkv + r0 * 3 * H + k * H + c0, biases[k] + c0, nr, c1 - c0, 3 * H);
+    /* Q, K and V land side by side in one (T, 3H) matrix, with their biases. */
+    const struct bert_dense *const qkv_dense[3] = {&l->query, &l->key, &l->value};
+    const float *const qkv_bias[3] = {l->query_b, l->key_b, l->value_b};
+    bert_linear_share_qkv(p, x, H, l->qkv_int8, l->qkv_int8_b, qkv_dense, qkv_bias, s->qkv);
     if (p->member == 0)
         atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
     bert_team_barrier(team);
@@ -89,9 +82,8 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
 {
     const struct bert_config *c = &model->config;
     struct bert_team *team = s->team;
-    const size_t T = p->rows, H = c->hidden_size, FF = c->intermediate_size;
+    const size_t H = c->hidden_size, FF = c->intermediate_size;
     const size_t rows = p->r1 - p->r0;
-    size_t c0, c1;
 
     family_bert_attention(model, s, b, l, p, *x, *tmp);
     float *swap = *x;
@@ -100,11 +92,8 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     if (!p->by_rows)
         bert_team_barrier(team);
 
-    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : T;
-    bert_linear_share(p, *x, H, &l->ffn_in, FF, s->ffn, FF);
-    bert_share_cols(p, FF, &c0, &c1);
-    kernel_bias_activation(s->ffn + r0 * FF + c0, l->ffn_in_b + c0, nr, c1 - c0, FF,
-                           c->activation);
+    bert_linear_share_bias(p, *x, H, &l->ffn_in, FF, s->ffn, FF, l->ffn_in_b, &c->activation,
+                           true);
     if (!p->by_rows)
         bert_team_barrier(team);
     bert_linear_share(p, s->ffn, FF, &l->ffn_out, H, *tmp, H);
