@@ -14,6 +14,11 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
                           const float *gamma, const float *beta, size_t rows, size_t n,
                           float eps);
 
+/* One row of it, without the bias and without lapping the profile (for
+ * epilogues that run row by row). */
+void kernel_add_layernorm_row(float *x, const float *residual, const float *gamma,
+                              const float *beta, size_t n, float eps);
+
 /* x[r] = act(x[r] + bias) for each row of width n, rows ld floats apart. */
 void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
                             enum bert_activation act);

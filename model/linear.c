@@ -78,7 +78,10 @@ void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t i
 {
     const size_t rows = p->r1 - p->r0;
     if (p->by_rows && rows != 0 && d->int8 != NULL && p->int8 != NULL) {
-        const struct linear_int8_epilogue ep = {bias, act != NULL, act ? *act : 0, feeds_next};
+        const struct linear_int8_epilogue ep = {.bias = bias,
+                                                .activate = act != NULL,
+                                                .act = act ? *act : 0,
+                                                .keep_quantized = feeds_next};
         prof_lap(BERT_OP_OTHER);
         if (linear_int8_run_epilogue(p->int8, d->int8, x + p->r0 * in, rows, in, out,
                                      y + p->r0 * ldy, ldy, &ep))
@@ -92,6 +95,30 @@ void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t i
         kernel_bias_activation(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy, *act);
     else
         kernel_add_bias(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy);
+}
+
+void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t in,
+                            const struct bert_dense *d, size_t out, float *y,
+                            const struct bert_norm *n, bool feeds_next)
+{
+    const size_t rows = p->r1 - p->r0;
+    if (p->by_rows && rows != 0 && d->int8 != NULL && p->int8 != NULL) {
+        const struct linear_int8_epilogue ep = {.bias = n->bias,
+                                                .residual = n->residual + p->r0 * out,
+                                                .gamma = n->gamma,
+                                                .beta = n->beta,
+                                                .eps = n->eps,
+                                                .keep_quantized = feeds_next};
+        prof_lap(BERT_OP_OTHER);
+        if (linear_int8_run_epilogue(p->int8, d->int8, x + p->r0 * in, rows, in, out,
+                                     y + p->r0 * out, out, &ep))
+            return;
+    }
+    bert_linear_share(p, x, in, d, out, y, out);
+    if (!p->by_rows)
+        bert_team_barrier(n->team);
+    kernel_add_layernorm(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma, n->beta,
+                         rows, out, n->eps);
 }
 
 void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,

@@ -13,6 +13,7 @@ struct linear_bf16_weight;
 struct linear_bf16_ctx;
 struct linear_int8_weight;
 struct linear_int8_ctx;
+struct bert_team;
 
 /* A dense layer's weight as products read it: W (out, in) in f32, as
  * torch.nn.Linear stores it, and, when the model runs its dense layers in
@@ -57,6 +58,21 @@ void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
 void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t in,
                             const struct bert_dense *d, size_t out, float *y, size_t ldy,
                             const float *bias, const enum bert_activation *act, bool feeds_next);
+
+/* What follows a product in a post-LN layer: y = LayerNorm(y + bias +
+ * residual) * gamma + beta, residual (rows, out) like y; `team` the
+ * members to wait for between the two when products split by columns. */
+struct bert_norm {
+    const float *bias, *residual, *gamma, *beta;
+    float eps;
+    struct bert_team *team;
+};
+
+/* y (rows, out) = x W^T followed by `n` on this member's rows: in int8 one
+ * pass over y; `feeds_next` as for bert_linear_share_bias. */
+void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t in,
+                            const struct bert_dense *d, size_t out, float *y,
+                            const struct bert_norm *n, bool feeds_next);
 
 /* Q, K and V of x (rows, H) into qkv (rows, 3H), each with its bias, for
  * this member's share: one int8 product of `stacked` (their weights stacked,

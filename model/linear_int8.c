@@ -326,6 +326,9 @@ bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_i
         float *yr = y + r * ldy;
         kernel_dequantize_row(yr, acc + r * out, out, ctx->row_scale[r], w->scale,
                               ep != NULL ? ep->bias : NULL, act);
+        if (ep != NULL && ep->gamma != NULL)
+            kernel_add_layernorm_row(yr, ep->residual ? ep->residual + r * ldy : NULL,
+                                     ep->gamma, ep->beta, out, ep->eps);
         if (keep)
             ctx->row_scale[r] = quantize_row(yr, out, ctx->src + r * out);
     }
@@ -334,8 +337,16 @@ bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_i
         ctx->kept_rows = rows;
         ctx->kept_in = out;
     }
-    prof_lap(act != NULL ? BERT_OP_ACTIVATION : BERT_OP_CONVERT);
+    prof_lap(act != NULL                       ? BERT_OP_ACTIVATION
+             : ep != NULL && ep->gamma != NULL ? BERT_OP_NORM
+                                               : BERT_OP_CONVERT);
     return true;
+}
+
+void linear_int8_forget(struct linear_int8_ctx *ctx)
+{
+    if (ctx != NULL)
+        ctx->kept = NULL;
 }
 
 bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
@@ -395,6 +406,11 @@ bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weigh
 {
     (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)out, (void)y, (void)ldy;
     return false;
+}
+
+void linear_int8_forget(struct linear_int8_ctx *ctx)
+{
+    (void)ctx;
 }
 
 bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,

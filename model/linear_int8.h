@@ -58,18 +58,25 @@ bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weigh
                      const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy);
 
 /* What linear_int8_run_epilogue does to each output row as it dequantizes
- * it, in the same pass: y += bias (NULL: nothing), then y = act(y) when
- * `activate`. With `keep_quantized` (and ldy == out) it also quantizes the
+ * it, in the same pass: y += bias (NULL: nothing), then either y = act(y)
+ * when `activate`, or, when gamma is not NULL, y = LayerNorm(y + residual)
+ * * gamma + beta (kernel_add_layernorm; residual rows ldy apart, NULL:
+ * none). With `keep_quantized` (and ldy == out) it also quantizes the
  * finished rows into the context, and the context's next run whose x is
  * this y (same rows, in == this out) reads them instead of quantizing y
- * again: the caller must not change y in between. Any other run drops
- * them. */
+ * again: the caller must not change y in between. Any other run, and
+ * linear_int8_forget, drop them. */
 struct linear_int8_epilogue {
     const float *bias;
     bool activate;
     enum bert_activation act;
+    const float *residual, *gamma, *beta;
+    float eps;
     bool keep_quantized;
 };
+
+/* Drop kept rows (a new pass may write new values where they came from). */
+void linear_int8_forget(struct linear_int8_ctx *ctx);
 
 /* linear_int8_run, then the epilogue; false (computing nothing) as there. */
 bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,

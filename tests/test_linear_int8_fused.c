@@ -4,6 +4,8 @@
  *     by kernel_bias_activation: the same float operations, but the fused
  *     pass may contract the bias add into the dequantizing multiply, so
  *     within 1e-6 of the largest output;
+ *   - an epilogue of bias, residual and LayerNorm against
+ *     kernel_add_layernorm after the product, within the same 1e-6;
  *   - Q, K and V stacked in one weight against three products with their
  *     biases: the integer sums are the same, so within the same 1e-6;
  *   - kept quantized rows (keep_quantized) read by the next product
@@ -59,7 +61,8 @@ static void check_bias_gelu(struct linear_int8_ctx *ctx, const float *x)
     float *fused = malloc(ROWS * MID * sizeof *fused), *plain = malloc(ROWS * MID * sizeof *plain);
     struct linear_int8_weight *p = linear_int8_pack(w, MID, IN);
     CHECK(p != NULL && fused != NULL && plain != NULL);
-    const struct linear_int8_epilogue ep = {bias, true, BERT_ACTIVATION_GELU, false};
+    const struct linear_int8_epilogue ep = {
+        .bias = bias, .activate = true, .act = BERT_ACTIVATION_GELU};
     CHECK(linear_int8_run_epilogue(ctx, p, x, ROWS, IN, MID, fused, MID, &ep));
     CHECK(linear_int8_run(ctx, p, x, ROWS, IN, MID, plain, MID));
     kernel_bias_activation(plain, bias, ROWS, MID, MID, BERT_ACTIVATION_GELU);
@@ -68,6 +71,27 @@ static void check_bias_gelu(struct linear_int8_ctx *ctx, const float *x)
     CHECK(e <= REL_TOL);
     linear_int8_weight_free(p);
     free(w), free(bias), free(fused), free(plain);
+}
+
+static void check_layernorm(struct linear_int8_ctx *ctx, const float *x)
+{
+    float *w = random_floats(MID * IN, 0.2f), *bias = random_floats(MID, 1.0f);
+    float *res = random_floats(ROWS * MID, 3.0f), *gamma = random_floats(MID, 2.0f);
+    float *beta = random_floats(MID, 1.0f);
+    float *fused = malloc(ROWS * MID * sizeof *fused), *plain = malloc(ROWS * MID * sizeof *plain);
+    struct linear_int8_weight *p = linear_int8_pack(w, MID, IN);
+    CHECK(p != NULL && fused != NULL && plain != NULL);
+    const struct linear_int8_epilogue ep = {
+        .bias = bias, .residual = res, .gamma = gamma, .beta = beta, .eps = 1e-12f};
+    CHECK(linear_int8_run_epilogue(ctx, p, x, ROWS, IN, MID, fused, MID, &ep));
+    CHECK(linear_int8_run(ctx, p, x, ROWS, IN, MID, plain, MID));
+    kernel_add_layernorm(plain, res, bias, gamma, beta, ROWS, MID, 1e-12f);
+    const double e = rel_diff(fused, plain, ROWS * MID);
+    printf("bias + residual + LayerNorm epilogue vs run + kernel_add_layernorm: %.3g of the "
+           "largest\n", e);
+    CHECK(e <= REL_TOL);
+    linear_int8_weight_free(p);
+    free(w), free(bias), free(res), free(gamma), free(beta), free(fused), free(plain);
 }
 
 static void check_stacked(struct linear_int8_ctx *ctx, const float *x)
@@ -105,7 +129,8 @@ static void check_kept(struct linear_int8_ctx *ctx, const float *x)
     float *y_kept = malloc(ROWS * OUT * sizeof *y_kept), *y_fresh = malloc(ROWS * OUT * sizeof *y_fresh);
     struct linear_int8_weight *p1 = linear_int8_pack(w1, MID, IN), *p2 = linear_int8_pack(w2, OUT, MID);
     CHECK(p1 != NULL && p2 != NULL && h != NULL && copy != NULL && y_kept && y_fresh);
-    const struct linear_int8_epilogue ep = {b1, true, BERT_ACTIVATION_GELU, true};
+    const struct linear_int8_epilogue ep = {
+        .bias = b1, .activate = true, .act = BERT_ACTIVATION_GELU, .keep_quantized = true};
     CHECK(linear_int8_run_epilogue(ctx, p1, x, ROWS, IN, MID, h, MID, &ep));
     memcpy(copy, h, ROWS * MID * sizeof *h);
     CHECK(linear_int8_run(ctx, p2, h, ROWS, MID, OUT, y_kept, OUT)); /* reads the kept rows */
@@ -145,6 +170,7 @@ int main(void)
     CHECK(ctx != NULL);
     if (ctx != NULL) {
         check_bias_gelu(ctx, x);
+        check_layernorm(ctx, x);
         check_stacked(ctx, x);
         check_kept(ctx, x);
     }

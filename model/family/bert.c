@@ -51,7 +51,7 @@ void family_bert_attention(const struct bert_model *model, struct bert_scratch *
 {
     const struct bert_config *c = &model->config;
     struct bert_team *team = s->team;
-    const size_t H = c->hidden_size, rows = p->r1 - p->r0;
+    const size_t H = c->hidden_size;
 
     /* Q, K and V land side by side in one (T, 3H) matrix, with their biases. */
     const struct bert_dense *const qkv_dense[3] = {&l->query, &l->key, &l->value};
@@ -67,11 +67,10 @@ void family_bert_attention(const struct bert_model *model, struct bert_scratch *
         attention_member(model, s, b, p->member, SIZE_MAX);
     bert_team_barrier(team);
 
-    bert_linear_share(p, s->ctx, H, &l->attn_out, H, out, H);
-    if (!p->by_rows)
-        bert_team_barrier(team);
-    kernel_add_layernorm(out + p->r0 * H, x + p->r0 * H, l->attn_out_b, l->attn_ln_g,
-                         l->attn_ln_b, rows, H, c->layer_norm_eps);
+    /* Both callers' feed-forward input is `out`, read as it is written. */
+    const struct bert_norm norm = {l->attn_out_b, x, l->attn_ln_g, l->attn_ln_b,
+                                   c->layer_norm_eps, team};
+    bert_linear_share_norm(p, s->ctx, H, &l->attn_out, H, out, &norm, true);
 }
 
 /* One post-LN Transformer layer (BERT keeps the original order) for this
@@ -83,7 +82,6 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     const struct bert_config *c = &model->config;
     struct bert_team *team = s->team;
     const size_t H = c->hidden_size, FF = c->intermediate_size;
-    const size_t rows = p->r1 - p->r0;
 
     family_bert_attention(model, s, b, l, p, *x, *tmp);
     float *swap = *x;
@@ -96,11 +94,11 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
                            true);
     if (!p->by_rows)
         bert_team_barrier(team);
-    bert_linear_share(p, s->ffn, FF, &l->ffn_out, H, *tmp, H);
-    if (!p->by_rows)
-        bert_team_barrier(team);
-    kernel_add_layernorm(*tmp + p->r0 * H, *x + p->r0 * H, l->ffn_out_b, l->ffn_ln_g,
-                         l->ffn_ln_b, rows, H, c->layer_norm_eps);
+    /* The next layer's Q, K and V read the output as it is written. */
+    const bool last = l == model->engine->weights.layers + c->num_layers - 1;
+    const struct bert_norm norm = {l->ffn_out_b, *x, l->ffn_ln_g, l->ffn_ln_b,
+                                   c->layer_norm_eps, team};
+    bert_linear_share_norm(p, s->ffn, FF, &l->ffn_out, H, *tmp, &norm, !last);
     swap = *x;
     *x = *tmp;
     *tmp = swap;
