@@ -26,7 +26,7 @@ static size_t round_lanes(size_t n)
 size_t attention_workspace_floats(size_t max_n, size_t d)
 {
     size_t n16 = round_lanes(max_n);
-    return d * n16 + ROWS * n16 + ROWS * round_lanes(d);
+    return d * n16 + ROWS * n16 + ROWS * round_lanes(d) + max_n * round_lanes(d);
 }
 
 /* s[r][j] = sum_c qb[r][c] * kt[c][j] for a block of ROWS query rows and
@@ -146,6 +146,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
     float *kt = work;                 /* (d, n16) keys transposed, zero padded */
     float *s = kt + d * n16;          /* (ROWS, n16) scores, then probabilities */
     float *qb = s + ROWS * n16;       /* (ROWS, d16) scaled query rows */
+    float *vc = qb + ROWS * d16;      /* (n, d16) values, rows d16 apart */
     const size_t half = half_window < n ? half_window : n;
     /* Key by key: rows of k lie 3H floats apart, so walking one column of
      * them would map every load to a handful of cache sets. */
@@ -155,6 +156,10 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
     for (size_t c = 0; c < d; c++)
         for (size_t j = n; j < n16; j++)
             kt[c * n16 + j] = 0.0f;
+    /* The values too are copied once: their rows, 3H floats apart, fall in
+     * a few cache sets, and every block of query rows reads them all. */
+    for (size_t j = 0; j < n; j++)
+        memcpy(vc + j * d16, v + j * ld, d * sizeof *vc);
     for (size_t i0 = 0; i0 < n; i0 += ROWS) {
         const size_t rows = n - i0 < ROWS ? n - i0 : ROWS;
         /* The keys any row of the block sees: [lo, hi), lo rounded down to
@@ -184,7 +189,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         size_t c0 = 0;
         for (; c0 + 2 * LANES <= d; c0 += 2 * LANES) {
             vec16 acc[ROWS][2];
-            block_values2(s + lo, n16, v + lo * ld, ld, hi - lo, c0, acc);
+            block_values2(s + lo, n16, vc + lo * d16, d16, hi - lo, c0, acc);
             for (size_t r = 0; r < rows; r++) {
                 vec16 scaled[2] = {acc[r][0] * inv[r], acc[r][1] * inv[r]};
                 memcpy(out + (i0 + r) * ldo + c0, scaled, sizeof scaled);
@@ -192,7 +197,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         }
         for (; c0 + LANES <= d; c0 += LANES) {
             vec16 acc[ROWS];
-            block_values(s + lo, n16, v + lo * ld, ld, hi - lo, c0, acc);
+            block_values(s + lo, n16, vc + lo * d16, d16, hi - lo, c0, acc);
             for (size_t r = 0; r < rows; r++) {
                 vec16 scaled = acc[r] * inv[r];
                 memcpy(out + (i0 + r) * ldo + c0, &scaled, sizeof scaled);
@@ -203,7 +208,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
             for (size_t r = 0; r < rows; r++) {
                 float acc = 0.0f;
                 for (size_t j = lo; j < hi; j++)
-                    acc += s[r * n16 + j] * v[j * ld + c];
+                    acc += s[r * n16 + j] * vc[j * d16 + c];
                 out[(i0 + r) * ldo + c] = acc * inv[r];
             }
         }
