@@ -10,10 +10,13 @@
 #include "simd.h"
 #include "vmath.h"
 
-/* Query rows processed together (they share every key and value load) and
- * the vector width the inner loops are written for (one AVX-512 register;
- * GCC splits it into two AVX2 or four SSE registers in the other clones). */
-#define ROWS 4
+/* Query rows processed together (they share every key and value load):
+ * eight where AVX-512's 32 registers hold their sixteen accumulators, four
+ * elsewhere; and the vector width the inner loops are written for (one
+ * AVX-512 register; GCC splits it into two AVX2 or four SSE registers in
+ * the other clones). */
+#define ROWS 8
+#define ROWS_NARROW 4
 #define LANES VLANES
 typedef vf16 vec16;
 #define load16 vf16_load
@@ -29,47 +32,51 @@ size_t attention_workspace_floats(size_t max_n, size_t d)
     return d * n16 + ROWS * n16 + ROWS * round_lanes(d) + max_n * round_lanes(d);
 }
 
-/* s[r][j] = sum_c qb[r][c] * kt[c][j] for a block of ROWS query rows and
+/* s[r][j] = sum_c qb[r][c] * kt[c][j] for a block of R query rows and
  * the `width` key columns from kt and s (rows n16 floats apart). Two
  * vectors of keys at a time: each broadcast query value feeds two FMAs,
- * so loads no longer outnumber them. */
-static inline __attribute__((always_inline)) void block_scores(const float *restrict qb, size_t dq, const float *restrict kt,
-                                size_t n16, size_t width, size_t d, float *restrict s)
+ * so loads no longer outnumber them. R is a constant where this is
+ * inlined: the unrolled accumulators live in registers. */
+static inline __attribute__((always_inline)) void block_scores(const float *restrict qb, size_t dq,
+                                                               const float *restrict kt, size_t n16,
+                                                               size_t width, size_t d,
+                                                               float *restrict s, const size_t R)
 {
     size_t j0 = 0;
     for (; j0 + 2 * LANES <= width; j0 += 2 * LANES) {
-        vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        vec16 a[ROWS], b[ROWS];
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+            a[r] = b[r] = (vec16){0};
         for (size_t c = 0; c < d; c++) {
             const vec16 ka = load16(kt + c * n16 + j0), kb = load16(kt + c * n16 + j0 + LANES);
-            const float q0 = qb[0 * dq + c], q1 = qb[1 * dq + c], q2 = qb[2 * dq + c],
-                        q3 = qb[3 * dq + c];
-            a0 += q0 * ka;
-            b0 += q0 * kb;
-            a1 += q1 * ka;
-            b1 += q1 * kb;
-            a2 += q2 * ka;
-            b2 += q2 * kb;
-            a3 += q3 * ka;
-            b3 += q3 * kb;
+#pragma GCC unroll 8
+            for (size_t r = 0; r < R; r++) {
+                const float qv = qb[r * dq + c];
+                a[r] += qv * ka;
+                b[r] += qv * kb;
+            }
         }
-        vec16 *rows[ROWS][2] = {{&a0, &b0}, {&a1, &b1}, {&a2, &b2}, {&a3, &b3}};
-        for (size_t r = 0; r < ROWS; r++)
-            for (size_t h = 0; h < 2; h++)
-                memcpy(s + r * n16 + j0 + h * LANES, rows[r][h], sizeof a0);
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++) {
+            memcpy(s + r * n16 + j0, &a[r], sizeof a[r]);
+            memcpy(s + r * n16 + j0 + LANES, &b[r], sizeof b[r]);
+        }
     }
     for (; j0 < width; j0 += LANES) {
-        vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        vec16 a[ROWS];
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+            a[r] = (vec16){0};
         for (size_t c = 0; c < d; c++) {
             const vec16 kr = load16(kt + c * n16 + j0);
-            a0 += qb[0 * dq + c] * kr;
-            a1 += qb[1 * dq + c] * kr;
-            a2 += qb[2 * dq + c] * kr;
-            a3 += qb[3 * dq + c] * kr;
+#pragma GCC unroll 8
+            for (size_t r = 0; r < R; r++)
+                a[r] += qb[r * dq + c] * kr;
         }
-        memcpy(s + 0 * n16 + j0, &a0, sizeof a0);
-        memcpy(s + 1 * n16 + j0, &a1, sizeof a1);
-        memcpy(s + 2 * n16 + j0, &a2, sizeof a2);
-        memcpy(s + 3 * n16 + j0, &a3, sizeof a3);
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+            memcpy(s + r * n16 + j0, &a[r], sizeof a[r]);
     }
 }
 
@@ -98,49 +105,55 @@ static inline __attribute__((always_inline)) float softmax_row(float *restrict s
 
 /* out[r][c0..c0+2 LANES) = sum_j s[r][j] * v[j][c0..c0+2 LANES): two
  * vectors of values per step, as block_scores takes two of keys. */
-static inline __attribute__((always_inline)) void block_values2(const float *restrict s, size_t n16, const float *restrict v,
-                                size_t ld, size_t n, size_t c0, vec16 acc[ROWS][2])
+static inline __attribute__((always_inline)) void block_values2(const float *restrict s, size_t n16,
+                                                                const float *restrict v, size_t ld,
+                                                                size_t n, size_t c0,
+                                                                vec16 acc[ROWS][2], const size_t R)
 {
-    vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+    vec16 a[ROWS], b[ROWS];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        a[r] = b[r] = (vec16){0};
     for (size_t j = 0; j < n; j++) {
         const vec16 va = load16(v + j * ld + c0), vb = load16(v + j * ld + c0 + LANES);
-        const float s0 = s[0 * n16 + j], s1 = s[1 * n16 + j], s2 = s[2 * n16 + j],
-                    s3 = s[3 * n16 + j];
-        a0 += s0 * va;
-        b0 += s0 * vb;
-        a1 += s1 * va;
-        b1 += s1 * vb;
-        a2 += s2 * va;
-        b2 += s2 * vb;
-        a3 += s3 * va;
-        b3 += s3 * vb;
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++) {
+            const float sv = s[r * n16 + j];
+            a[r] += sv * va;
+            b[r] += sv * vb;
+        }
     }
-    acc[0][0] = a0, acc[0][1] = b0, acc[1][0] = a1, acc[1][1] = b1;
-    acc[2][0] = a2, acc[2][1] = b2, acc[3][0] = a3, acc[3][1] = b3;
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        acc[r][0] = a[r], acc[r][1] = b[r];
 }
 
 /* out[r][c0..c0+LANES) = sum_j s[r][j] * v[j][c0..c0+LANES). */
-static inline __attribute__((always_inline)) void block_values(const float *restrict s, size_t n16, const float *restrict v,
-                                size_t ld, size_t n, size_t c0, vec16 acc[ROWS])
+static inline __attribute__((always_inline)) void block_values(const float *restrict s, size_t n16,
+                                                               const float *restrict v, size_t ld,
+                                                               size_t n, size_t c0,
+                                                               vec16 acc[ROWS], const size_t R)
 {
-    vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    vec16 a[ROWS];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        a[r] = (vec16){0};
     for (size_t j = 0; j < n; j++) {
         const vec16 vr = load16(v + j * ld + c0);
-        a0 += s[0 * n16 + j] * vr;
-        a1 += s[1 * n16 + j] * vr;
-        a2 += s[2 * n16 + j] * vr;
-        a3 += s[3 * n16 + j] * vr;
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+            a[r] += s[r * n16 + j] * vr;
     }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        acc[r] = a[r];
 }
 
-BERT_HOT
-void attention_head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
-                           size_t d, float scale, float *out, size_t ldo, float *work,
-                           size_t half_window, const float *rel_bias)
+/* attention_head_window with blocks of R query rows. */
+static inline __attribute__((always_inline)) void
+head_window(const float *q, const float *k, const float *v, size_t ld, size_t n, size_t d,
+            float scale, float *out, size_t ldo, float *work, size_t half_window,
+            const float *rel_bias, const size_t R)
 {
     const size_t n16 = round_lanes(n), d16 = round_lanes(d);
     float *kt = work;                 /* (d, n16) keys transposed, zero padded */
@@ -160,8 +173,8 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
      * a few cache sets, and every block of query rows reads them all. */
     for (size_t j = 0; j < n; j++)
         memcpy(vc + j * d16, v + j * ld, d * sizeof *vc);
-    for (size_t i0 = 0; i0 < n; i0 += ROWS) {
-        const size_t rows = n - i0 < ROWS ? n - i0 : ROWS;
+    for (size_t i0 = 0; i0 < n; i0 += R) {
+        const size_t rows = n - i0 < R ? n - i0 : R;
         /* The keys any row of the block sees: [lo, hi), lo rounded down to
          * a whole vector so loads stay aligned. */
         const size_t lo = (i0 > half ? i0 - half : 0) & ~(size_t)(LANES - 1);
@@ -169,10 +182,10 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         const size_t width = round_lanes(hi - lo);
         float inv[ROWS]; /* each row's 1 / sum of exponentials */
         /* Missing rows of the last block are zeros: computed, never stored. */
-        for (size_t r = 0; r < ROWS; r++)
+        for (size_t r = 0; r < R; r++)
             for (size_t c = 0; c < d; c++)
                 qb[r * d16 + c] = r < rows ? q[(i0 + r) * ld + c] * scale : 0.0f;
-        block_scores(qb, d16, kt + lo, n16, width, d, s + lo);
+        block_scores(qb, d16, kt + lo, n16, width, d, s + lo, R);
         for (size_t r = 0; r < rows; r++) {
             float *sr = s + r * n16;
             const size_t i = i0 + r;
@@ -189,7 +202,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         size_t c0 = 0;
         for (; c0 + 2 * LANES <= d; c0 += 2 * LANES) {
             vec16 acc[ROWS][2];
-            block_values2(s + lo, n16, vc + lo * d16, d16, hi - lo, c0, acc);
+            block_values2(s + lo, n16, vc + lo * d16, d16, hi - lo, c0, acc, R);
             for (size_t r = 0; r < rows; r++) {
                 vec16 scaled[2] = {acc[r][0] * inv[r], acc[r][1] * inv[r]};
                 memcpy(out + (i0 + r) * ldo + c0, scaled, sizeof scaled);
@@ -197,7 +210,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         }
         for (; c0 + LANES <= d; c0 += LANES) {
             vec16 acc[ROWS];
-            block_values(s + lo, n16, vc + lo * d16, d16, hi - lo, c0, acc);
+            block_values(s + lo, n16, vc + lo * d16, d16, hi - lo, c0, acc, R);
             for (size_t r = 0; r < rows; r++) {
                 vec16 scaled = acc[r] * inv[r];
                 memcpy(out + (i0 + r) * ldo + c0, &scaled, sizeof scaled);
@@ -213,6 +226,34 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
             }
         }
     }
+}
+
+BERT_AVX512
+static void head_window_wide(const float *q, const float *k, const float *v, size_t ld, size_t n,
+                             size_t d, float scale, float *out, size_t ldo, float *work,
+                             size_t half_window, const float *rel_bias)
+{
+    head_window(q, k, v, ld, n, d, scale, out, ldo, work, half_window, rel_bias, ROWS);
+}
+
+BERT_HOT
+void attention_head_window_narrow(const float *q, const float *k, const float *v, size_t ld,
+                                  size_t n, size_t d, float scale, float *out, size_t ldo,
+                                  float *work, size_t half_window, const float *rel_bias)
+{
+    head_window(q, k, v, ld, n, d, scale, out, ldo, work, half_window, rel_bias, ROWS_NARROW);
+}
+
+void attention_head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
+                           size_t d, float scale, float *out, size_t ldo, float *work,
+                           size_t half_window, const float *rel_bias)
+{
+    /* Both give the same values: each row's sums run in the same order. */
+    if (bert_cpu_avx512())
+        head_window_wide(q, k, v, ld, n, d, scale, out, ldo, work, half_window, rel_bias);
+    else
+        attention_head_window_narrow(q, k, v, ld, n, d, scale, out, ldo, work, half_window,
+                                     rel_bias);
 }
 
 void attention_head(const float *q, const float *k, const float *v, size_t ld, size_t n,
