@@ -96,7 +96,7 @@ static inline __attribute__((always_inline)) float softmax_row(float *restrict s
     vec16 sum = {0};
     for (size_t j = 0; j < n16; j += LANES) {
         vec16 v = load16(s + j);
-        vec16 e = vf16_select(v == -INFINITY, vf16_splat(0.0f), vf16_exp(v - max));
+        vec16 e = vf16_select(v == -INFINITY, vf16_splat(0.0f), vf16_exp_nonpositive(v - max));
         vf16_store(s + j, e);
         sum += e;
     }

@@ -106,8 +106,8 @@ VINLINE vf16 vf16_exp(vf16 x)
 }
 
 /* The same values for x < 0.34 (below ln2/2, where n rounds to 0 or
- * below either way), four operations fewer: erfc's exponent is never
- * positive. */
+ * below either way) and NaN, four operations fewer: for exponents that are
+ * never positive (erfc's, softmax's x - max). */
 VINLINE vf16 vf16_exp_nonpositive(vf16 x)
 {
     return vf16_exp_reduced(vf16_max(x, vf16_splat(-87.0f)), vf16_splat(-0.5f));
