@@ -1,6 +1,7 @@
 #include "attention.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -149,6 +150,54 @@ static inline __attribute__((always_inline)) void block_values(const float *rest
         acc[r] = a[r];
 }
 
+/* The 16 x 16 block at m (rows ld floats apart) transposed into t (rows
+ * ldt apart): four rounds, each swapping one bit of the row index with the
+ * same bit of the column index, two-vector shuffles throughout. */
+static inline __attribute__((always_inline)) void transpose16(const float *restrict m, size_t ld,
+                                                              float *restrict t, size_t ldt)
+{
+    vec16 r[LANES];
+    for (size_t i = 0; i < LANES; i++)
+        r[i] = load16(m + i * ld);
+#define SWAP_BIT(b, lo, hi)                                                                       \
+    for (size_t i = 0; i < LANES; i++)                                                           \
+        if ((i & (b)) == 0) {                                                                    \
+            const vec16 a = r[i], c = r[i + (b)];                                                \
+            r[i] = __builtin_shuffle(a, c, (vi16)(lo));                                          \
+            r[i + (b)] = __builtin_shuffle(a, c, (vi16)(hi));                                    \
+        }
+    SWAP_BIT(8, ((vi16){0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}),
+             ((vi16){8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}))
+    SWAP_BIT(4, ((vi16){0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27}),
+             ((vi16){4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}))
+    SWAP_BIT(2, ((vi16){0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29}),
+             ((vi16){2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}))
+    SWAP_BIT(1, ((vi16){0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}),
+             ((vi16){1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}))
+#undef SWAP_BIT
+    for (size_t i = 0; i < LANES; i++)
+        vf16_store(t + i * ldt, r[i]);
+}
+
+/* kt (d, n16) = k (n, d)^T, rows of k ld floats apart: with `blocks`
+ * (AVX-512, where a shuffle of two registers is one instruction) whole
+ * 16 x 16 blocks in registers, the rest key by key (rows of k lie 3H floats
+ * apart, so walking one column of them would map every load to a few
+ * cache sets). */
+static inline __attribute__((always_inline)) void transpose_keys(const float *restrict k,
+                                                                 size_t ld, size_t n, size_t d,
+                                                                 float *restrict kt, size_t n16,
+                                                                 bool blocks)
+{
+    const size_t nb = blocks ? n - n % LANES : 0, db = d - d % LANES;
+    for (size_t j = 0; j < nb; j += LANES)
+        for (size_t c = 0; c < db; c += LANES)
+            transpose16(k + j * ld + c, ld, kt + c * n16 + j, n16);
+    for (size_t j = 0; j < n; j++)
+        for (size_t c = j < nb ? db : 0; c < d; c++)
+            kt[c * n16 + j] = k[j * ld + c];
+}
+
 /* attention_head_window with blocks of R query rows. */
 static inline __attribute__((always_inline)) void
 head_window(const float *q, const float *k, const float *v, size_t ld, size_t n, size_t d,
@@ -161,11 +210,7 @@ head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
     float *qb = s + ROWS * n16;       /* (ROWS, d16) scaled query rows */
     float *vc = qb + ROWS * d16;      /* (n, d16) values, rows d16 apart */
     const size_t half = half_window < n ? half_window : n;
-    /* Key by key: rows of k lie 3H floats apart, so walking one column of
-     * them would map every load to a handful of cache sets. */
-    for (size_t j = 0; j < n; j++)
-        for (size_t c = 0; c < d; c++)
-            kt[c * n16 + j] = k[j * ld + c];
+    transpose_keys(k, ld, n, d, kt, n16, R == ROWS);
     for (size_t c = 0; c < d; c++)
         for (size_t j = n; j < n16; j++)
             kt[c * n16 + j] = 0.0f;

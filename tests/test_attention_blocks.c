@@ -1,5 +1,6 @@
-/* model/attention.c's two block sizes (8 query rows where AVX-512 runs,
- * 4 elsewhere) against a float64 softmax(q k^T scale) v written here, for
+/* model/attention.c's two paths (where AVX-512 runs: 8 query rows per
+ * block, keys transposed 16 x 16 in registers; elsewhere 4 rows, keys one
+ * by one) against a float64 softmax(q k^T scale) v written here, for
  * sequence lengths that leave every remainder of a block, head sizes with
  * and without a partial vector, with a sliding window and a relative bias;
  * and against each other: each row's sums run in the same order, so the two
