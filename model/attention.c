@@ -1,6 +1,7 @@
 #include "attention.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -10,10 +11,13 @@
 #include "simd.h"
 #include "vmath.h"
 
-/* Query rows processed together (they share every key and value load) and
- * the vector width the inner loops are written for (one AVX-512 register;
- * GCC splits it into two AVX2 or four SSE registers in the other clones). */
-#define ROWS 4
+/* Query rows processed together (they share every key and value load):
+ * eight where AVX-512's 32 registers hold their sixteen accumulators, four
+ * elsewhere; and the vector width the inner loops are written for (one
+ * AVX-512 register; GCC splits it into two AVX2 or four SSE registers in
+ * the other clones). */
+#define ROWS 8
+#define ROWS_NARROW 4
 #define LANES VLANES
 typedef vf16 vec16;
 #define load16 vf16_load
@@ -26,50 +30,54 @@ static size_t round_lanes(size_t n)
 size_t attention_workspace_floats(size_t max_n, size_t d)
 {
     size_t n16 = round_lanes(max_n);
-    return d * n16 + ROWS * n16 + ROWS * round_lanes(d);
+    return d * n16 + ROWS * n16 + ROWS * round_lanes(d) + max_n * round_lanes(d);
 }
 
-/* s[r][j] = sum_c qb[r][c] * kt[c][j] for a block of ROWS query rows and
+/* s[r][j] = sum_c qb[r][c] * kt[c][j] for a block of R query rows and
  * the `width` key columns from kt and s (rows n16 floats apart). Two
  * vectors of keys at a time: each broadcast query value feeds two FMAs,
- * so loads no longer outnumber them. */
-static inline __attribute__((always_inline)) void block_scores(const float *restrict qb, size_t dq, const float *restrict kt,
-                                size_t n16, size_t width, size_t d, float *restrict s)
+ * so loads no longer outnumber them. R is a constant where this is
+ * inlined: the unrolled accumulators live in registers. */
+static inline __attribute__((always_inline)) void block_scores(const float *restrict qb, size_t dq,
+                                                               const float *restrict kt, size_t n16,
+                                                               size_t width, size_t d,
+                                                               float *restrict s, const size_t R)
 {
     size_t j0 = 0;
     for (; j0 + 2 * LANES <= width; j0 += 2 * LANES) {
-        vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        vec16 a[ROWS], b[ROWS];
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+            a[r] = b[r] = (vec16){0};
         for (size_t c = 0; c < d; c++) {
             const vec16 ka = load16(kt + c * n16 + j0), kb = load16(kt + c * n16 + j0 + LANES);
-            const float q0 = qb[0 * dq + c], q1 = qb[1 * dq + c], q2 = qb[2 * dq + c],
-                        q3 = qb[3 * dq + c];
-            a0 += q0 * ka;
-            b0 += q0 * kb;
-            a1 += q1 * ka;
-            b1 += q1 * kb;
-            a2 += q2 * ka;
-            b2 += q2 * kb;
-            a3 += q3 * ka;
-            b3 += q3 * kb;
+#pragma GCC unroll 8
+            for (size_t r = 0; r < R; r++) {
+                const float qv = qb[r * dq + c];
+                a[r] += qv * ka;
+                b[r] += qv * kb;
+            }
         }
-        vec16 *rows[ROWS][2] = {{&a0, &b0}, {&a1, &b1}, {&a2, &b2}, {&a3, &b3}};
-        for (size_t r = 0; r < ROWS; r++)
-            for (size_t h = 0; h < 2; h++)
-                memcpy(s + r * n16 + j0 + h * LANES, rows[r][h], sizeof a0);
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++) {
+            memcpy(s + r * n16 + j0, &a[r], sizeof a[r]);
+            memcpy(s + r * n16 + j0 + LANES, &b[r], sizeof b[r]);
+        }
     }
     for (; j0 < width; j0 += LANES) {
-        vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        vec16 a[ROWS];
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+            a[r] = (vec16){0};
         for (size_t c = 0; c < d; c++) {
             const vec16 kr = load16(kt + c * n16 + j0);
-            a0 += qb[0 * dq + c] * kr;
-            a1 += qb[1 * dq + c] * kr;
-            a2 += qb[2 * dq + c] * kr;
-            a3 += qb[3 * dq + c] * kr;
+#pragma GCC unroll 8
+            for (size_t r = 0; r < R; r++)
+                a[r] += qb[r * dq + c] * kr;
         }
-        memcpy(s + 0 * n16 + j0, &a0, sizeof a0);
-        memcpy(s + 1 * n16 + j0, &a1, sizeof a1);
-        memcpy(s + 2 * n16 + j0, &a2, sizeof a2);
-        memcpy(s + 3 * n16 + j0, &a3, sizeof a3);
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+            memcpy(s + r * n16 + j0, &a[r], sizeof a[r]);
     }
 }
 
@@ -89,7 +97,7 @@ static inline __attribute__((always_inline)) float softmax_row(float *restrict s
     vec16 sum = {0};
     for (size_t j = 0; j < n16; j += LANES) {
         vec16 v = load16(s + j);
-        vec16 e = vf16_select(v == -INFINITY, vf16_splat(0.0f), vf16_exp(v - max));
+        vec16 e = vf16_select(v == -INFINITY, vf16_splat(0.0f), vf16_exp_nonpositive(v - max));
         vf16_store(s + j, e);
         sum += e;
     }
@@ -98,65 +106,120 @@ static inline __attribute__((always_inline)) float softmax_row(float *restrict s
 
 /* out[r][c0..c0+2 LANES) = sum_j s[r][j] * v[j][c0..c0+2 LANES): two
  * vectors of values per step, as block_scores takes two of keys. */
-static inline __attribute__((always_inline)) void block_values2(const float *restrict s, size_t n16, const float *restrict v,
-                                size_t ld, size_t n, size_t c0, vec16 acc[ROWS][2])
+static inline __attribute__((always_inline)) void block_values2(const float *restrict s, size_t n16,
+                                                                const float *restrict v, size_t ld,
+                                                                size_t n, size_t c0,
+                                                                vec16 acc[ROWS][2], const size_t R)
 {
-    vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+    vec16 a[ROWS], b[ROWS];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        a[r] = b[r] = (vec16){0};
     for (size_t j = 0; j < n; j++) {
         const vec16 va = load16(v + j * ld + c0), vb = load16(v + j * ld + c0 + LANES);
-        const float s0 = s[0 * n16 + j], s1 = s[1 * n16 + j], s2 = s[2 * n16 + j],
-                    s3 = s[3 * n16 + j];
-        a0 += s0 * va;
-        b0 += s0 * vb;
-        a1 += s1 * va;
-        b1 += s1 * vb;
-        a2 += s2 * va;
-        b2 += s2 * vb;
-        a3 += s3 * va;
-        b3 += s3 * vb;
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++) {
+            const float sv = s[r * n16 + j];
+            a[r] += sv * va;
+            b[r] += sv * vb;
+        }
     }
-    acc[0][0] = a0, acc[0][1] = b0, acc[1][0] = a1, acc[1][1] = b1;
-    acc[2][0] = a2, acc[2][1] = b2, acc[3][0] = a3, acc[3][1] = b3;
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        acc[r][0] = a[r], acc[r][1] = b[r];
 }
 
 /* out[r][c0..c0+LANES) = sum_j s[r][j] * v[j][c0..c0+LANES). */
-static inline __attribute__((always_inline)) void block_values(const float *restrict s, size_t n16, const float *restrict v,
-                                size_t ld, size_t n, size_t c0, vec16 acc[ROWS])
+static inline __attribute__((always_inline)) void block_values(const float *restrict s, size_t n16,
+                                                               const float *restrict v, size_t ld,
+                                                               size_t n, size_t c0,
+                                                               vec16 acc[ROWS], const size_t R)
 {
-    vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    vec16 a[ROWS];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        a[r] = (vec16){0};
     for (size_t j = 0; j < n; j++) {
         const vec16 vr = load16(v + j * ld + c0);
-        a0 += s[0 * n16 + j] * vr;
-        a1 += s[1 * n16 + j] * vr;
-        a2 += s[2 * n16 + j] * vr;
-        a3 += s[3 * n16 + j] * vr;
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+            a[r] += s[r * n16 + j] * vr;
     }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        acc[r] = a[r];
 }
 
-BERT_HOT
-void attention_head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
-                           size_t d, float scale, float *out, size_t ldo, float *work,
-                           size_t half_window, const float *rel_bias)
+/* The 16 x 16 block at m (rows ld floats apart) transposed into t (rows
+ * ldt apart): four rounds, each swapping one bit of the row index with the
+ * same bit of the column index, two-vector shuffles throughout. */
+static inline __attribute__((always_inline)) void transpose16(const float *restrict m, size_t ld,
+                                                              float *restrict t, size_t ldt)
+{
+    vec16 r[LANES];
+    for (size_t i = 0; i < LANES; i++)
+        r[i] = load16(m + i * ld);
+#define SWAP_BIT(b, lo, hi)                                                                       \
+    for (size_t i = 0; i < LANES; i++)                                                           \
+        if ((i & (b)) == 0) {                                                                    \
+            const vec16 a = r[i], c = r[i + (b)];                                                \
+            r[i] = __builtin_shuffle(a, c, (vi16)(lo));                                          \
+            r[i + (b)] = __builtin_shuffle(a, c, (vi16)(hi));                                    \
+        }
+    SWAP_BIT(8, ((vi16){0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}),
+             ((vi16){8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}))
+    SWAP_BIT(4, ((vi16){0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27}),
+             ((vi16){4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}))
+    SWAP_BIT(2, ((vi16){0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29}),
+             ((vi16){2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}))
+    SWAP_BIT(1, ((vi16){0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}),
+             ((vi16){1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}))
+#undef SWAP_BIT
+    for (size_t i = 0; i < LANES; i++)
+        vf16_store(t + i * ldt, r[i]);
+}
+
+/* kt (d, n16) = k (n, d)^T, rows of k ld floats apart: with `blocks`
+ * (AVX-512, where a shuffle of two registers is one instruction) whole
+ * 16 x 16 blocks in registers, the rest key by key (rows of k lie 3H floats
+ * apart, so walking one column of them would map every load to a few
+ * cache sets). */
+static inline __attribute__((always_inline)) void transpose_keys(const float *restrict k,
+                                                                 size_t ld, size_t n, size_t d,
+                                                                 float *restrict kt, size_t n16,
+                                                                 bool blocks)
+{
+    const size_t nb = blocks ? n - n % LANES : 0, db = d - d % LANES;
+    for (size_t j = 0; j < nb; j += LANES)
+        for (size_t c = 0; c < db; c += LANES)
+            transpose16(k + j * ld + c, ld, kt + c * n16 + j, n16);
+    for (size_t j = 0; j < n; j++)
+        for (size_t c = j < nb ? db : 0; c < d; c++)
+            kt[c * n16 + j] = k[j * ld + c];
+}
+
+/* attention_head_window with blocks of R query rows. */
+static inline __attribute__((always_inline)) void
+head_window(const float *q, const float *k, const float *v, size_t ld, size_t n, size_t d,
+            float scale, float *out, size_t ldo, float *work, size_t half_window,
+            const float *rel_bias, const size_t R)
 {
     const size_t n16 = round_lanes(n), d16 = round_lanes(d);
     float *kt = work;                 /* (d, n16) keys transposed, zero padded */
     float *s = kt + d * n16;          /* (ROWS, n16) scores, then probabilities */
     float *qb = s + ROWS * n16;       /* (ROWS, d16) scaled query rows */
+    float *vc = qb + ROWS * d16;      /* (n, d16) values, rows d16 apart */
     const size_t half = half_window < n ? half_window : n;
-    /* Key by key: rows of k lie 3H floats apart, so walking one column of
-     * them would map every load to a handful of cache sets. */
-    for (size_t j = 0; j < n; j++)
-        for (size_t c = 0; c < d; c++)
-            kt[c * n16 + j] = k[j * ld + c];
+    transpose_keys(k, ld, n, d, kt, n16, R == ROWS);
     for (size_t c = 0; c < d; c++)
         for (size_t j = n; j < n16; j++)
             kt[c * n16 + j] = 0.0f;
-    for (size_t i0 = 0; i0 < n; i0 += ROWS) {
-        const size_t rows = n - i0 < ROWS ? n - i0 : ROWS;
+    /* The values too are copied once: their rows, 3H floats apart, fall in
+     * a few cache sets, and every block of query rows reads them all. */
+    for (size_t j = 0; j < n; j++)
+        memcpy(vc + j * d16, v + j * ld, d * sizeof *vc);
+    for (size_t i0 = 0; i0 < n; i0 += R) {
+        const size_t rows = n - i0 < R ? n - i0 : R;
         /* The keys any row of the block sees: [lo, hi), lo rounded down to
          * a whole vector so loads stay aligned. */
         const size_t lo = (i0 > half ? i0 - half : 0) & ~(size_t)(LANES - 1);
@@ -164,10 +227,10 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         const size_t width = round_lanes(hi - lo);
         float inv[ROWS]; /* each row's 1 / sum of exponentials */
         /* Missing rows of the last block are zeros: computed, never stored. */
-        for (size_t r = 0; r < ROWS; r++)
+        for (size_t r = 0; r < R; r++)
             for (size_t c = 0; c < d; c++)
                 qb[r * d16 + c] = r < rows ? q[(i0 + r) * ld + c] * scale : 0.0f;
-        block_scores(qb, d16, kt + lo, n16, width, d, s + lo);
+        block_scores(qb, d16, kt + lo, n16, width, d, s + lo, R);
         for (size_t r = 0; r < rows; r++) {
             float *sr = s + r * n16;
             const size_t i = i0 + r;
@@ -184,7 +247,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         size_t c0 = 0;
         for (; c0 + 2 * LANES <= d; c0 += 2 * LANES) {
             vec16 acc[ROWS][2];
-            block_values2(s + lo, n16, v + lo * ld, ld, hi - lo, c0, acc);
+            block_values2(s + lo, n16, vc + lo * d16, d16, hi - lo, c0, acc, R);
             for (size_t r = 0; r < rows; r++) {
                 vec16 scaled[2] = {acc[r][0] * inv[r], acc[r][1] * inv[r]};
                 memcpy(out + (i0 + r) * ldo + c0, scaled, sizeof scaled);
@@ -192,7 +255,7 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
         }
         for (; c0 + LANES <= d; c0 += LANES) {
             vec16 acc[ROWS];
-            block_values(s + lo, n16, v + lo * ld, ld, hi - lo, c0, acc);
+            block_values(s + lo, n16, vc + lo * d16, d16, hi - lo, c0, acc, R);
             for (size_t r = 0; r < rows; r++) {
                 vec16 scaled = acc[r] * inv[r];
                 memcpy(out + (i0 + r) * ldo + c0, &scaled, sizeof scaled);
@@ -203,11 +266,39 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
             for (size_t r = 0; r < rows; r++) {
                 float acc = 0.0f;
                 for (size_t j = lo; j < hi; j++)
-                    acc += s[r * n16 + j] * v[j * ld + c];
+                    acc += s[r * n16 + j] * vc[j * d16 + c];
                 out[(i0 + r) * ldo + c] = acc * inv[r];
             }
         }
     }
+}
+
+BERT_AVX512
+static void head_window_wide(const float *q, const float *k, const float *v, size_t ld, size_t n,
+                             size_t d, float scale, float *out, size_t ldo, float *work,
+                             size_t half_window, const float *rel_bias)
+{
+    head_window(q, k, v, ld, n, d, scale, out, ldo, work, half_window, rel_bias, ROWS);
+}
+
+BERT_HOT
+void attention_head_window_narrow(const float *q, const float *k, const float *v, size_t ld,
+                                  size_t n, size_t d, float scale, float *out, size_t ldo,
+                                  float *work, size_t half_window, const float *rel_bias)
+{
+    head_window(q, k, v, ld, n, d, scale, out, ldo, work, half_window, rel_bias, ROWS_NARROW);
+}
+
+void attention_head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
+                           size_t d, float scale, float *out, size_t ldo, float *work,
+                           size_t half_window, const float *rel_bias)
+{
+    /* Both give the same values: each row's sums run in the same order. */
+    if (bert_cpu_avx512())
+        head_window_wide(q, k, v, ld, n, d, scale, out, ldo, work, half_window, rel_bias);
+    else
+        attention_head_window_narrow(q, k, v, ld, n, d, scale, out, ldo, work, half_window,
+                                     rel_bias);
 }
 
 void attention_head(const float *q, const float *k, const float *v, size_t ld, size_t n,

@@ -27,6 +27,13 @@ void attention_head_window(const float *q, const float *k, const float *v, size_
                            size_t d, float scale, float *out, size_t ldo, float *work,
                            size_t half_window, const float *rel_bias);
 
+/* The same in blocks of 4 query rows, as CPUs without AVX-512 run it
+ * (attention_head_window takes 8 at a time where it has AVX-512); the
+ * same values. Public for tests. */
+void attention_head_window_narrow(const float *q, const float *k, const float *v, size_t ld,
+                                  size_t n, size_t d, float scale, float *out, size_t ldo,
+                                  float *work, size_t half_window, const float *rel_bias);
+
 struct bert_model;
 struct bert_scratch;
 struct bert_batch;

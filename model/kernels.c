@@ -31,48 +31,60 @@ float kernel_activation(float v, enum bert_activation act)
     return activation16(vf16_splat(v), act)[0];
 }
 
+/* One row of kernel_add_layernorm. */
+VINLINE void add_layernorm_row(float *row, const float *res, const float *bias,
+                               const float *gamma, const float *beta, size_t n, float eps)
+{
+    const size_t nv = n - n % VLANES;
+    vf16 acc = {0};
+    float sum = 0.0f;
+    for (size_t i = 0; i < nv; i += VLANES) {
+        vf16 v = vf16_load(row + i);
+        if (bias)
+            v += vf16_load(bias + i);
+        if (res)
+            v += vf16_load(res + i);
+        vf16_store(row + i, v);
+        acc += v;
+    }
+    for (size_t i = nv; i < n; i++) {
+        row[i] += (bias ? bias[i] : 0.0f) + (res ? res[i] : 0.0f);
+        sum += row[i];
+    }
+    const float mean = (sum + vf16_sum(acc)) / (float)n;
+    vf16 vacc = {0};
+    float var = 0.0f;
+    for (size_t i = 0; i < nv; i += VLANES) {
+        vf16 d = vf16_load(row + i) - mean;
+        vacc += d * d;
+    }
+    for (size_t i = nv; i < n; i++)
+        var += (row[i] - mean) * (row[i] - mean);
+    const float inv = 1.0f / sqrtf((var + vf16_sum(vacc)) / (float)n + eps);
+    for (size_t i = 0; i < nv; i += VLANES)
+        vf16_store(row + i, (vf16_load(row + i) - mean) * inv * vf16_load(gamma + i) +
+                                vf16_load(beta + i));
+    for (size_t i = nv; i < n; i++)
+        row[i] = (row[i] - mean) * inv * gamma[i] + beta[i];
+}
+
 BERT_HOT
 void kernel_add_layernorm(float *x, const float *residual, const float *bias,
                           const float *gamma, const float *beta, size_t rows, size_t n,
                           float eps)
 {
     prof_lap(BERT_OP_OTHER);
-    const size_t nv = n - n % VLANES;
-    for (size_t r = 0; r < rows; r++) {
-        float *row = x + r * n;
-        const float *res = residual ? residual + r * n : NULL;
-        vf16 acc = {0};
-        float sum = 0.0f;
-        for (size_t i = 0; i < nv; i += VLANES) {
-            vf16 v = vf16_load(row + i);
-            if (bias)
-                v += vf16_load(bias + i);
-            if (res)
-                v += vf16_load(res + i);
-            vf16_store(row + i, v);
-            acc += v;
-        }
-        for (size_t i = nv; i < n; i++) {
-            row[i] += (bias ? bias[i] : 0.0f) + (res ? res[i] : 0.0f);
-            sum += row[i];
-        }
-        const float mean = (sum + vf16_sum(acc)) / (float)n;
-        vf16 vacc = {0};
-        float var = 0.0f;
-        for (size_t i = 0; i < nv; i += VLANES) {
-            vf16 d = vf16_load(row + i) - mean;
-            vacc += d * d;
-        }
-        for (size_t i = nv; i < n; i++)
-            var += (row[i] - mean) * (row[i] - mean);
-        const float inv = 1.0f / sqrtf((var + vf16_sum(vacc)) / (float)n + eps);
-        for (size_t i = 0; i < nv; i += VLANES)
-            vf16_store(row + i, (vf16_load(row + i) - mean) * inv * vf16_load(gamma + i) +
-                                    vf16_load(beta + i));
-        for (size_t i = nv; i < n; i++)
-            row[i] = (row[i] - mean) * inv * gamma[i] + beta[i];
-    }
+    for (size_t r = 0; r < rows; r++)
+        add_layernorm_row(x + r * n, residual ? residual + r * n : NULL, bias, gamma, beta, n,
+                          eps);
     prof_lap(BERT_OP_NORM);
+}
+
+BERT_HOT
+void kernel_add_layernorm_row(float *x, const float *residual, const float *gamma,
+                              const float *beta, size_t n, float eps)
+{
+    add_layernorm_row(x, residual, NULL, gamma, beta, n, eps);
 }
 
 BERT_HOT
@@ -89,6 +101,24 @@ void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, 
             row[i] = activation16(vf16_splat(row[i] + bias[i]), act)[0];
     }
     prof_lap(BERT_OP_ACTIVATION);
+}
+
+BERT_HOT
+void kernel_dequantize_row(float *y, const float *acc, size_t n, float row_scale,
+                           const float *col_scale, const float *bias,
+                           const enum bert_activation *act)
+{
+    const size_t nv = n - n % VLANES;
+    for (size_t i = 0; i < nv; i += VLANES) {
+        vf16 v = vf16_load(acc + i) * (row_scale * vf16_load(col_scale + i));
+        if (bias)
+            v += vf16_load(bias + i);
+        vf16_store(y + i, act ? activation16(v, *act) : v);
+    }
+    for (size_t i = nv; i < n; i++) {
+        float v = acc[i] * (row_scale * col_scale[i]) + (bias ? bias[i] : 0.0f);
+        y[i] = act ? activation16(vf16_splat(v), *act)[0] : v;
+    }
 }
 
 BERT_HOT

@@ -14,6 +14,11 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
                           const float *gamma, const float *beta, size_t rows, size_t n,
                           float eps);
 
+/* One row of it, without the bias and without lapping the profile (for
+ * epilogues that run row by row). */
+void kernel_add_layernorm_row(float *x, const float *residual, const float *gamma,
+                              const float *beta, size_t n, float eps);
+
 /* x[r] = act(x[r] + bias) for each row of width n, rows ld floats apart. */
 void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
                             enum bert_activation act);
@@ -23,6 +28,14 @@ void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t 
 
 /* Softmax of each row (width n, stride ld) in place. */
 void kernel_softmax_rows(float *x, size_t rows, size_t n, size_t ld);
+
+/* One int8 product row back to f32, with what follows it in one pass:
+ * y[c] = acc[c] * (row_scale * col_scale[c]) + bias[c], then act(y[c])
+ * when act is not NULL; bias may be NULL, acc may be y. The same values
+ * as that dequantization followed by kernel_bias_activation. */
+void kernel_dequantize_row(float *y, const float *acc, size_t n, float row_scale,
+                           const float *col_scale, const float *bias,
+                           const enum bert_activation *act);
 
 /* One activation value (for tests and the trainer). */
 float kernel_activation(float v, enum bert_activation act);

@@ -5,6 +5,7 @@
 #include "linear_bf16.h"
 #include "linear_f32.h"
 #include "linear_int8.h"
+#include "kernels.h"
 #include "linear_small.h"
 #include "profile.h"
 #include "team.h"
@@ -83,4 +84,70 @@ void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
         linear(p, x, p->rows, in, d, c0, c1, y, ldy);
     }
     prof_lap(BERT_OP_DENSE);
+}
+
+void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t in,
+                            const struct bert_dense *d, size_t out, float *y, size_t ldy,
+                            const float *bias, const enum bert_activation *act, bool feeds_next)
+{
+    const size_t rows = p->r1 - p->r0;
+    if (p->by_rows && rows != 0 && d->int8 != NULL && p->int8 != NULL) {
+        const struct linear_int8_epilogue ep = {.bias = bias,
+                                                .activate = act != NULL,
+                                                .act = act ? *act : 0,
+                                                .keep_quantized = feeds_next};
+        prof_lap(BERT_OP_OTHER);
+        if (linear_int8_run_epilogue(p->int8, d->int8, x + p->r0 * in, rows, in, out,
+                                     y + p->r0 * ldy, ldy, &ep))
+            return;
+    }
+    bert_linear_share(p, x, in, d, out, y, ldy);
+    size_t c0, c1;
+    bert_share_cols(p, out, &c0, &c1);
+    const size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : p->rows;
+    if (act != NULL)
+        kernel_bias_activation(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy, *act);
+    else
+        kernel_add_bias(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy);
+}
+
+void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t in,
+                            const struct bert_dense *d, size_t out, float *y,
+                            const struct bert_norm *n, bool feeds_next)
+{
+    const size_t rows = p->r1 - p->r0;
+    if (p->by_rows && rows != 0 && d->int8 != NULL && p->int8 != NULL) {
+        const struct linear_int8_epilogue ep = {.bias = n->bias,
+                                                .residual = n->residual + p->r0 * out,
+                                                .gamma = n->gamma,
+                                                .beta = n->beta,
+                                                .eps = n->eps,
+                                                .keep_quantized = feeds_next};
+        prof_lap(BERT_OP_OTHER);
+        if (linear_int8_run_epilogue(p->int8, d->int8, x + p->r0 * in, rows, in, out,
+                                     y + p->r0 * out, out, &ep))
+            return;
+    }
+    bert_linear_share(p, x, in, d, out, y, out);
+    if (!p->by_rows)
+        bert_team_barrier(n->team);
+    kernel_add_layernorm(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma, n->beta,
+                         rows, out, n->eps);
+}
+
+void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,
+                           const struct linear_int8_weight *stacked, const float *stacked_bias,
+                           const struct bert_dense *const dense[3],
+                           const float *const bias[3], float *qkv)
+{
+    const size_t rows = p->r1 - p->r0;
+    if (p->by_rows && rows != 0 && stacked != NULL && p->int8 != NULL) {
+        const struct linear_int8_epilogue ep = {.bias = stacked_bias};
+        prof_lap(BERT_OP_OTHER);
+        if (linear_int8_run_epilogue(p->int8, stacked, x + p->r0 * H, rows, H, 3 * H,
+                                     qkv + p->r0 * 3 * H, 3 * H, &ep))
+            return;
+    }
+    for (size_t k = 0; k < 3; k++)
+        bert_linear_share_bias(p, x, H, dense[k], H, qkv + k * H, 3 * H, bias[k], NULL, false);
 }

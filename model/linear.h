@@ -7,11 +7,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bert.h"
+
 struct linear_f32_weight;
 struct linear_bf16_weight;
 struct linear_bf16_ctx;
 struct linear_int8_weight;
 struct linear_int8_ctx;
+struct bert_team;
 
 /* A dense layer's weight as products read it: W (out, in) in f32, as
  * torch.nn.Linear stores it, and the same weight packed once at load: for
@@ -51,6 +54,39 @@ void bert_share_use_int8(struct bert_share *p, struct linear_int8_ctx *ctx);
  * the member's share is rows, else in f32. */
 void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
                        const struct bert_dense *d, size_t out, float *y, size_t ldy);
+
+/* bert_linear_share, then y += bias and, when act is not NULL, y = act(y)
+ * on the same share (rows or columns). In int8 the three make one pass
+ * over y, and with `feeds_next` (y contiguous, ldy == out) the member's
+ * next product, reading y as its x with nothing changing y in between,
+ * reuses y's quantized rows. */
+void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t in,
+                            const struct bert_dense *d, size_t out, float *y, size_t ldy,
+                            const float *bias, const enum bert_activation *act, bool feeds_next);
+
+/* What follows a product in a post-LN layer: y = LayerNorm(y + bias +
+ * residual) * gamma + beta, residual (rows, out) like y; `team` the
+ * members to wait for between the two when products split by columns. */
+struct bert_norm {
+    const float *bias, *residual, *gamma, *beta;
+    float eps;
+    struct bert_team *team;
+};
+
+/* y (rows, out) = x W^T followed by `n` on this member's rows: in int8 one
+ * pass over y; `feeds_next` as for bert_linear_share_bias. */
+void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t in,
+                            const struct bert_dense *d, size_t out, float *y,
+                            const struct bert_norm *n, bool feeds_next);
+
+/* Q, K and V of x (rows, H) into qkv (rows, 3H), each with its bias, for
+ * this member's share: one int8 product of `stacked` (their weights stacked,
+ * with `stacked_bias` their biases side by side) when the member runs int8
+ * and stacked is not NULL, else three products. */
+void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,
+                           const struct linear_int8_weight *stacked, const float *stacked_bias,
+                           const struct bert_dense *const dense[3],
+                           const float *const bias[3], float *qkv);
 
 /* Columns [c0, c1) of `out` that are this member's when splitting columns
  * (whole panels of the f32 kernel, LINEAR_F32_PANEL, so a member may get

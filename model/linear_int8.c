@@ -12,9 +12,13 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "kernels.h"
 #include "onednn.h"
 #include "profile.h"
 #include "simd.h"
+#include "vmath.h"
+
+typedef int8_t vq16 __attribute__((vector_size(VLANES)));
 
 /* Weights are packed for this many rows; oneDNN's brgemm int8 kernels keep
  * one blocked weight layout for every row count (a primitive made for a
@@ -48,6 +52,10 @@ struct linear_int8_ctx {
     float *row_scale;           /* (max_rows) */
     float *acc;                 /* (max_rows * max_strided_out) products bound for strided rows */
     size_t src_cap, rows_cap, acc_cap;
+    /* The y whose rows src and row_scale hold quantized (an epilogue's
+     * keep_quantized), with their count and width; NULL: none. */
+    const float *kept;
+    size_t kept_rows, kept_in;
     struct onednn_slot slots[CACHE_SLOTS];
 };
 
@@ -79,23 +87,17 @@ static float quantize_row(const float *x, size_t n, int8_t *q)
      * adding 1.5 * 2^23 leaves no fraction bits for |x * inv| <= 127 (the
      * product may be fused, which rounds the exact x * inv: no worse). */
     const float inv = QMAX / amax, magic = 12582912.0f;
-    for (size_t i = 0; i < n; i++)
+    const size_t nv = n - n % VLANES;
+    for (size_t i = 0; i < nv; i += VLANES) {
+        /* Whole vectors narrowed in one step (vpmovdb on AVX-512), not
+         * through the pack-and-permute chain a scalar loop becomes. */
+        const vi16 k = __builtin_convertvector((vf16_load(x + i) * inv + magic) - magic, vi16);
+        const vq16 b = __builtin_convertvector(k, vq16);
+        memcpy(q + i, &b, sizeof b);
+    }
+    for (size_t i = nv; i < n; i++)
         q[i] = (int8_t)(int32_t)((x[i] * inv + magic) - magic);
     return amax / QMAX;
-}
-
-/* y[r, c] = acc[r, c] * row_scale[r] * scale[c]; acc may be y itself. */
-BERT_HOT
-static void dequantize(const float *acc, size_t ld_acc, float *y, size_t ldy, size_t rows,
-                       size_t out, const float *row_scale, const float *scale)
-{
-    for (size_t r = 0; r < rows; r++) {
-        const float *ar = acc + r * ld_acc;
-        float *yr = y + r * ldy;
-        const float s = row_scale[r];
-        for (size_t c = 0; c < out; c++)
-            yr[c] = ar[c] * (s * scale[c]);
-    }
 }
 
 /* A matmul descriptor s8 (rows, in) x s8 (in, out) -> f32 (rows, out),
@@ -202,10 +204,13 @@ static void quantize_weight(const float *w, size_t out, size_t in, float *scale,
     }
 }
 
-struct linear_int8_weight *linear_int8_pack(const float *w, size_t out, size_t in)
+/* The weight (n_parts * out_each, in) of the parts stacked row-wise. */
+static struct linear_int8_weight *pack_parts(const float *const *parts, size_t n_parts,
+                                             size_t out_each, size_t in)
 {
     if (!bert_int8_available(NULL, 0))
         return NULL;
+    const size_t out = n_parts * out_each;
     struct linear_int8_weight *p = calloc(1, sizeof *p);
     int8_t *q = malloc(out * in);
     dnnl_primitive_desc_t pd = matmul_pd_any(PACK_ROWS, in, out);
@@ -215,7 +220,9 @@ struct linear_int8_weight *linear_int8_pack(const float *w, size_t out, size_t i
         p->out = out;
         p->in = in;
         p->md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-        quantize_weight(w, out, in, p->scale, q);
+        for (size_t k = 0; k < n_parts; k++)
+            quantize_weight(parts[k], out_each, in, p->scale + k * out_each,
+                            q + k * out_each * in);
         /* torch's (out, in) row-major is the "ba" layout of dims (in, out). */
         dnnl_memory_desc_t user_md;
         dnnl_dims_t wd = {(dnnl_dim_t)in, (dnnl_dim_t)out};
@@ -230,6 +237,17 @@ struct linear_int8_weight *linear_int8_pack(const float *w, size_t out, size_t i
         return NULL;
     }
     return p;
+}
+
+struct linear_int8_weight *linear_int8_pack(const float *w, size_t out, size_t in)
+{
+    return pack_parts(&w, 1, out, in);
+}
+
+struct linear_int8_weight *linear_int8_pack_stacked(const float *const *parts, size_t n_parts,
+                                                    size_t out, size_t in)
+{
+    return pack_parts(parts, n_parts, out, in);
 }
 
 struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in,
@@ -286,10 +304,13 @@ static struct onednn_slot *slot_for(struct linear_int8_ctx *ctx,
     return ok ? s : NULL;
 }
 
-bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
-                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy)
+bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
+                              const float *x, size_t rows, size_t in, size_t out, float *y,
+                              size_t ldy, const struct linear_int8_epilogue *ep)
 {
     float *acc = ldy == out ? y : ctx->acc;
+    const bool reuse = ctx->kept == x && ctx->kept_rows == rows && ctx->kept_in == in;
+    ctx->kept = NULL;
     if (rows == 0 || w->in != in || w->out != out || rows * in > ctx->src_cap ||
         rows > ctx->rows_cap || (acc == ctx->acc && rows * out > ctx->acc_cap))
         return false;
@@ -298,7 +319,7 @@ bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weigh
         return false;
     /* The compute team already runs one pass per core (linear_bf16.c). */
     omp_set_num_threads(1);
-    for (size_t r = 0; r < rows; r++)
+    for (size_t r = 0; !reuse && r < rows; r++)
         ctx->row_scale[r] = quantize_row(x + r * in, in, ctx->src + r * in);
     prof_lap(BERT_OP_CONVERT);
     dnnl_memory_set_data_handle(s->src, ctx->src);
@@ -309,9 +330,40 @@ bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weigh
         dnnl_stream_wait(ctx->stream) != dnnl_success)
         return false;
     prof_lap(BERT_OP_DENSE);
-    dequantize(acc, out, y, ldy, rows, out, ctx->row_scale, w->scale);
-    prof_lap(BERT_OP_CONVERT);
+    /* The product has read src: the finished rows may take its place. */
+    const bool keep = ep != NULL && ep->keep_quantized && ldy == out && rows * out <= ctx->src_cap;
+    const enum bert_activation *act = ep != NULL && ep->activate ? &ep->act : NULL;
+    for (size_t r = 0; r < rows; r++) {
+        float *yr = y + r * ldy;
+        kernel_dequantize_row(yr, acc + r * out, out, ctx->row_scale[r], w->scale,
+                              ep != NULL ? ep->bias : NULL, act);
+        if (ep != NULL && ep->gamma != NULL)
+            kernel_add_layernorm_row(yr, ep->residual ? ep->residual + r * ldy : NULL,
+                                     ep->gamma, ep->beta, out, ep->eps);
+        if (keep)
+            ctx->row_scale[r] = quantize_row(yr, out, ctx->src + r * out);
+    }
+    if (keep) {
+        ctx->kept = y;
+        ctx->kept_rows = rows;
+        ctx->kept_in = out;
+    }
+    prof_lap(act != NULL                       ? BERT_OP_ACTIVATION
+             : ep != NULL && ep->gamma != NULL ? BERT_OP_NORM
+                                               : BERT_OP_CONVERT);
     return true;
+}
+
+void linear_int8_forget(struct linear_int8_ctx *ctx)
+{
+    if (ctx != NULL)
+        ctx->kept = NULL;
+}
+
+bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
+                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy)
+{
+    return linear_int8_run_epilogue(ctx, w, x, rows, in, out, y, ldy, NULL);
 }
 
 #else /* !BERT_HAVE_DNNL */
@@ -333,6 +385,13 @@ const char *bert_int8_isa(void)
 struct linear_int8_weight *linear_int8_pack(const float *w, size_t out, size_t in)
 {
     (void)w, (void)out, (void)in;
+    return NULL;
+}
+
+struct linear_int8_weight *linear_int8_pack_stacked(const float *const *parts, size_t n_parts,
+                                                    size_t out, size_t in)
+{
+    (void)parts, (void)n_parts, (void)out, (void)in;
     return NULL;
 }
 
@@ -358,6 +417,19 @@ bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weigh
 {
     (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)out, (void)y, (void)ldy;
     return false;
+}
+
+void linear_int8_forget(struct linear_int8_ctx *ctx)
+{
+    (void)ctx;
+}
+
+bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
+                              const float *x, size_t rows, size_t in, size_t out, float *y,
+                              size_t ldy, const struct linear_int8_epilogue *ep)
+{
+    (void)ep;
+    return linear_int8_run(ctx, w, x, rows, in, out, y, ldy);
 }
 
 #endif

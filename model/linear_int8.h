@@ -27,6 +27,13 @@ struct linear_int8_weight;
  * this shape or memory runs out: the weight then stays f32. */
 struct linear_int8_weight *linear_int8_pack(const float *w, size_t out, size_t in);
 
+/* One weight (n_parts * out, in) from n_parts weights (out, in) stacked
+ * row-wise, as linear_int8_pack of their concatenation: its products are
+ * those of the parts side by side (Q, K and V from one quantized input
+ * and one product). NULL as for linear_int8_pack. */
+struct linear_int8_weight *linear_int8_pack_stacked(const float *const *parts, size_t n_parts,
+                                                    size_t out, size_t in);
+
 /* NULL is a no-op. */
 void linear_int8_weight_free(struct linear_int8_weight *p);
 
@@ -49,5 +56,31 @@ void linear_int8_ctx_free(struct linear_int8_ctx *ctx);
  * or oneDNN fails: the caller then runs the product in f32. */
 bool linear_int8_run(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
                      const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy);
+
+/* What linear_int8_run_epilogue does to each output row as it dequantizes
+ * it, in the same pass: y += bias (NULL: nothing), then either y = act(y)
+ * when `activate`, or, when gamma is not NULL, y = LayerNorm(y + residual)
+ * * gamma + beta (kernel_add_layernorm; residual rows ldy apart, NULL:
+ * none). With `keep_quantized` (and ldy == out) it also quantizes the
+ * finished rows into the context, and the context's next run whose x is
+ * this y (same rows, in == this out) reads them instead of quantizing y
+ * again: the caller must not change y in between. Any other run, and
+ * linear_int8_forget, drop them. */
+struct linear_int8_epilogue {
+    const float *bias;
+    bool activate;
+    enum bert_activation act;
+    const float *residual, *gamma, *beta;
+    float eps;
+    bool keep_quantized;
+};
+
+/* Drop kept rows (a new pass may write new values where they came from). */
+void linear_int8_forget(struct linear_int8_ctx *ctx);
+
+/* linear_int8_run, then the epilogue; false (computing nothing) as there. */
+bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,
+                              const float *x, size_t rows, size_t in, size_t out, float *y,
+                              size_t ldy, const struct linear_int8_epilogue *ep);
 
 #endif

@@ -11,8 +11,20 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(BERT_NO_CLONES) && \
     !defined(__SANITIZE_THREAD__)
 #define BERT_HOT __attribute__((target_clones("avx512f", "fma", "default")))
+/* A loop blocked for AVX-512's 32 registers (it would spill in the others'
+ * 16): compiled for AVX-512 only, called where bert_cpu_avx512() says so. */
+#define BERT_AVX512 __attribute__((target("avx512f")))
+static inline int bert_cpu_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f");
+}
 #else
 #define BERT_HOT
+#define BERT_AVX512
+static inline int bert_cpu_avx512(void)
+{
+    return 0;
+}
 #endif
 
 #endif

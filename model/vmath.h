@@ -75,13 +75,12 @@ VINLINE float vf16_hmax(vf16 v)
     return m;
 }
 
-/* exp(x): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by
- * its degree-6 Taylor polynomial (relative error < 2e-7), times 2^n built in
- * the exponent bits. Inputs are clamped to the finite float range. */
-VINLINE vf16 vf16_exp(vf16 x)
+/* exp(x) for x in the finite float range: x = n ln2 + r with |r| <= ln2/2
+ * (Cody-Waite split of ln2), n = x / ln2 rounded half away from zero
+ * (`half`: 0.5 with the sign of x), e^r by its degree-6 Taylor polynomial
+ * (relative error < 2e-7), times 2^n built in the exponent bits. */
+VINLINE vf16 vf16_exp_reduced(vf16 x, vf16 half)
 {
-    x = vf16_min(vf16_max(x, vf16_splat(-87.0f)), vf16_splat(88.0f));
-    vf16 half = vf16_copysign(vf16_splat(0.5f), x);
     vf16 n = __builtin_convertvector(__builtin_convertvector(x * 1.44269504f + half, vi16),
                                      vf16);
     vf16 r = x - n * 0.693359375f;
@@ -97,6 +96,21 @@ VINLINE vf16 vf16_exp(vf16 x)
     vf16 scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;
+}
+
+/* exp(x), inputs clamped to the finite float range. */
+VINLINE vf16 vf16_exp(vf16 x)
+{
+    x = vf16_min(vf16_max(x, vf16_splat(-87.0f)), vf16_splat(88.0f));
+    return vf16_exp_reduced(x, vf16_copysign(vf16_splat(0.5f), x));
+}
+
+/* The same values for x < 0.34 (below ln2/2, where n rounds to 0 or
+ * below either way) and NaN, four operations fewer: for exponents that are
+ * never positive (erfc's, softmax's x - max). */
+VINLINE vf16 vf16_exp_nonpositive(vf16 x)
+{
+    return vf16_exp_reduced(vf16_max(x, vf16_splat(-87.0f)), vf16_splat(-0.5f));
 }
 
 /* erf and erfc to float precision (relative error 2e-7 to 5e-7,
@@ -134,7 +148,7 @@ VINLINE vf16 vf16_erfc_nonneg(vf16 u)
     p = p * t + 3.8664041205296268e-01f;
     p = p * t + 9.9863278335035410e-01f;
     p = p * t - 1.2654479969023029e+00f;
-    return t * vf16_exp(p - u * u);
+    return t * vf16_exp_nonpositive(p - u * u);
 }
 
 VINLINE vf16 vf16_erf(vf16 x)

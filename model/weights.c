@@ -631,6 +631,7 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
 struct dense_ref {
     struct bert_dense *d;
     size_t out, in;
+    struct bert_layer_weights *qkv_of; /* Q, K or V of this layer, packed stacked in int8 */
 };
 
 /* Lists them into `refs` (room for 1 + 7 per layer); returns how many. */
@@ -648,16 +649,17 @@ static size_t dense_layers(struct bert_weights *w, const struct bert_config *c,
     const bool gated_in =
         modern || c->family == BERT_FAMILY_JINA_BERT || c->family == BERT_FAMILY_GTE;
     size_t n = 0;
-    refs[n++] = (struct dense_ref){&w->emb_proj, H, E};
+    refs[n++] = (struct dense_ref){&w->emb_proj, H, E, NULL};
     for (size_t i = 0; i < w->n_layers; i++) {
         struct bert_layer_weights *l = &w->layers[i];
-        refs[n++] = (struct dense_ref){&l->query, fused_qkv ? 3 * H : H, H};
-        refs[n++] = (struct dense_ref){&l->key, H, H};
-        refs[n++] = (struct dense_ref){&l->value, H, H};
-        refs[n++] = (struct dense_ref){&l->attn_out, H, H};
-        refs[n++] = (struct dense_ref){&l->ffn_in, gated_in ? 2 * I : I, H};
-        refs[n++] = (struct dense_ref){&l->ffn_gate, I, H};
-        refs[n++] = (struct dense_ref){&l->ffn_out, H, I};
+        struct bert_layer_weights *qkv_of = fused_qkv ? NULL : l;
+        refs[n++] = (struct dense_ref){&l->query, fused_qkv ? 3 * H : H, H, qkv_of};
+        refs[n++] = (struct dense_ref){&l->key, H, H, qkv_of};
+        refs[n++] = (struct dense_ref){&l->value, H, H, qkv_of};
+        refs[n++] = (struct dense_ref){&l->attn_out, H, H, NULL};
+        refs[n++] = (struct dense_ref){&l->ffn_in, gated_in ? 2 * I : I, H, NULL};
+        refs[n++] = (struct dense_ref){&l->ffn_gate, I, H, NULL};
+        refs[n++] = (struct dense_ref){&l->ffn_out, H, I, NULL};
     }
     return n;
 }
@@ -727,6 +729,34 @@ static void drop_f32(struct bert_weights *w, const struct dense_ref *refs, size_
     w->f32_arena = NULL;
 }
 
+/* Layer l's Q, K and V weights stacked in one int8 weight, their biases
+ * side by side (l->qkv_int8, l->qkv_int8_b): one quantization of the
+ * layer's input and one product instead of three. False when any is
+ * missing or it cannot be packed. */
+static bool pack_stacked_qkv(struct bert_layer_weights *l, size_t H)
+{
+    if (l->qkv_int8 != NULL)
+        return true;
+    const float *parts[3] = {l->query.w, l->key.w, l->value.w};
+    const float *bias[3] = {l->query_b, l->key_b, l->value_b};
+    if (parts[0] == NULL || parts[1] == NULL || parts[2] == NULL ||
+        (l->qkv_int8_b = malloc(3 * H * sizeof *l->qkv_int8_b)) == NULL)
+        return false;
+    l->qkv_int8 = linear_int8_pack_stacked(parts, 3, H, H);
+    if (l->qkv_int8 == NULL) {
+        free(l->qkv_int8_b);
+        l->qkv_int8_b = NULL;
+        return false;
+    }
+    for (size_t k = 0; k < 3; k++) {
+        if (bias[k] != NULL)
+            memcpy(l->qkv_int8_b + k * H, bias[k], H * sizeof *l->qkv_int8_b);
+        else
+            memset(l->qkv_int8_b + k * H, 0, H * sizeof *l->qkv_int8_b);
+    }
+    return true;
+}
+
 struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct bert_config *c,
                                           enum bert_pack_kind kind,
                                           const struct safetensors_file *file)
@@ -751,13 +781,16 @@ struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct b
         }
         if (kind == BERT_PACK_BF16 && d->bf16 == NULL)
             d->bf16 = linear_bf16_pack(d->w, refs[i].out, refs[i].in);
-        if (kind == BERT_PACK_INT8 && d->int8 == NULL &&
-            (d->int8 = linear_int8_pack(d->w, refs[i].out, refs[i].in)) != NULL) {
+        const bool stacked = kind == BERT_PACK_INT8 && refs[i].qkv_of != NULL &&
+                             pack_stacked_qkv(refs[i].qkv_of, refs[i].in);
+        if (kind == BERT_PACK_INT8 &&
+            (stacked || (d->int8 == NULL &&
+                         (d->int8 = linear_int8_pack(d->w, refs[i].out, refs[i].in)) != NULL))) {
             const size_t bytes = refs[i].out * refs[i].in * sizeof(float);
             if (file != NULL && release_mapped(file, d->w, bytes))
                 counts.released_bytes += bytes;
         }
-        counts.packed += kind == BERT_PACK_BF16 ? d->bf16 != NULL : d->int8 != NULL;
+        counts.packed += kind == BERT_PACK_BF16 ? d->bf16 != NULL : stacked || d->int8 != NULL;
     }
     free(refs);
     return counts;
@@ -778,6 +811,8 @@ void bert_weights_free(struct bert_weights *w)
             linear_bf16_weight_free(d[k]->bf16);
             linear_int8_weight_free(d[k]->int8);
         }
+        linear_int8_weight_free(w->layers[i].qkv_int8);
+        free(w->layers[i].qkv_int8_b);
     }
     free(w->layers);
     free(w->f32_arena);

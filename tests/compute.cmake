@@ -12,6 +12,14 @@ set_tests_properties(test_linear_f32 PROPERTIES SKIP_RETURN_CODE 77)
 bert_add_test(NAME test_linear_int8 SOURCES test_linear_int8.c LIBS bert_internal PkgConfig::JANSSON
               ARGS ${BERT_TEST_DATA}/golden-int8/linear.json TIMEOUT 60 LABELS unit)
 set_tests_properties(test_linear_int8 PROPERTIES SKIP_RETURN_CODE 77)
+# Attention's blocks of 8 query rows (AVX-512) and of 4 against float64.
+bert_add_test(NAME test_attention_blocks SOURCES test_attention_blocks.c LIBS bert_internal
+              TIMEOUT 60 LABELS unit)
+# Its fused paths (epilogue, stacked Q/K/V, kept quantized rows) against
+# the unfused ones.
+bert_add_test(NAME test_linear_int8_fused SOURCES test_linear_int8_fused.c LIBS bert_internal
+              TIMEOUT 60 LABELS unit)
+set_tests_properties(test_linear_int8_fused PROPERTIES SKIP_RETURN_CODE 77)
 # The vector erf and the exact GELU kernel (model/vmath.h, kernels.c)
 # against libm over a dense range.
 bert_add_test(NAME test_vmath SOURCES test_vmath.c LIBS bert_internal ${MATH_LIB} TIMEOUT 60 LABELS unit)

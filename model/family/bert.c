@@ -51,19 +51,12 @@ void family_bert_attention(const struct bert_model *model, struct bert_scratch *
 {
     const struct bert_config *c = &model->config;
     struct bert_team *team = s->team;
-    const size_t H = c->hidden_size, rows = p->r1 - p->r0;
-    size_t c0, c1;
+    const size_t H = c->hidden_size;
 
-    /* Q, K and V land side by side in one (T, 3H) matrix; the bias goes on
-     * the part this member computed. */
-    bert_linear_share(p, x, H, &l->query, H, s->qkv, 3 * H);
-    bert_linear_share(p, x, H, &l->key, H, s->qkv + H, 3 * H);
-    bert_linear_share(p, x, H, &l->value, H, s->qkv + 2 * H, 3 * H);
-    bert_share_cols(p, H, &c0, &c1);
-    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : p->rows;
-    const float *biases[3] = {l->query_b, l->key_b, l->value_b};
-    for (size_t k = 0; k < 3; k++)
-        kernel_add_bias(s->qkv + r0 * 3 * H + k * H + c0, biases[k] + c0, nr, c1 - c0, 3 * H);
+    /* Q, K and V land side by side in one (T, 3H) matrix, with their biases. */
+    const struct bert_dense *const qkv_dense[3] = {&l->query, &l->key, &l->value};
+    const float *const qkv_bias[3] = {l->query_b, l->key_b, l->value_b};
+    bert_linear_share_qkv(p, x, H, l->qkv_int8, l->qkv_int8_b, qkv_dense, qkv_bias, s->qkv);
     if (p->member == 0)
         atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
     bert_team_barrier(team);
@@ -74,11 +67,10 @@ void family_bert_attention(const struct bert_model *model, struct bert_scratch *
         attention_member(model, s, b, p->member, SIZE_MAX);
     bert_team_barrier(team);
 
-    bert_linear_share(p, s->ctx, H, &l->attn_out, H, out, H);
-    if (!p->by_rows)
-        bert_team_barrier(team);
-    kernel_add_layernorm(out + p->r0 * H, x + p->r0 * H, l->attn_out_b, l->attn_ln_g,
-                         l->attn_ln_b, rows, H, c->layer_norm_eps);
+    /* Both callers' feed-forward input is `out`, read as it is written. */
+    const struct bert_norm norm = {l->attn_out_b, x, l->attn_ln_g, l->attn_ln_b,
+                                   c->layer_norm_eps, team};
+    bert_linear_share_norm(p, s->ctx, H, &l->attn_out, H, out, &norm, true);
 }
 
 /* One post-LN Transformer layer (BERT keeps the original order) for this
@@ -89,9 +81,7 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
 {
     const struct bert_config *c = &model->config;
     struct bert_team *team = s->team;
-    const size_t T = p->rows, H = c->hidden_size, FF = c->intermediate_size;
-    const size_t rows = p->r1 - p->r0;
-    size_t c0, c1;
+    const size_t H = c->hidden_size, FF = c->intermediate_size;
 
     family_bert_attention(model, s, b, l, p, *x, *tmp);
     float *swap = *x;
@@ -100,18 +90,15 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     if (!p->by_rows)
         bert_team_barrier(team);
 
-    size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : T;
-    bert_linear_share(p, *x, H, &l->ffn_in, FF, s->ffn, FF);
-    bert_share_cols(p, FF, &c0, &c1);
-    kernel_bias_activation(s->ffn + r0 * FF + c0, l->ffn_in_b + c0, nr, c1 - c0, FF,
-                           c->activation);
+    bert_linear_share_bias(p, *x, H, &l->ffn_in, FF, s->ffn, FF, l->ffn_in_b, &c->activation,
+                           true);
     if (!p->by_rows)
         bert_team_barrier(team);
-    bert_linear_share(p, s->ffn, FF, &l->ffn_out, H, *tmp, H);
-    if (!p->by_rows)
-        bert_team_barrier(team);
-    kernel_add_layernorm(*tmp + p->r0 * H, *x + p->r0 * H, l->ffn_out_b, l->ffn_ln_g,
-                         l->ffn_ln_b, rows, H, c->layer_norm_eps);
+    /* The next layer's Q, K and V read the output as it is written. */
+    const bool last = l == model->engine->weights.layers + c->num_layers - 1;
+    const struct bert_norm norm = {l->ffn_out_b, *x, l->ffn_ln_g, l->ffn_ln_b,
+                                   c->layer_norm_eps, team};
+    bert_linear_share_norm(p, s->ffn, FF, &l->ffn_out, H, *tmp, &norm, !last);
     swap = *x;
     *x = *tmp;
     *tmp = swap;
