@@ -556,11 +556,12 @@ int main(int argc, char **argv)
         return 2;
     }
     static const char *const all[] = {
-        "bert-ner",       "distilbert-ner", "roberta-ner",   "xlmr-ner",    "electra-ner",
-        "modernbert-ner", "mpnet-ner",      "jina-ner",      "deberta-ner", "gte-ner",
-        "bert-qa",        "distilbert-qa",  "roberta-qa",    "electra-qa",  "modernbert-qa",
-        "mpnet-qa",       "jina-qa",        "deberta-qa",    "gte-qa",      "roberta-nli",
-        "bert-nli",       "distilbert-nli", "electra-nli",   "modernbert-nli", "deberta-nli"};
+        "bert-ner",       "distilbert-ner", "roberta-ner",   "xlmr-ner",       "electra-ner",
+        "modernbert-ner", "mpnet-ner",      "jina-ner",      "deberta-ner",    "gte-ner",
+        "bert-qa",        "bert-qa-cls",    "distilbert-qa", "roberta-qa",     "electra-qa",
+        "modernbert-qa",  "mpnet-qa",       "jina-qa",       "deberta-qa",     "gte-qa",
+        "roberta-nli",    "bert-nli",       "distilbert-nli", "electra-nli",   "modernbert-nli",
+        "deberta-nli"};
     if (argc > 4)
         for (int i = 4; i < argc; i++)
             check_golden(argv[1], argv[2], argv[3], argv[i]);

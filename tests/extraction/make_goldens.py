@@ -160,7 +160,8 @@ QA_SHORT_PARAMS = [{}, {"handle_impossible_answer": True},
 # [CLS] typed in the question and the context: every [CLS]-id token may
 # start or end a span, and one from the question slices the context at its
 # offset into the question (a span past the context or running backwards
-# is sliced as Python does). Enough answers that such spans are among them.
+# is sliced as Python does). Enough answers that such spans are among them;
+# its own small spec (bert-qa-cls).
 QA_CLS = ("Who is [CLS]?", "A black [CLS] cat sat")
 QA_CLS_PARAMS = [{"top_k": 21, "align_to_words": False}, {"top_k": 12}]
 
@@ -187,9 +188,9 @@ def ner_spec(name, about, tokenizer, init, brief=False):
             "brief": brief}
 
 
-def qa_spec(name, about, tokenizer, init, brief=False):
+def qa_spec(name, about, tokenizer, init, brief=False, cls_only=False):
     return {"name": name, "task": "question-answering", "about": about, "tokenizer": tokenizer,
-            "init": {**init, "question-answering": True}, "brief": brief}
+            "init": {**init, "question-answering": True}, "brief": brief, "cls_only": cls_only}
 
 
 def zs_spec(name, about, tokenizer, init):
@@ -238,6 +239,8 @@ SPECS = [
             {**GTE, **SPREAD, "seed": 2132, "prefix": True}, brief=True),
     qa_spec("bert-qa", "BertForQuestionAnswering L=2 H=64, uncased WordPiece", "minilm",
             {**SMALL, **SPREAD, "seed": 2111, "prefix": True}),
+    qa_spec("bert-qa-cls", "bert-qa's model on [CLS] typed in the question and the context",
+            "minilm", {**SMALL, **SPREAD, "seed": 2111, "prefix": True}, cls_only=True),
     qa_spec("distilbert-qa", "DistilBertForQuestionAnswering L=2 H=64 (the "
             "distilbert-base-uncased-distilled-squad family)", "minilm",
             {**SMALL, **SPREAD, "model-type": "distilbert", "seed": 2112, "prefix": True}),
@@ -426,8 +429,8 @@ def qa_cases(spec, runner, tok, cfg, mml, rng, stats):
     jobs = [(q, c, {}, QA_PARAMS) for q, c in pairs]
     jobs += [(q, c, w, QA_PARAMS) for w in windows for q, c in pairs[:3]]
     jobs += [(q, c, {}, QA_SHORT_PARAMS) for q, c in QA_SHORT]
-    if not spec.get("brief") and spec["cls_token"] == "[CLS]":
-        jobs.append((*QA_CLS, {}, QA_CLS_PARAMS))
+    if spec.get("cls_only"):
+        jobs = [(*QA_CLS, {}, QA_CLS_PARAMS)]
     encs = node_encode(spec["tokenizer_json"], [(q, c) for q, c, _, _ in jobs])["encodings"]
     cases = []
     for (question, context, wparams, plist), enc in zip(jobs, encs):
