@@ -181,12 +181,15 @@ class DrainTimeOut(unittest.TestCase):
         # they queue for it), so at the time-out some requests are still
         # with the prepare stage and some with the one worker: each is
         # answered 200 or 503 once, and the process exits 0 without
-        # waiting for them.
+        # waiting for them. The two or more requests in flight at SIGTERM
+        # (16k tokens each) take several times the 100 ms time-out even in
+        # a release build on a fast CPU (six requests of 4.8k tokens once
+        # finished inside a 300 ms time-out).
         s = Server(BIN, MODEL, ["--threads", "1", "--max-batch-tokens", "1024",
-                                "--max-queue-tokens", "200000", "--prepare-threads", "1",
-                                "--shutdown-timeout-ms", "300"])
+                                "--max-queue-tokens", "1000000", "--prepare-threads", "1",
+                                "--shutdown-timeout-ms", "100"])
         try:
-            body = {"inputs": [text(300, i) for i in range(16)]}
+            body = {"inputs": [text(500, i) for i in range(32)]}
             results = []
 
             def client():
