@@ -159,22 +159,32 @@ static inline __attribute__((always_inline)) void transpose16(const float *restr
     vec16 r[LANES];
     for (size_t i = 0; i < LANES; i++)
         r[i] = load16(m + i * ld);
+/* Lanes of the pair (a, c) picked by constant indices: GCC takes them as
+ * a vector, clang (the fuzzing build) as arguments. */
+#define INDICES(...) __VA_ARGS__
+#if defined(__clang__)
+#define SHUFFLE2(a, c, ...) __builtin_shufflevector(a, c, __VA_ARGS__)
+#else
+#define SHUFFLE2(a, c, ...) __builtin_shuffle(a, c, (vi16){__VA_ARGS__})
+#endif
 #define SWAP_BIT(b, lo, hi)                                                                       \
     for (size_t i = 0; i < LANES; i++)                                                           \
         if ((i & (b)) == 0) {                                                                    \
             const vec16 a = r[i], c = r[i + (b)];                                                \
-            r[i] = __builtin_shuffle(a, c, (vi16)(lo));                                          \
-            r[i + (b)] = __builtin_shuffle(a, c, (vi16)(hi));                                    \
+            r[i] = SHUFFLE2(a, c, INDICES lo);                                                   \
+            r[i + (b)] = SHUFFLE2(a, c, INDICES hi);                                             \
         }
-    SWAP_BIT(8, ((vi16){0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}),
-             ((vi16){8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}))
-    SWAP_BIT(4, ((vi16){0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27}),
-             ((vi16){4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}))
-    SWAP_BIT(2, ((vi16){0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29}),
-             ((vi16){2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}))
-    SWAP_BIT(1, ((vi16){0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}),
-             ((vi16){1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}))
+    SWAP_BIT(8, (0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+             (8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31))
+    SWAP_BIT(4, (0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27),
+             (4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31))
+    SWAP_BIT(2, (0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29),
+             (2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31))
+    SWAP_BIT(1, (0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30),
+             (1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31))
 #undef SWAP_BIT
+#undef SHUFFLE2
+#undef INDICES
     for (size_t i = 0; i < LANES; i++)
         vf16_store(t + i * ldt, r[i]);
 }
