@@ -198,10 +198,12 @@ void http_respond_text(struct http_request *hr, int status, const char *content_
 
 void http_log_departed(const struct http_request *hr)
 {
+    double total_ms = http_ms_between(hr->t_received, srv_now_ns());
+    metrics_request(hr->mroute, 499, total_ms / 1e3);
     log_request(&(struct log_request){.method = hr->method, .path = hr->path, .status = 499,
                                       .inputs = hr->srv.n_seqs,
                                       .tokens = hr->srv.n_tokens,
-                                      .total_ms = http_ms_between(hr->t_received, srv_now_ns()),
+                                      .total_ms = total_ms,
                                       .error = "client closed the connection"});
 }
 

@@ -35,6 +35,9 @@ enum metrics_stage {
     METRICS_STAGE_COUNT
 };
 
+/* One request answered with `status` (499: its client left first) after
+ * `total_seconds`; a status outside metrics.c's list counts only in the
+ * duration histogram. */
 void metrics_request(enum metrics_route route, int status, double total_seconds);
 void metrics_stage(enum metrics_stage stage, double seconds);
 void metrics_batch(size_t sequences, size_t tokens);

@@ -52,6 +52,9 @@ int main(void)
 {
     metrics_request(metrics_route_of(PROTO_ROUTE_V1_RERANK), 422, 0.001);
     metrics_request(METRICS_ROUTE_OTHER, 404, 0.001);
+    metrics_request(metrics_route_of(PROTO_ROUTE_EMBED), 204, 0.001); /* a CORS preflight */
+    metrics_request(metrics_route_of(PROTO_ROUTE_EMBED), 499, 0.001); /* its client left */
+    metrics_request(metrics_route_of(PROTO_ROUTE_EMBED), 499, 0.001);
     metrics_input_tokens(metrics_route_of(PROTO_ROUTE_REPLACED_TOKENS), 7);
 
     struct metrics_gauges g = {.ready = 1, .loop_cpu_seconds = 1.5, .prepare_cpu_seconds = 0.25};
@@ -68,6 +71,8 @@ int main(void)
 
     CHECK_CONTAINS(text, "bertserve_requests_total{route=\"v1-rerank\",status=\"422\"} 1\n");
     CHECK_CONTAINS(text, "bertserve_requests_total{route=\"other\",status=\"404\"} 1\n");
+    CHECK_CONTAINS(text, "bertserve_requests_total{route=\"embed\",status=\"204\"} 1\n");
+    CHECK_CONTAINS(text, "bertserve_requests_total{route=\"embed\",status=\"499\"} 2\n");
     CHECK_CONTAINS(text, "bertserve_input_tokens_total{route=\"replaced-tokens\"} 7\n");
     /* The CPU counters http_bench.py divides by the requests answered. */
     CHECK_CONTAINS(text, "# TYPE bertserve_loop_cpu_seconds_total counter\n"

@@ -608,6 +608,8 @@ class DepartedClients(unittest.TestCase):
                     - before["bertserve_batch_tokens_sum"])
         self.assertLess(computed, 128 * 256 // 2, "most of the request was computed anyway")
         self.assertEqual(self.departed_lines(1), 1, self.s.output()[-3000:])
+        departed = 'bertserve_requests_total{route="embed",status="499"}'
+        self.assertEqual(self.s.metrics()[departed] - before.get(departed, 0), 1)
         self.assertEqual(self.s.request("POST", "/embed", {"inputs": "still serving"})[0], 200)
 
 
