@@ -19,15 +19,9 @@ import time
 import unittest
 
 from harness import SLOW, Server, close_floats, free_port
+from test_load import text
 
 BIN, MODEL = sys.argv[1], sys.argv[2]
-
-WORDS = ("the quick brown fox jumps over a lazy dog while seven wizards quietly "
-         "judge boxing matches in the old town square").split()
-
-
-def text(n, seed):
-    return " ".join(WORDS[(seed * 5 + i * 3) % len(WORDS)] for i in range(n))
 
 
 def loop_threads(pid):
