@@ -480,14 +480,18 @@ struct http *http_open(const struct http_settings *s, bool reuse_port, char *err
         flags |= MHD_USE_IPv6;
     unsigned timeout_s = (s->request_timeout_ms + 999) / 1000;
     size_t max = s->max_connections;
+    /* The option only when asked for: given as "no", it also drops the
+     * SO_REUSEADDR libmicrohttpd sets by default. */
+    struct MHD_OptionItem reuse[] = {
+        {reuse_port ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END, 1, NULL},
+        {MHD_OPTION_END, 0, NULL}};
     h->daemon = MHD_start_daemon(
         flags, s->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)(max + HTTP_CONNECTION_RESERVE(max)),
         MHD_OPTION_NOTIFY_CONNECTION, http_conns_notify, h, MHD_OPTION_URI_LOG_CALLBACK,
         on_request_line, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_LISTENING_ADDRESS_REUSE,
-        reuse_port ? 1u : 0u, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_ARRAY, reuse, MHD_OPTION_END);
     if (h->daemon == NULL) {
         snprintf(err, err_len, "cannot listen on %s:%u (%s)", s->host, s->port,
                  reuse_port ? "in use, no permission, or SO_REUSEPORT refused?"
@@ -499,12 +503,11 @@ struct http *http_open(const struct http_settings *s, bool reuse_port, char *err
     return h;
 }
 
-void http_attach(struct http *h, uv_loop_t *loop, struct http_server *server, unsigned index,
+void http_attach(struct http *h, uv_loop_t *loop, struct http_server *server,
                  atomic_size_t *open_conns, void (*on_drained)(void *arg), void *arg)
 {
     h->loop = loop;
     h->server = server;
-    h->index = index;
     h->open_conns = open_conns;
     h->on_drained = on_drained;
     h->on_drained_arg = arg;

@@ -94,7 +94,6 @@ struct http_request {
 struct http {
     uv_loop_t *loop;
     struct http_server *server;  /* the loops together */
-    unsigned index;              /* 0: the first loop, whose thread handles the signals */
     atomic_size_t *open_conns;   /* open client connections, on every loop, less the cut */
     struct MHD_Daemon *daemon;
     uv_poll_t mhd_poll;
@@ -150,7 +149,7 @@ struct http *http_open(const struct http_settings *s, bool reuse_port, char *err
  * loops bind it with it, so that a second server on the same port (its
  * sockets have SO_REUSEPORT too) is an error instead of a silent sharer. */
 bool http_port_free(const struct http_settings *s, char *err, size_t err_len);
-void http_attach(struct http *h, uv_loop_t *loop, struct http_server *server, unsigned index,
+void http_attach(struct http *h, uv_loop_t *loop, struct http_server *server,
                  atomic_size_t *open_conns, void (*on_drained)(void *arg), void *arg);
 /* The rest on the loop's thread, except http_set_engine (the first loop's:
  * the flag is atomic) and http_free (after its loop has stopped). */

@@ -208,7 +208,7 @@ struct http_server *http_server_start(uv_loop_t *loop, const struct http_setting
         struct loop_slot *slot = &srv->slots[i];
         /* The first thread's clock includes the model's loading: not counted. */
         slot->cpu_start = clock_ns(slot->cpu_clock);
-        http_attach(slot->http, slot->loop, srv, i, &srv->open_conns, on_loop_drained, slot);
+        http_attach(slot->http, slot->loop, srv, &srv->open_conns, on_loop_drained, slot);
         uv_async_init(slot->loop, &slot->control, on_control);
         slot->control.data = slot;
     }
