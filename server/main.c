@@ -68,7 +68,7 @@ static void on_drained(void *arg)
     uv_close((uv_handle_t *)&s->engine_ready, NULL);
     http_server_quiesce(s->http); /* no loop serves past here: the engine stops */
     batcher_close(s->batcher);
-    prepare_pool_stop(s->prepare); /* what it still holds goes to the completion queue */
+    prepare_pool_stop(s->prepare); /* what it still holds goes to its loops' completion queues */
     s->prepare = NULL;
     pool_join(s->pool);
     s->pool = NULL;
