@@ -3,7 +3,8 @@ start-up line names the loop count; many connections at once (spread over
 the loops by SO_REUSEPORT, which each loop thread's CPU time shows) get
 exactly the answers they get one at a time on every route; /metrics counts
 every loop (requests and loop CPU); SIGTERM drains the requests in flight on
-every loop; max_connections holds over all loops together; a bad count or a
+every loop, and its time-out answers what is left on every loop;
+max_connections holds over all loops together; a bad count or a
 taken port fails at start-up with a clear message.
 
 usage: test_loops.py BIN_DIR MODEL_DIR
@@ -205,6 +206,48 @@ class DrainEveryLoop(unittest.TestCase):
             self.assertEqual(results, [200] * 24)
             self.assertEqual(s.proc.wait(60 * SLOW), 0, s.output()[-3000:])
             self.assertIn("drained; exiting", s.output())
+        finally:
+            s.stop()
+
+
+    def test_the_drain_time_out_answers_what_is_left_on_every_loop(self):
+        # A 100 ms time-out against requests of 16k tokens on one worker:
+        # each loop answers what it still has 503 (those still with the
+        # workers come back after the daemons stop) and the process exits 0.
+        s = Server(BIN, MODEL, ["--loop-threads", "2", "--threads", "1",
+                                "--max-batch-tokens", "1024", "--max-queue-tokens", "1000000",
+                                "--shutdown-timeout-ms", "100"])
+        try:
+            body = {"inputs": [text(500, i) for i in range(32)]}
+            results = []
+
+            def client():
+                try:
+                    results.append(s.post("/embed", body, timeout=60 * SLOW)[0])
+                except OSError as e:
+                    results.append(repr(e))
+
+            threads = [threading.Thread(target=client) for _ in range(16)]
+            for t in threads:
+                t.start()
+            # Every request admitted (so none comes after the listener
+            # closed), then the drain.
+            done = 'bertserve_requests_total{route="embed",status="200"}'
+            deadline = time.time() + 30 * SLOW
+            while time.time() < deadline:
+                m = s.metrics()
+                if m["bertserve_requests_in_flight"] + m.get(done, 0) >= 16:
+                    break
+                time.sleep(0.01)
+            self.assertGreater(m["bertserve_requests_in_flight"], 1)
+            s.signal(signal.SIGTERM)
+            self.assertEqual(s.proc.wait(60 * SLOW), 0, s.output()[-3000:])
+            for t in threads:
+                t.join(60 * SLOW)
+            self.assertEqual(len(results), 16)
+            self.assertTrue(set(results) <= {200, 503}, results)
+            self.assertIn(503, results)
+            self.assertIn("drain timed out", s.output())
         finally:
             s.stop()
 
