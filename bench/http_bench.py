@@ -20,12 +20,14 @@ drifts by tens of percent within a minute, and a baseline taken a minute
 away from the run it is compared to measures the drift. The median round is
 the figure. Loopback only; every run is bounded by --seconds.
 
-Each run also reports the event-loop thread's CPU time per request, from the
-server's bertserve_loop_cpu_seconds_total counter and, as a check, from
-/proc/<pid>/task/<pid>/stat (the loop runs on the main thread; that clock
-ticks in 10 ms steps). One loop thread can carry at most 1 / (that time)
-requests per second. --no-engine skips the offline engine runs and prints
-only the server's rows: enough for the loop's CPU accounting.
+Each run also reports the event-loop threads' CPU time per request, from the
+server's bertserve_loop_cpu_seconds_total counter (every loop thread's, summed)
+and, as a check, from /proc/<pid>/task/<tid>/stat (the first loop runs on the
+main thread, the others on threads named bertserve-loop; that clock ticks in
+10 ms steps). One loop thread can carry at most 1 / (that time) requests per
+second, N loops (--server-flag=--loop-threads=N) N times that. --no-engine
+skips the offline engine runs and prints only the server's rows: enough for
+the loops' CPU accounting.
 """
 import argparse
 import json
@@ -78,6 +80,20 @@ def thread_cpu_seconds(pid, tid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def loop_tids(pid):
+    """The loop threads: the main thread, and those named bertserve-loop."""
+    tids = [pid]
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            if f.read().strip() == "bertserve-loop":
+                tids.append(int(tid))
+    return tids
+
+
+def loops_cpu_seconds(pid):
+    return sum(thread_cpu_seconds(pid, tid) for tid in loop_tids(pid))
+
+
 def cpu_counters(server, route):
     """(loop CPU seconds, prepare threads' CPU seconds, requests answered on
     `route`) from /metrics; the CPU figures are NaN for a server from before
@@ -89,7 +105,7 @@ def cpu_counters(server, route):
             sum(v for k, v in m.items() if k.startswith(prefix)))
 
 
-def print_rows(args, n_texts, mean_tokens, rows):
+def print_rows(args, n_texts, mean_tokens, rows, loops):
     """The server's rows; with n_texts, the header the engine's lines give otherwise."""
     if n_texts is not None:
         print("model %s, route /%s, %d texts (mean %.1f tokens), %ds per run"
@@ -103,9 +119,10 @@ def print_rows(args, n_texts, mean_tokens, rows):
                  sock))
     top = rows[-1]
     loop_us = top[9] if top[9] == top[9] else top[10]  # the /proc figure without the counter
-    print("loop CPU per request at c=%d: %.1f us, so one loop thread carries at most %.0f "
-          "requests/s (target: <= 15 us, >= 40k requests/s)"
-          % (top[0], loop_us, 1e6 / loop_us if loop_us > 0 else float("inf")))
+    print("loop CPU per request at c=%d: %.1f us over %d loop thread(s), so one loop thread "
+          "carries at most %.0f requests/s and %d of them %.0f (target: <= 15 us, >= 40k "
+          "requests/s)" % (top[0], loop_us, loops, 1e6 / loop_us if loop_us > 0 else float("inf"),
+                           loops, loops * 1e6 / loop_us if loop_us > 0 else float("inf")))
 
 
 def main():
@@ -181,14 +198,14 @@ def main():
         # small machine the load generator's share is CPU the server lacks.
         pid = server.proc.pid
         loop_before, prep_before, requests_before = cpu_counters(server, args.route)
-        server_cpu, loop_proc = cpu_seconds(pid), thread_cpu_seconds(pid, pid)
+        server_cpu, loop_proc = cpu_seconds(pid), loops_cpu_seconds(pid)
         client_cpu = os.times().children_user + os.times().children_system
         out = subprocess.run(["wrk", "-t1", "-c", str(c), "-d", "%ds" % args.seconds,
                               "--latency", "-s", os.path.join(HERE, "wrk_bodies.lua"),
                               "http://127.0.0.1:%d/%s" % (server.port, args.route)],
                              check=True, capture_output=True, text=True, env=env).stdout
         server_cpu = cpu_seconds(pid) - server_cpu
-        loop_proc = thread_cpu_seconds(pid, pid) - loop_proc
+        loop_proc = loops_cpu_seconds(pid) - loop_proc
         client_cpu = os.times().children_user + os.times().children_system - client_cpu
         loop_after, prep_after, requests_after = cpu_counters(server, args.route)
         answered = max(1.0, requests_after - requests_before)
@@ -199,6 +216,7 @@ def main():
                 (prep_after - prep_before) / answered * 1e6)
 
     levels = [int(x) for x in args.concurrency.split(",")]
+    loops = len(loop_tids(server.proc.pid))
     rows, rounds = [], []
     try:
         for c in levels[:-1]:
@@ -214,7 +232,7 @@ def main():
     finally:
         server.stop()
     if args.no_engine:
-        print_rows(args, len(texts), mean_tokens, rows)
+        print_rows(args, len(texts), mean_tokens, rows, loops)
         shutil.rmtree(work)
         return
     ratios = [r[2] / ((packed[i] + packed[i + 1]) / 2) for i, r in enumerate(rounds)]
@@ -231,7 +249,7 @@ def main():
           "tokens/s" % ", ".join("%.0f" % p for p in per_cpu))
     print("engine offline, one text per forward pass: p50 %.3f ms, mean %.3f ms"
           % (single_ms, single_mean_ms))
-    print_rows(args, None, None, rows)
+    print_rows(args, None, None, rows, loops)
     top = rows[-1]
     print("c=%d rounds, tokens/s over the mean of the offline runs either side: %s"
           % (top[0], ", ".join("%.0f/%.0f = %.2f" % (r[2], (packed[i] + packed[i + 1]) / 2,

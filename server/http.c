@@ -1,6 +1,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +100,7 @@ static void resolve(struct http_request *hr, const char *url)
 static void answer_models(struct http_request *hr)
 {
     struct http *h = hr->http;
-    if (!h->engine_set) {
+    if (!atomic_load(&h->engine_set)) {
         http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the model is still loading");
         return;
     }
@@ -146,13 +147,13 @@ static void handle_get(struct http_request *hr)
     struct http *h = hr->http;
     switch (hr->ep) {
     case EP_HEALTH:
-        if (h->engine_set)
+        if (atomic_load(&h->engine_set))
             http_respond_text(hr, 200, "application/json", "{\"status\":\"ok\"}");
         else
             http_respond_text(hr, 503, "application/json", "{\"status\":\"loading\"}");
         break;
     case EP_READY:
-        if (h->engine_set && !h->draining)
+        if (atomic_load(&h->engine_set) && !h->draining)
             http_respond_text(hr, 200, "application/json", "{\"status\":\"ready\"}");
         else
             http_respond_text(hr, 503, "application/json",
@@ -160,17 +161,17 @@ static void handle_get(struct http_request *hr)
                                           : "{\"status\":\"loading\"}");
         break;
     case EP_INFO:
-        if (h->engine_set)
+        if (atomic_load(&h->engine_set))
             http_respond_text(hr, 200, "application/json", h->engine.info_json);
         else
             http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the model is still loading");
         break;
     case EP_METRICS: {
-        /* Read here, on the loop thread, at scrape time: its own CPU clock. */
+        /* Read at scrape time: the loop threads' CPU clocks. */
         struct metrics_gauges g = {
-            .ready = h->engine_set && !h->draining,
-            .loop_cpu_seconds = (double)(srv_thread_cpu_ns() - h->loop_cpu_start) / 1e9};
-        if (h->engine_set) {
+            .ready = atomic_load(&h->engine_set) && !h->draining,
+            .loop_cpu_seconds = http_server_loop_cpu_seconds(h->server)};
+        if (atomic_load(&h->engine_set)) {
             struct batcher_stats s = batcher_stats(h->engine.batcher);
             g.queue_sequences = s.queued_sequences;
             g.queue_tokens = s.queued_tokens;
@@ -196,7 +197,7 @@ static void handle_get(struct http_request *hr)
 static void handle_inference(struct http_request *hr)
 {
     struct http *h = hr->http;
-    if (!h->engine_set)
+    if (!atomic_load(&h->engine_set))
         http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the model is still loading");
     else if (h->draining)
         http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the server is shutting down");
@@ -441,8 +442,29 @@ static bool resolve_address(const char *host, uint16_t port, struct sockaddr_sto
     return true;
 }
 
-struct http *http_start(uv_loop_t *loop, const struct http_settings *s, struct completions *done,
-                        void (*on_drained)(void *arg), void *arg, char *err, size_t err_len)
+bool http_port_free(const struct http_settings *s, char *err, size_t err_len)
+{
+    struct sockaddr_storage addr;
+    if (!resolve_address(s->host, s->port, &addr, err, err_len))
+        return false;
+    int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, err_len, "cannot open a socket: %s", strerror(errno));
+        return false;
+    }
+    int on = 1; /* as libmicrohttpd's own: a port with connections in TIME_WAIT is free */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    socklen_t len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                               : sizeof(struct sockaddr_in);
+    bool ok = bind(fd, (struct sockaddr *)&addr, len) == 0;
+    if (!ok)
+        snprintf(err, err_len, "cannot listen on %s:%u (%s)", s->host, s->port, strerror(errno));
+    close(fd);
+    return ok;
+}
+
+struct http *http_open(const struct http_settings *s, bool reuse_port, char *err,
+                       size_t err_len)
 {
     struct sockaddr_storage addr;
     if (!resolve_address(s->host, s->port, &addr, err, err_len))
@@ -452,49 +474,58 @@ struct http *http_start(uv_loop_t *loop, const struct http_settings *s, struct c
         snprintf(err, err_len, "out of memory");
         return NULL;
     }
-    h->loop = loop;
-    h->loop_cpu_start = srv_thread_cpu_ns(); /* not the model's loading, on this thread too */
     h->settings = *s;
-    h->settings.max_connections = http_conns_fit_fd_limit(s->max_connections);
-    h->done = done;
-    h->on_drained = on_drained;
-    h->on_drained_arg = arg;
-    /* Bodies are parsed on other threads: seed jansson's hashing before. */
-    json_object_seed(0);
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     unsigned timeout_s = (s->request_timeout_ms + 999) / 1000;
-    size_t max = h->settings.max_connections;
+    size_t max = s->max_connections;
+    /* The option only when asked for: given as "no", it also drops the
+     * SO_REUSEADDR libmicrohttpd sets by default. */
+    struct MHD_OptionItem reuse[] = {
+        {reuse_port ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END, 1, NULL},
+        {MHD_OPTION_END, 0, NULL}};
     h->daemon = MHD_start_daemon(
         flags, s->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)(max + HTTP_CONNECTION_RESERVE(max)),
         MHD_OPTION_NOTIFY_CONNECTION, http_conns_notify, h, MHD_OPTION_URI_LOG_CALLBACK,
         on_request_line, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_ARRAY, reuse, MHD_OPTION_END);
     if (h->daemon == NULL) {
-        snprintf(err, err_len, "cannot listen on %s:%u (in use, or no permission?)", s->host,
-                 s->port);
+        snprintf(err, err_len, "cannot listen on %s:%u (%s)", s->host, s->port,
+                 reuse_port ? "in use, no permission, or SO_REUSEPORT refused?"
+                            : "in use, or no permission?");
         free(h);
         return NULL;
     }
+    completions_init(&h->done);
+    return h;
+}
+
+void http_attach(struct http *h, uv_loop_t *loop, struct http_server *server,
+                 atomic_size_t *open_conns, void (*on_drained)(void *arg), void *arg)
+{
+    h->loop = loop;
+    h->server = server;
+    h->open_conns = open_conns;
+    h->on_drained = on_drained;
+    h->on_drained_arg = arg;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     http_loop_start(h, info->epoll_fd);
     http_conns_start(h);
     http_respond_init(h);
     uv_timer_init(loop, &h->drain_timer);
     h->drain_timer.data = h;
-    uv_async_init(loop, &done->async, http_request_on_completions);
-    done->async.data = h;
+    uv_async_init(loop, &h->done.async, http_request_on_completions);
+    h->done.async.data = h;
     http_loop_run(h);
-    return h;
 }
 
 void http_set_engine(struct http *h, const struct http_engine *engine)
 {
     h->engine = *engine;
-    h->engine_set = true;
+    atomic_store(&h->engine_set, true);
 }
 
 /* ---- drain ------------------------------------------------------------------ */
@@ -509,7 +540,7 @@ void http_check_drained(struct http *h)
 {
     if (!h->draining || h->drained)
         return;
-    size_t in_flight = h->engine_set ? batcher_stats(h->engine.batcher).in_flight : 0;
+    size_t in_flight = atomic_load(&h->engine_set) ? batcher_stats(h->engine.batcher).in_flight : 0;
     if (in_flight > 0 || h->live > 0)
         return;
     h->drained = true;
@@ -543,17 +574,15 @@ void http_drain(struct http *h)
      * refused", and inference requests a 503 with Retry-After and
      * Connection: close (handle_inference, http_respond). */
     h->draining = true;
-    if (h->engine_set)
+    if (atomic_load(&h->engine_set))
         batcher_close(h->engine.batcher);
     h->drain_deadline = srv_now_ns() + (uint64_t)h->settings.shutdown_timeout_ms * 1000000u;
     uv_timer_start(&h->drain_timer, drain_tick, 50, 50);
     http_check_drained(h);
 }
 
-void http_stop(struct http *h)
+void http_close_daemon(struct http *h)
 {
-    /* The workers are joined: finish whatever they completed last. */
-    http_request_on_completions(&h->done->async);
     uv_timer_stop(&h->drain_timer);
     http_conns_stop(h);
     MHD_stop_daemon(h->daemon); /* frees the answers still queued */
@@ -561,13 +590,22 @@ void http_stop(struct http *h)
     http_loop_stop(h);
     http_respond_stop(h);
     uv_close((uv_handle_t *)&h->drain_timer, NULL);
-    uv_close((uv_handle_t *)&h->done->async, NULL);
+}
+
+void http_close(struct http *h)
+{
+    /* The workers are joined: finish whatever they completed last (requests
+     * the drain's time-out answered: released now). */
+    http_request_on_completions(&h->done.async);
+    uv_close((uv_handle_t *)&h->done.async, NULL);
 }
 
 void http_free(struct http *h)
 {
     if (h == NULL)
         return;
-    free(h->engine.info_json);
+    if (h->daemon != NULL) /* opened, never attached */
+        MHD_stop_daemon(h->daemon);
+    completions_destroy(&h->done);
     free(h);
 }

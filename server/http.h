@@ -1,13 +1,17 @@
-/* The HTTP front end: libmicrohttpd driven from the libuv loop. Connection
+/* The HTTP front end: libmicrohttpd driven from libuv loops. Connection
  * limits and deadlines, message framing, routing, auth, body limits, the
  * hand-off of inference requests to the prepare stage (prepare.h: parsing,
  * tokenisation and admission run there), suspension of connections waiting
  * for it and the workers, responses within the response budget, drain.
  * http_internal.h maps its files.
  *
- * Threading: every function here runs on the loop thread; the prepare
- * threads and workers reach it only through the completion queue's
- * uv_async. */
+ * Threading: `loop_threads` event loops, each on its own thread with its
+ * own libuv loop and its own libmicrohttpd daemon on the same port
+ * (SO_REUSEPORT: the kernel spreads new connections over them). The first
+ * loop is the caller's; the functions here run on its thread. A connection
+ * and its requests stay with the loop that accepted it: the prepare threads
+ * and workers hand a request back through that loop's completion queue
+ * (srv_request.done) and its uv_async. */
 #ifndef SRV_HTTP_H
 #define SRV_HTTP_H
 
@@ -32,7 +36,10 @@ struct http_settings {
     unsigned shutdown_timeout_ms;
     const char *api_key;        /* "" or NULL: no authentication */
     const char *cors_allow_origin; /* comma-separated origins, "*", or "" / NULL: no CORS */
+    unsigned loop_threads;      /* event loops, 1..HTTP_MAX_LOOP_THREADS */
 };
+
+#define HTTP_MAX_LOOP_THREADS 64
 
 /* What the engine serves once it is loaded and warm. */
 struct http_engine {
@@ -44,29 +51,38 @@ struct http_engine {
     char *info_json;            /* GET /info body, owned by the http layer once set */
 };
 
-struct http;
+struct http_server;
 
-/* Bind and start serving on `loop`; /health and /ready answer 503 until
- * http_set_engine. `done` is the workers' completion queue: its async
- * handle is initialised here. `on_drained` runs on the loop once a drain
- * has finished (or timed out). Returns NULL with a message in err. */
-struct http *http_start(uv_loop_t *loop, const struct http_settings *s, struct completions *done,
-                        void (*on_drained)(void *arg), void *arg, char *err, size_t err_len);
+/* Bind every loop's daemon and start serving: the first loop on `loop`
+ * (run by the caller), the others on threads of their own. /health and
+ * /ready answer 503 until http_server_set_engine. `on_drained` runs on the
+ * first loop once every loop's drain has finished (or timed out). Returns
+ * NULL with a message in err (the address is in use, SO_REUSEPORT is
+ * refused, a thread cannot start). */
+struct http_server *http_server_start(uv_loop_t *loop, const struct http_settings *s,
+                                      void (*on_drained)(void *arg), void *arg, char *err,
+                                      size_t err_len);
 
-/* The engine is loaded and warm: start answering inference routes. */
-void http_set_engine(struct http *h, const struct http_engine *engine);
+/* The engine is loaded and warm: start answering inference routes on
+ * every loop. */
+void http_server_set_engine(struct http_server *srv, const struct http_engine *engine);
 
-/* SIGTERM: stop accepting, turn /ready to 503, finish what is admitted
- * within shutdown_timeout_ms, then call on_drained. */
-void http_drain(struct http *h);
+/* SIGTERM: every loop stops accepting work, turns /ready to 503, finishes
+ * what is admitted within shutdown_timeout_ms; then on_drained. */
+void http_server_drain(struct http_server *srv);
 
-/* Finish the last completions, stop the daemon and close the handles. Call
- * after on_drained and after the workers are joined (they signal the
- * completion handle this closes), then run the loop until it has no more
- * handles. */
-void http_stop(struct http *h);
+/* After on_drained, before the prepare stage and the workers stop: every
+ * loop stops its daemon (closing its connections); returns once all have. */
+void http_server_quiesce(struct http_server *srv);
 
-/* Free after the loop has closed every handle. NULL is a no-op. */
-void http_free(struct http *h);
+/* After the workers are joined (they signal the completion handles this
+ * closes): every loop finishes its last completions and closes its
+ * handles; the other loops' threads end. Then run the first loop until it
+ * has no more handles. */
+void http_server_stop(struct http_server *srv);
+
+/* Join the loop threads and free, after the first loop has closed every
+ * handle. NULL is a no-op. */
+void http_server_free(struct http_server *srv);
 
 #endif

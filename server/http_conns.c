@@ -28,8 +28,9 @@
  * make room for a request that has arrived, any idle connection goes. */
 #define IDLE_GRACE_MS 1000
 
-/* Descriptors besides client connections: the listening socket, two epoll
- * sets, libuv's signal pipe and async handles, the log, the checkpoint. */
+/* Descriptors besides client connections, per loop: the listening socket,
+ * two epoll sets, libuv's signal pipe and async handles, the log, the
+ * checkpoint. */
 #define FD_MARGIN 32
 
 static void idle_link(struct http *h, struct http_conn *hc)
@@ -60,9 +61,12 @@ static void idle_unlink(struct http *h, struct http_conn *hc)
     hc->idle_prev = hc->idle_next = NULL;
 }
 
+/* Over every loop: max_connections is the server's. A loop makes room only
+ * among its own idle connections; another loop's sweep closes its own idle
+ * ones while the total is over. */
 static size_t open_count(const struct http *h)
 {
-    return h->n_conns - h->n_cut;
+    return atomic_load_explicit(h->open_conns, memory_order_relaxed);
 }
 
 /* Shut the connection's socket down; MHD notices and closes it. */
@@ -75,6 +79,7 @@ static bool cut(struct http *h, struct http_conn *hc)
     shutdown(ci->connect_fd, SHUT_RDWR);
     hc->cut = true;
     h->n_cut++;
+    atomic_fetch_sub_explicit(h->open_conns, 1, memory_order_relaxed);
     idle_unlink(h, hc);
     return true;
 }
@@ -166,6 +171,7 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
             h->conns->prev = hc;
         h->conns = hc;
         h->n_conns++;
+        atomic_fetch_add_explicit(h->open_conns, 1, memory_order_relaxed);
         idle_link(h, hc);
         hc->over_limit = !http_conns_make_room(h, false);
         return;
@@ -183,6 +189,8 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
     h->n_conns--;
     if (hc->cut)
         h->n_cut--;
+    else
+        atomic_fetch_sub_explicit(h->open_conns, 1, memory_order_relaxed);
     h->conn_closed = true;
     free(hc);
     *socket_context = NULL;
@@ -230,9 +238,16 @@ void http_conns_stop(struct http *h)
     uv_close((uv_handle_t *)&h->deadline_timer, NULL);
 }
 
-size_t http_conns_fit_fd_limit(size_t max_connections)
+/* Descriptors `loops` daemons may hold for max_connections m: each daemon
+ * accepts up to m + the reserve (the kernel may send it every connection). */
+static size_t fds_needed(size_t m, unsigned loops)
 {
-    size_t need = max_connections + HTTP_CONNECTION_RESERVE(max_connections) + FD_MARGIN;
+    return (m + HTTP_CONNECTION_RESERVE(m) + FD_MARGIN) * loops;
+}
+
+size_t http_conns_fit_fd_limit(size_t max_connections, unsigned loops)
+{
+    size_t need = fds_needed(max_connections, loops);
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
         rl.rlim_cur >= need)
@@ -248,7 +263,7 @@ size_t http_conns_fit_fd_limit(size_t max_connections)
     }
     size_t fit = 1;
     for (size_t m = max_connections; m > 1; m--) {
-        if (m + HTTP_CONNECTION_RESERVE(m) + FD_MARGIN <= rl.rlim_cur) {
+        if (fds_needed(m, loops) <= rl.rlim_cur) {
             fit = m;
             break;
         }

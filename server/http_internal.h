@@ -1,7 +1,8 @@
 /* Internals of the HTTP front end, shared by its files and nothing else
  * (the server's interface is http.h):
  *
- *   http.c          start and stop, routing, the access handler, drain
+ *   http_server.c   the loop threads: start, the engine, drain and stop on every loop
+ *   http.c          one loop's daemon: start and stop, routing, the access handler, drain
  *   http_request.c  a request's lifecycle: states, suspension, completion, release
  *   http_prepare.c  handing inference requests to the prepare stage (prepare.h)
  *   http_respond.c  answers, their log line, and giving their memory back
@@ -9,20 +10,25 @@
  *   http_framing.c  the message framing rules libmicrohttpd leaves to us
  *   http_loop.c     libmicrohttpd driven by the libuv loop
  *
- * Threading: everything runs on the loop thread; what request.h shares goes
- * to the prepare threads and the workers. */
+ * Threading: a `struct http` is one loop: everything on it runs on its loop
+ * thread; what request.h shares goes to the prepare threads and the
+ * workers. What the loops share (struct http_server) is read-only once they
+ * run, or atomic: the count of open connections, the engine's flag. */
 #ifndef SRV_HTTP_INTERNAL_H
 #define SRV_HTTP_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <microhttpd.h>
 #include <uv.h>
 
 #include "http.h"
 #include "metrics.h"
+#include "pool.h"
 #include "request.h"
 
 /* Connections past max_connections are still accepted, up to this many
@@ -84,8 +90,11 @@ struct http_request {
     struct http_request *prev, *next; /* the suspended list */
 };
 
+/* One event loop: its daemon, connections, timers and completion queue. */
 struct http {
     uv_loop_t *loop;
+    struct http_server *server;  /* the loops together */
+    atomic_size_t *open_conns;   /* open client connections, on every loop, less the cut */
     struct MHD_Daemon *daemon;
     uv_poll_t mhd_poll;
     uv_timer_t mhd_timer;
@@ -94,10 +103,10 @@ struct http {
     uv_timer_t deadline_timer;
     uv_timer_t trim_timer;
     size_t freed_since_trim;     /* bytes of answers freed since the last malloc_trim */
-    struct completions *done;
+    struct completions done;     /* this loop's: its requests come back here */
     struct http_settings settings;
-    struct http_engine engine;
-    bool engine_set;
+    struct http_engine engine;   /* written before engine_set, by the first loop */
+    atomic_bool engine_set;
     bool draining;
     bool drained;
     uint64_t drain_deadline;
@@ -112,7 +121,6 @@ struct http {
     bool conn_closed;            /* a connection closed during MHD_run */
     uint64_t evictions;          /* idle connections closed to make room, not yet logged */
     uint64_t t_eviction_log;
-    uint64_t loop_cpu_start;     /* the loop thread's CPU clock when serving began */
     struct srv_request *to_prepare, *to_prepare_tail; /* handed over after MHD_run */
 };
 
@@ -128,7 +136,34 @@ bool http_cors_preflight(const struct http_request *hr);
  * (and the preflight's own when it is one). */
 void http_cors_headers(const struct http_request *hr, struct MHD_Response *resp);
 
-/* http.c */
+/* http_server.c: the loop threads' CPU time while serving, all together. */
+double http_server_loop_cpu_seconds(const struct http_server *srv);
+
+/* http.c: one loop. Open its daemon (fallible; with SO_REUSEPORT when
+ * `reuse_port`), then attach it to the libuv loop that will run it (not
+ * fallible; from any thread before that loop runs). `s->max_connections` is
+ * the total over every loop, counted in `open_conns`. */
+struct http *http_open(const struct http_settings *s, bool reuse_port, char *err,
+                       size_t err_len);
+/* Whether the address is free to bind without SO_REUSEPORT: before the
+ * loops bind it with it, so that a second server on the same port (its
+ * sockets have SO_REUSEPORT too) is an error instead of a silent sharer. */
+bool http_port_free(const struct http_settings *s, char *err, size_t err_len);
+void http_attach(struct http *h, uv_loop_t *loop, struct http_server *server,
+                 atomic_size_t *open_conns, void (*on_drained)(void *arg), void *arg);
+/* The rest on the loop's thread, except http_set_engine (the first loop's:
+ * the flag is atomic) and http_free (after its loop has stopped). */
+void http_set_engine(struct http *h, const struct http_engine *engine);
+void http_drain(struct http *h);
+/* After the drain: stop the daemon (closing the connections) and the
+ * timers; the completion handle stays open for the workers. */
+void http_close_daemon(struct http *h);
+/* After the workers are joined: finish the last completions, close the
+ * completion handle. */
+void http_close(struct http *h);
+/* Free after its loop has closed every handle (or a daemon never attached).
+ * NULL is a no-op. */
+void http_free(struct http *h);
 void http_check_drained(struct http *h);
 /* A 405's Allow header for the request's route: "POST". */
 const char *http_allow_header(const struct http_request *hr);
@@ -194,8 +229,9 @@ void http_conns_idle(struct http *h, struct http_conn *hc);
  * max_connections or fewer are open. */
 bool http_conns_make_room(struct http *h, bool for_request);
 /* The most connections the process's file limit allows for
- * `max_connections`: the limit is raised if it can be, else a warning says
- * what was lowered. */
-size_t http_conns_fit_fd_limit(size_t max_connections);
+ * `max_connections` over `loops` daemons (each may hold the reserve past
+ * it): the limit is raised if it can be, else a warning says what was
+ * lowered. */
+size_t http_conns_fit_fd_limit(size_t max_connections, unsigned loops);
 
 #endif

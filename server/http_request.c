@@ -24,6 +24,7 @@ struct http_request *http_request_new(struct http *h, struct MHD_Connection *con
         free(hr);
         return NULL;
     }
+    hr->srv.done = &h->done; /* whichever thread finishes it, it comes back to this loop */
     /* The target exactly as received: libmicrohttpd later cuts it at '?'
      * and decodes it in place, and a decoded %00 would cut it unseen. */
     hr->raw_uri = raw_uri;
@@ -149,7 +150,7 @@ static void finish_request(struct http_request *hr)
 void http_request_on_completions(uv_async_t *async)
 {
     struct http *h = async->data;
-    struct srv_request *r = completions_take(h->done);
+    struct srv_request *r = completions_take(&h->done);
     /* The batch's log lines in one write, before its answers are sent. */
     log_hold();
     while (r != NULL) {

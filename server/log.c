@@ -10,10 +10,10 @@ static enum log_format log_fmt = LOG_FORMAT_TEXT;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
-/* The lines of the thread between log_hold and log_release; no other
- * thread touches `held` (a thread-local flag says whose lines go there). */
+/* The lines of the thread between log_hold and log_release: each thread
+ * its own (every loop thread holds its completions' lines). */
 static _Thread_local bool holding;
-static struct {
+static _Thread_local struct {
     char buf[32768];
     size_t len;
 } held;

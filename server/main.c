@@ -30,12 +30,11 @@ struct server {
     uv_loop_t *loop;
     struct bert_model *model;
     struct batcher *batcher;
-    struct completions done;
     struct response_budget answers;
     struct pool *pool;
     struct prepare_pool *prepare;
     size_t prepare_threads;
-    struct http *http;
+    struct http_server *http;
     struct pool_settings pool_settings;
     struct prepare_engine prep;
     struct http_engine engine;
@@ -53,7 +52,7 @@ static void on_signal(uv_signal_t *handle, int signum)
     struct server *s = handle->data;
     log_msg(LOG_INFO, "%s: draining (up to %d ms)", signum == SIGTERM ? "SIGTERM" : "SIGINT",
             s->cfg.server.shutdown_timeout_ms);
-    http_drain(s->http);
+    http_server_drain(s->http);
 }
 
 static void on_drained(void *arg)
@@ -67,12 +66,13 @@ static void on_drained(void *arg)
         pthread_join(s->loader, NULL); /* before closing the handle it signals */
     s->loader_started = false;
     uv_close((uv_handle_t *)&s->engine_ready, NULL);
+    http_server_quiesce(s->http); /* no loop serves past here: the engine stops */
     batcher_close(s->batcher);
-    prepare_pool_stop(s->prepare); /* what it still holds goes to the completion queue */
+    prepare_pool_stop(s->prepare); /* what it still holds goes to its loops' completion queues */
     s->prepare = NULL;
     pool_join(s->pool);
     s->pool = NULL;
-    http_stop(s->http);
+    http_server_stop(s->http);
     log_msg(LOG_INFO, "drained; exiting");
 }
 
@@ -80,7 +80,7 @@ static void on_drained(void *arg)
 static void *load_workers(void *arg)
 {
     struct server *s = arg;
-    s->pool = pool_start(s->model, s->batcher, &s->done, &s->pool_settings, &s->load_err);
+    s->pool = pool_start(s->model, s->batcher, &s->pool_settings, &s->load_err);
     uv_async_send(&s->engine_ready);
     return NULL;
 }
@@ -138,21 +138,21 @@ static void on_engine_ready(uv_async_t *async)
     if (s->pool == NULL) {
         log_msg(LOG_ERROR, "cannot start the workers: %s", s->load_err.message);
         s->exit_code = EXIT_FAILURE;
-        http_drain(s->http);
+        http_server_drain(s->http);
         return;
     }
     char err[256];
-    s->prepare = prepare_pool_start(&s->prep, &s->done, s->prepare_threads,
+    s->prepare = prepare_pool_start(&s->prep, s->prepare_threads,
                                     s->cfg.server.offload_parse_bytes, err, sizeof err);
     if (s->prepare == NULL) {
         log_msg(LOG_ERROR, "cannot start the prepare threads: %s", err);
         s->exit_code = EXIT_FAILURE;
-        http_drain(s->http);
+        http_server_drain(s->http);
         return;
     }
     s->engine.prepare = s->prepare;
     s->engine.info_json = info_json(s);
-    http_set_engine(s->http, &s->engine);
+    http_server_set_engine(s->http, &s->engine);
     log_msg(LOG_INFO,
             "ready: %zu workers, %zu compute threads each, %zu MiB scratch; %zu prepare threads",
             s->pool_settings.threads, s->pool_settings.threads_per_worker,
@@ -345,7 +345,6 @@ static int run(struct server *s)
     }
     s->engine.batcher = s->prep.batcher = s->batcher;
     s->loop = uv_default_loop();
-    completions_init(&s->done);
     struct http_settings hs = {
         .host = cfg->server.host,
         .port = (uint16_t)cfg->server.port,
@@ -355,16 +354,18 @@ static int run(struct server *s)
         .shutdown_timeout_ms = (unsigned)cfg->server.shutdown_timeout_ms,
         .api_key = cfg->server.api_key,
         .cors_allow_origin = cfg->server.cors_allow_origin,
+        .loop_threads = (unsigned)cfg->server.loop_threads,
     };
     char err[256];
-    s->http = http_start(s->loop, &hs, &s->done, on_drained, s, err, sizeof err);
+    s->http = http_server_start(s->loop, &hs, on_drained, s, err, sizeof err);
     if (s->http == NULL) {
         log_msg(LOG_ERROR, "%s", err);
         return EXIT_FAILURE;
     }
-    log_msg(LOG_INFO, "listening on %s:%d (max_batch_tokens %zu, max_concurrent_requests %d, "
-                      "max_body_bytes %zu, auth %s)",
-            cfg->server.host, cfg->server.port, cfg->batching.max_batch_tokens,
+    log_msg(LOG_INFO, "listening on %s:%d with %d loop thread%s (max_batch_tokens %zu, "
+                      "max_concurrent_requests %d, max_body_bytes %zu, auth %s)",
+            cfg->server.host, cfg->server.port, cfg->server.loop_threads,
+            cfg->server.loop_threads == 1 ? "" : "s", cfg->batching.max_batch_tokens,
             cfg->server.max_concurrent_requests, cfg->server.max_body_bytes,
             cfg->server.api_key[0] ? "on" : "off");
 
@@ -421,10 +422,9 @@ int main(int argc, char **argv)
     int rc = run(&s);
     if (s.loop != NULL)
         uv_loop_close(s.loop);
-    http_free(s.http);
+    http_server_free(s.http);
     pool_join(s.pool);
     batcher_free(s.batcher);
-    completions_destroy(&s.done);
     bert_model_free(s.model);
     server_config_free(&s.cfg);
     return rc;

@@ -220,7 +220,7 @@ char *metrics_render(const struct metrics_gauges *g, size_t *len)
          "# TYPE bertserve_requests_in_flight gauge\nbertserve_requests_in_flight %zu\n"
          "# HELP bertserve_ready 1 while the server accepts requests.\n"
          "# TYPE bertserve_ready gauge\nbertserve_ready %d\n"
-         "# HELP bertserve_loop_cpu_seconds_total CPU time of the event-loop thread.\n"
+         "# HELP bertserve_loop_cpu_seconds_total CPU time of the event-loop threads, all together.\n"
          "# TYPE bertserve_loop_cpu_seconds_total counter\n"
          "bertserve_loop_cpu_seconds_total %.6f\n"
          "# HELP bertserve_prepare_cpu_seconds_total CPU time of the prepare threads.\n"

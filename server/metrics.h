@@ -49,8 +49,9 @@ struct metrics_gauges {
     size_t queue_tokens;
     size_t in_flight;
     int ready;
-    /* CPU time the event-loop thread has used since it began serving: what
-     * one loop thread can carry per request is 1 / (its CPU per request). */
+    /* CPU time the event-loop threads have used since they began serving,
+     * all together: what one loop can carry per request is 1 / (the CPU per
+     * request of one loop). */
     double loop_cpu_seconds;
     double prepare_cpu_seconds; /* the prepare threads', all together */
 };

@@ -58,7 +58,6 @@ struct worker {
 struct pool {
     const struct bert_model *model;
     struct batcher *batcher;
-    struct completions *done;
     struct pool_settings settings;
     size_t n_started;
     struct worker *workers;
@@ -104,7 +103,7 @@ static void finish_sequence(struct worker *w, struct srv_request *req)
     if (!atomic_load(&req->orphaned) && !atomic_load(&req->failed))
         srv_request_render(req, w->pool->model, w->pool->settings.answers);
     batcher_release(w->pool->batcher, req);
-    completions_push(w->pool->done, req);
+    completions_push(req->done, req);
 }
 
 static void run_batch(struct worker *w, size_t n, size_t queued)
@@ -223,7 +222,7 @@ static enum bert_status warm_up(const struct bert_model *model, struct worker *w
 }
 
 struct pool *pool_start(const struct bert_model *model, struct batcher *batcher,
-                        struct completions *done, const struct pool_settings *s,
+                        const struct pool_settings *s,
                         struct bert_error *err)
 {
     struct pool *p = calloc(1, sizeof *p);
@@ -234,7 +233,6 @@ struct pool *pool_start(const struct bert_model *model, struct batcher *batcher,
     }
     p->model = model;
     p->batcher = batcher;
-    p->done = done;
     p->settings = *s;
     for (size_t i = 0; i < s->threads; i++) {
         struct worker *w = &p->workers[i];

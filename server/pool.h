@@ -1,8 +1,9 @@
 /* The worker pool: a fixed set of threads, each with its own scratch sized
  * once for max_batch_tokens, taking batches from the batcher and running
- * them on the shared read-only model. Finished requests go to a completion
- * queue that wakes the loop through uv_async (sends coalesce, so the loop
- * drains the whole queue each time). */
+ * them on the shared read-only model. Finished requests go to the completion
+ * queue of the loop that owns each (srv_request.done), which wakes that loop
+ * through uv_async (sends coalesce, so the loop drains the whole queue each
+ * time). */
 #ifndef SRV_POOL_H
 #define SRV_POOL_H
 
@@ -14,7 +15,8 @@
 #include "batcher.h"
 #include "bert.h"
 
-/* Completed requests, pushed by workers, taken by the loop. */
+/* Completed requests, pushed by workers and prepare threads, taken by the
+ * loop that owns them: one queue per loop thread. */
 struct completions {
     pthread_mutex_t lock;
     struct srv_request *head, *tail;
@@ -50,7 +52,7 @@ struct pool;
 /* Allocate every worker's scratch, warm each up with one forward pass and
  * start the threads. Errors (e.g. scratch allocation) are returned in err. */
 struct pool *pool_start(const struct bert_model *model, struct batcher *batcher,
-                        struct completions *done, const struct pool_settings *s,
+                        const struct pool_settings *s,
                         struct bert_error *err);
 
 /* Join the workers (the batcher must be closed first) and free. NULL ok. */

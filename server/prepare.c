@@ -22,7 +22,6 @@ struct fifo {
 
 struct prepare_pool {
     struct prepare_engine engine;
-    struct completions *done;
     size_t large_bytes;
     pthread_mutex_t lock;
     pthread_cond_t work;
@@ -98,7 +97,7 @@ static void prepare_one(struct prepare_pool *p, struct srv_request *r)
             prepare_refusal(verdict, &r->refusal);
         }
     }
-    completions_push(p->done, r);
+    completions_push(r->done, r);
 }
 
 /* The next request this thread may take, under the lock: short bodies
@@ -217,7 +216,7 @@ double prepare_pool_cpu_seconds(const struct prepare_pool *p)
 }
 
 struct prepare_pool *prepare_pool_start(const struct prepare_engine *engine,
-                                        struct completions *done, size_t threads,
+                                        size_t threads,
                                         size_t large_bytes, char *err, size_t err_len)
 {
     struct prepare_pool *p = calloc(1, sizeof *p);
@@ -227,7 +226,6 @@ struct prepare_pool *prepare_pool_start(const struct prepare_engine *engine,
         return NULL;
     }
     p->engine = *engine;
-    p->done = done;
     p->large_bytes = large_bytes;
     p->n_threads = threads ? threads : 1;
     pthread_mutex_init(&p->lock, NULL);
@@ -258,7 +256,7 @@ void prepare_pool_stop(struct prepare_pool *p)
     while ((r = fifo_pop(&p->small)) != NULL || (r = fifo_pop(&p->large)) != NULL) {
         r->refused = true;
         prepare_refusal(BATCHER_CLOSED, &r->refusal);
-        completions_push(p->done, r);
+        completions_push(r->done, r);
     }
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->work);

@@ -8,8 +8,8 @@
  * thread, until it pushes the request onto the completion queue or the
  * batcher admits it; then the workers, while some of its sequences are
  * queued or computing. The worker that finishes (or drops) the last one
- * renders the response and pushes the request onto the completion queue,
- * after which no other thread touches it again. */
+ * renders the response and pushes the request onto its loop's completion
+ * queue (`done`), after which no other thread touches it again. */
 #ifndef SRV_REQUEST_H
 #define SRV_REQUEST_H
 
@@ -21,6 +21,8 @@
 
 #include "proto.h"
 #include "response_budget.h"
+
+struct completions;
 
 struct srv_request {
     struct proto_job job;
@@ -48,6 +50,8 @@ struct srv_request {
     char error[600];                   /* thread that sets failed (srv_request_fail) */
     char *body;                        /* response rendered by the finishing worker; its */
     size_t body_len;                   /* bytes are reserved in the response budget */
+    struct completions *done;          /* the completion queue of the loop that owns its
+                                          connection: where it goes back */
     struct srv_request *next;          /* the prepare queue's link, then the completion
                                           queue's */
 };
