@@ -34,6 +34,7 @@ struct server {
     struct pool *pool;
     struct prepare_pool *prepare;
     size_t prepare_threads;
+    unsigned loop_threads;
     struct http_server *http;
     struct pool_settings pool_settings;
     struct prepare_engine prep;
@@ -264,6 +265,11 @@ static void choose_threads(struct server *s)
     s->prepare_threads = s->cfg.workers.prepare_threads > 0 ? (size_t)s->cfg.workers.prepare_threads
                          : cpus / 8 > 2                     ? cpus / 8
                                                             : 2;
+    /* One loop thread carries ~25k short requests/s (BENCHMARKS.md, "Several
+     * loop threads"), about what eight CPUs of workers answer on a small model. */
+    s->loop_threads = s->cfg.server.loop_threads > 0 ? (unsigned)s->cfg.server.loop_threads
+                      : cpus / 8 > 1                 ? cpus / 8
+                                                     : 1;
     openblas_set_num_threads(1);
     log_msg(LOG_INFO, "%u CPUs available: %zu workers x %zu compute threads%s", cpus, workers,
             team, shared ? ", sharing the CPUs (a lone batch uses all, concurrent ones one each)"
@@ -354,7 +360,7 @@ static int run(struct server *s)
         .shutdown_timeout_ms = (unsigned)cfg->server.shutdown_timeout_ms,
         .api_key = cfg->server.api_key,
         .cors_allow_origin = cfg->server.cors_allow_origin,
-        .loop_threads = (unsigned)cfg->server.loop_threads,
+        .loop_threads = s->loop_threads,
     };
     char err[256];
     s->http = http_server_start(s->loop, &hs, on_drained, s, err, sizeof err);
@@ -362,10 +368,10 @@ static int run(struct server *s)
         log_msg(LOG_ERROR, "%s", err);
         return EXIT_FAILURE;
     }
-    log_msg(LOG_INFO, "listening on %s:%d with %d loop thread%s (max_batch_tokens %zu, "
+    log_msg(LOG_INFO, "listening on %s:%d with %u loop thread%s (max_batch_tokens %zu, "
                       "max_concurrent_requests %d, max_body_bytes %zu, auth %s)",
-            cfg->server.host, cfg->server.port, cfg->server.loop_threads,
-            cfg->server.loop_threads == 1 ? "" : "s", cfg->batching.max_batch_tokens,
+            cfg->server.host, cfg->server.port, s->loop_threads,
+            s->loop_threads == 1 ? "" : "s", cfg->batching.max_batch_tokens,
             cfg->server.max_concurrent_requests, cfg->server.max_body_bytes,
             cfg->server.api_key[0] ? "on" : "off");
 

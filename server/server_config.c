@@ -157,8 +157,8 @@ static const struct config_key config_keys[] = {
                "bodies this large: a lane apart (0: none)"),
     KEY_STRING(server, cors_allow_origin, "--cors-allow-origin", "ORIGINS", "",
                config_check_origins, false, "CORS: origins, comma-separated, or \"*\""),
-    KEY_NUMBER(server, loop_threads, "--loop-threads", "N", "1", 1, 64,
-               "event-loop threads (one per ~8 CPUs)"),
+    KEY_NUMBER(server, loop_threads, "--loop-threads", "N", "0", 0, 64,
+               "event-loop threads (0: one per 8 CPUs)"),
 
     KEY_STRING(model, path, "--model", "PATH", "models/default", config_check_not_empty, false,
                "checkpoint folder (Hugging Face layout)"),

@@ -84,7 +84,7 @@ struct server_config {
         size_t offload_parse_bytes;  /* bodies this large: the prepare stage's large
                                         lane; 0 = no lane */
         char *cors_allow_origin;     /* "" = no CORS; "*" or comma-separated origins */
-        int loop_threads;            /* event loops on the port (SO_REUSEPORT when > 1) */
+        int loop_threads;            /* event loops on the port (SO_REUSEPORT when > 1); 0: one per 8 CPUs */
     } server;
     struct {
         char *path;                  /* checkpoint folder; never empty */

@@ -72,7 +72,7 @@ static const struct key_case key_cases[] = {
                 536870912, 1024, 1099511627776, 1023, 1099511627777),
     NUMBER_CASE(server, offload_parse_bytes, "--offload-parse-bytes", 65536, 0, 0, 1073741824, -1,
                 1073741825),
-    NUMBER_CASE(server, loop_threads, "--loop-threads", 1, 4, 1, 64, 0, 65),
+    NUMBER_CASE(server, loop_threads, "--loop-threads", 0, 4, 0, 64, -1, 65),
     {"server", "cors_allow_origin", "--cors-allow-origin", "\"\"",
      "\"https://a.example, http://localhost:3000\"", "https://a.example, http://localhost:3000",
      "\"https://a.example, http://localhost:3000\"",
