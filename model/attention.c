@@ -81,27 +81,41 @@ static inline __attribute__((always_inline)) void block_scores(const float *rest
     }
 }
 
-/* Softmax over the n real scores of a row padded to a whole number of
- * vectors, left unnormalised: s becomes exp(s - max) (the padding 0) and
- * the return value is 1 / their sum, applied to the row's context instead
- * (one multiply per output rather than per score). */
-static inline __attribute__((always_inline)) float softmax_row(float *restrict s, size_t n,
-                                                               size_t n16)
+/* Softmax over each of the R rows of a block (rows n16 floats apart), over
+ * its `width` scores (a whole number of vectors; the padding -INFINITY),
+ * left unnormalised: s becomes exp(s - max) (the padding 0) and inv[r] is
+ * 1 / their sum, applied to the row's context instead (one multiply per
+ * output rather than per score). All rows' steps interleave: each row
+ * alone is a chain (max, then exp, then sum) too short to keep the core
+ * busy. Rows past the sequence's end hold finite scores, never used. */
+static inline __attribute__((always_inline)) void softmax_block(float *restrict s, size_t n16,
+                                                                size_t width, float *inv,
+                                                                const size_t R)
 {
-    for (size_t j = n; j < n16; j++)
-        s[j] = -INFINITY;
-    vec16 vmax = load16(s);
-    for (size_t j = LANES; j < n16; j += LANES)
-        vmax = vf16_max(vmax, load16(s + j));
-    const float max = vf16_hmax(vmax);
-    vec16 sum = {0};
-    for (size_t j = 0; j < n16; j += LANES) {
-        vec16 v = load16(s + j);
-        vec16 e = vf16_select(v == -INFINITY, vf16_splat(0.0f), vf16_exp_nonpositive(v - max));
-        vf16_store(s + j, e);
-        sum += e;
-    }
-    return 1.0f / vf16_sum(sum);
+    vec16 vmax[ROWS], sum[ROWS];
+    float max[ROWS];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        vmax[r] = load16(s + r * n16), sum[r] = (vec16){0};
+    for (size_t j = LANES; j < width; j += LANES)
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+            vmax[r] = vf16_max(vmax[r], load16(s + r * n16 + j));
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        max[r] = vf16_hmax(vmax[r]);
+    for (size_t j = 0; j < width; j += LANES)
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++) {
+            const vec16 v = load16(s + r * n16 + j);
+            const vec16 e = vf16_select(v == -INFINITY, vf16_splat(0.0f),
+                                        vf16_exp_nonpositive(v - max[r]));
+            vf16_store(s + r * n16 + j, e);
+            sum[r] += e;
+        }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+        inv[r] = 1.0f / vf16_sum(sum[r]);
 }
 
 /* out[r][c0..c0+2 LANES) = sum_j s[r][j] * v[j][c0..c0+2 LANES): two
@@ -151,10 +165,11 @@ static inline __attribute__((always_inline)) void block_values(const float *rest
 }
 
 /* The 16 x 16 block at m (rows ld floats apart) transposed into t (rows
- * ldt apart): four rounds, each swapping one bit of the row index with the
+ * ldt apart) times scale: four rounds, each swapping one bit of the row index with the
  * same bit of the column index, two-vector shuffles throughout. */
 static inline __attribute__((always_inline)) void transpose16(const float *restrict m, size_t ld,
-                                                              float *restrict t, size_t ldt)
+                                                              float *restrict t, size_t ldt,
+                                                              float scale)
 {
     vec16 r[LANES];
     for (size_t i = 0; i < LANES; i++)
@@ -186,10 +201,12 @@ static inline __attribute__((always_inline)) void transpose16(const float *restr
 #undef SHUFFLE2
 #undef INDICES
     for (size_t i = 0; i < LANES; i++)
-        vf16_store(t + i * ldt, r[i]);
+        vf16_store(t + i * ldt, r[i] * scale);
 }
 
-/* kt (d, n16) = k (n, d)^T, rows of k ld floats apart: with `blocks`
+/* kt (d, n16) = scale k (n, d)^T, rows of k ld floats apart (the scores'
+ * scale is applied to the keys, once per head, so the query rows are read
+ * where they lie): with `blocks`
  * (AVX-512, where a shuffle of two registers is one instruction) whole
  * 16 x 16 blocks in registers, the rest key by key (rows of k lie 3H floats
  * apart, so walking one column of them would map every load to a few
@@ -197,15 +214,15 @@ static inline __attribute__((always_inline)) void transpose16(const float *restr
 static inline __attribute__((always_inline)) void transpose_keys(const float *restrict k,
                                                                  size_t ld, size_t n, size_t d,
                                                                  float *restrict kt, size_t n16,
-                                                                 bool blocks)
+                                                                 float scale, bool blocks)
 {
     const size_t nb = blocks ? n - n % LANES : 0, db = d - d % LANES;
     for (size_t j = 0; j < nb; j += LANES)
         for (size_t c = 0; c < db; c += LANES)
-            transpose16(k + j * ld + c, ld, kt + c * n16 + j, n16);
+            transpose16(k + j * ld + c, ld, kt + c * n16 + j, n16, scale);
     for (size_t j = 0; j < n; j++)
         for (size_t c = j < nb ? db : 0; c < d; c++)
-            kt[c * n16 + j] = k[j * ld + c];
+            kt[c * n16 + j] = k[j * ld + c] * scale;
 }
 
 /* attention_head_window with blocks of R query rows. */
@@ -217,10 +234,10 @@ head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
     const size_t n16 = round_lanes(n), d16 = round_lanes(d);
     float *kt = work;                 /* (d, n16) keys transposed, zero padded */
     float *s = kt + d * n16;          /* (ROWS, n16) scores, then probabilities */
-    float *qb = s + ROWS * n16;       /* (ROWS, d16) scaled query rows */
+    float *qb = s + ROWS * n16;       /* (ROWS, d16) the last block's query rows */
     float *vc = qb + ROWS * d16;      /* (n, d16) values, rows d16 apart */
     const size_t half = half_window < n ? half_window : n;
-    transpose_keys(k, ld, n, d, kt, n16, R == ROWS);
+    transpose_keys(k, ld, n, d, kt, n16, scale, R == ROWS);
     for (size_t c = 0; c < d; c++)
         for (size_t j = n; j < n16; j++)
             kt[c * n16 + j] = 0.0f;
@@ -236,11 +253,14 @@ head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
         const size_t hi = i0 + rows - 1 + half < n ? i0 + rows + half : n;
         const size_t width = round_lanes(hi - lo);
         float inv[ROWS]; /* each row's 1 / sum of exponentials */
-        /* Missing rows of the last block are zeros: computed, never stored. */
-        for (size_t r = 0; r < R; r++)
-            for (size_t c = 0; c < d; c++)
-                qb[r * d16 + c] = r < rows ? q[(i0 + r) * ld + c] * scale : 0.0f;
-        block_scores(qb, d16, kt + lo, n16, width, d, s + lo, R);
+        if (rows == R) {
+            block_scores(q + i0 * ld, ld, kt + lo, n16, width, d, s + lo, R);
+        } else { /* the last block's missing rows are zeros: computed, never stored */
+            for (size_t r = 0; r < R; r++)
+                for (size_t c = 0; c < d; c++)
+                    qb[r * d16 + c] = r < rows ? q[(i0 + r) * ld + c] : 0.0f;
+            block_scores(qb, d16, kt + lo, n16, width, d, s + lo, R);
+        }
         for (size_t r = 0; r < rows; r++) {
             float *sr = s + r * n16;
             const size_t i = i0 + r;
@@ -249,11 +269,13 @@ head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
                 sr[j] = -INFINITY;
             for (size_t j = last; j < hi; j++)
                 sr[j] = -INFINITY;
+            for (size_t j = hi; j < lo + width; j++)
+                sr[j] = -INFINITY;
             if (rel_bias != NULL) /* the bias of key j is rel_bias[j - i] */
                 for (size_t j = first; j < last; j++)
                     sr[j] += rel_bias[(ptrdiff_t)j - (ptrdiff_t)i];
-            inv[r] = softmax_row(sr + lo, hi - lo, width);
         }
+        softmax_block(s + lo, n16, width, inv, R);
         size_t c0 = 0;
         for (; c0 + 2 * LANES <= d; c0 += 2 * LANES) {
             vec16 acc[ROWS][2];

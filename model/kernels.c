@@ -1,6 +1,7 @@
 #include "kernels.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 #include "profile.h"
 #include "simd.h"
@@ -87,11 +88,12 @@ void kernel_add_layernorm_row(float *x, const float *residual, const float *gamm
     add_layernorm_row(x, residual, NULL, gamma, beta, n, eps);
 }
 
-BERT_HOT
-void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
-                            enum bert_activation act)
+/* The loops below are inlined twice: once with the exact GELU as a
+ * constant (the common case: its constants stay in registers, no switch
+ * per vector), once for the rest. */
+VINLINE void bias_activation_rows(float *x, const float *bias, size_t rows, size_t n, size_t ld,
+                                  enum bert_activation act)
 {
-    prof_lap(BERT_OP_OTHER);
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ld;
@@ -100,7 +102,36 @@ void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, 
         for (size_t i = nv; i < n; i++)
             row[i] = activation16(vf16_splat(row[i] + bias[i]), act)[0];
     }
+}
+
+BERT_HOT
+void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
+                            enum bert_activation act)
+{
+    prof_lap(BERT_OP_OTHER);
+    if (act == BERT_ACTIVATION_GELU)
+        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU);
+    else
+        bias_activation_rows(x, bias, rows, n, ld, act);
     prof_lap(BERT_OP_ACTIVATION);
+}
+
+/* kernel_dequantize_row's loop; `activate` false: no activation. */
+VINLINE void dequantize_row(float *y, const float *acc, size_t n, float row_scale,
+                            const float *col_scale, const float *bias, bool activate,
+                            enum bert_activation act)
+{
+    const size_t nv = n - n % VLANES;
+    for (size_t i = 0; i < nv; i += VLANES) {
+        vf16 v = vf16_load(acc + i) * (row_scale * vf16_load(col_scale + i));
+        if (bias)
+            v += vf16_load(bias + i);
+        vf16_store(y + i, activate ? activation16(v, act) : v);
+    }
+    for (size_t i = nv; i < n; i++) {
+        float v = acc[i] * (row_scale * col_scale[i]) + (bias ? bias[i] : 0.0f);
+        y[i] = activate ? activation16(vf16_splat(v), act)[0] : v;
+    }
 }
 
 BERT_HOT
@@ -108,17 +139,12 @@ void kernel_dequantize_row(float *y, const float *acc, size_t n, float row_scale
                            const float *col_scale, const float *bias,
                            const enum bert_activation *act)
 {
-    const size_t nv = n - n % VLANES;
-    for (size_t i = 0; i < nv; i += VLANES) {
-        vf16 v = vf16_load(acc + i) * (row_scale * vf16_load(col_scale + i));
-        if (bias)
-            v += vf16_load(bias + i);
-        vf16_store(y + i, act ? activation16(v, *act) : v);
-    }
-    for (size_t i = nv; i < n; i++) {
-        float v = acc[i] * (row_scale * col_scale[i]) + (bias ? bias[i] : 0.0f);
-        y[i] = act ? activation16(vf16_splat(v), *act)[0] : v;
-    }
+    if (act == NULL)
+        dequantize_row(y, acc, n, row_scale, col_scale, bias, false, BERT_ACTIVATION_GELU);
+    else if (*act == BERT_ACTIVATION_GELU)
+        dequantize_row(y, acc, n, row_scale, col_scale, bias, true, BERT_ACTIVATION_GELU);
+    else
+        dequantize_row(y, acc, n, row_scale, col_scale, bias, true, *act);
 }
 
 BERT_HOT

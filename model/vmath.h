@@ -75,42 +75,40 @@ VINLINE float vf16_hmax(vf16 v)
     return m;
 }
 
-/* exp(x) for x in the finite float range: x = n ln2 + r with |r| <= ln2/2
- * (Cody-Waite split of ln2), n = x / ln2 rounded half away from zero
- * (`half`: 0.5 with the sign of x), e^r by its degree-6 Taylor polynomial
- * (relative error < 2e-7), times 2^n built in the exponent bits. */
-VINLINE vf16 vf16_exp_reduced(vf16 x, vf16 half)
+/* Polynomials in Estrin's form: pairs of terms in parallel, then powers of
+ * x, so a degree-9 chain is five operations deep instead of ten (the exact
+ * GELU's loop is bound by its dependency chain, not its operation count). */
+
+/* exp(x) for x in [-87, 88]: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite
+ * split of ln2), n = x / ln2 rounded to nearest by adding 1.5 2^23 (whose
+ * low mantissa bits then hold n + 127, shifted into the exponent field for
+ * 2^n), e^r by a degree-6 polynomial, 1 + r + r^2 Q(r), Q fitted in float64
+ * for relative error on [-ln2/2, ln2/2] (7e-9; the Taylor terms' was 1.2e-7). */
+VINLINE vf16 vf16_exp_reduced(vf16 x)
 {
-    vf16 n = __builtin_convertvector(__builtin_convertvector(x * 1.44269504f + half, vi16),
-                                     vf16);
+    const float shift = 12582912.0f + 127.0f; /* 1.5 2^23, plus the exponent bias */
+    const vf16 shifted = x * 1.44269504f + shift;
+    const vf16 n = shifted - shift;
     vf16 r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
-    vf16 p = vf16_splat(1.0f / 720.0f);
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    vi16 bits = (__builtin_convertvector(n, vi16) + 127) << 23;
-    vf16 scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    const vf16 r2 = r * r;
+    const vf16 p = (1.0f + r) + r2 * ((0.5f + r * 1.666654335e-01f) +
+                                      r2 * ((4.166676591e-02f + r * 8.366218844e-03f) +
+                                            r2 * 1.390379089e-03f));
+    return p * (vf16)((vi16)shifted << 23);
 }
 
 /* exp(x), inputs clamped to the finite float range. */
 VINLINE vf16 vf16_exp(vf16 x)
 {
-    x = vf16_min(vf16_max(x, vf16_splat(-87.0f)), vf16_splat(88.0f));
-    return vf16_exp_reduced(x, vf16_copysign(vf16_splat(0.5f), x));
+    return vf16_exp_reduced(vf16_min(vf16_max(x, vf16_splat(-87.0f)), vf16_splat(88.0f)));
 }
 
-/* The same values for x < 0.34 (below ln2/2, where n rounds to 0 or
- * below either way) and NaN, four operations fewer: for exponents that are
- * never positive (erfc's, softmax's x - max). */
+/* The same values for x <= 88 and NaN, one operation fewer: for exponents
+ * that are never positive (erfc's, softmax's x - max). */
 VINLINE vf16 vf16_exp_nonpositive(vf16 x)
 {
-    return vf16_exp_reduced(vf16_max(x, vf16_splat(-87.0f)), vf16_splat(-0.5f));
+    return vf16_exp_reduced(vf16_max(x, vf16_splat(-87.0f)));
 }
 
 /* erf and erfc to float precision (relative error 2e-7 to 5e-7,
@@ -134,21 +132,26 @@ VINLINE vf16 vf16_erf_small(vf16 u)
     return u * s;
 }
 
+/* scale erfc(u) for u >= 0 (NaN stays NaN), given u2 = u^2 as closely as
+ * the caller has it (exp(-u2) magnifies its error by u2); the scale is
+ * applied off the dependency chain. */
+VINLINE vf16 vf16_erfc_scaled(vf16 u, vf16 u2, float scale)
+{
+    const vf16 t = 2.0f / (2.0f + u);
+    const vf16 t2 = t * t, t4 = t2 * t2;
+    const vf16 p98 = 1.4493021377180904e-01f * t - 6.8082717817161731e-01f;
+    const vf16 p76 = 1.1567337583013289e+00f * t - 6.9625190081127530e-01f;
+    const vf16 p54 = -8.0280430341081593e-02f * t + 1.2675852563632708e-03f;
+    const vf16 p32 = 3.4602800424741668e-02f * t + 3.8664041205296268e-01f;
+    const vf16 p10 = 9.9863278335035410e-01f * t - 1.2654479969023029e+00f;
+    const vf16 p = ((p98 * t2 + p76) * t4 + (p54 * t2 + p32)) * t2 + p10;
+    return (scale * t) * vf16_exp_nonpositive(p - u2);
+}
+
 /* erfc(u) for u >= 0 (NaN stays NaN). */
 VINLINE vf16 vf16_erfc_nonneg(vf16 u)
 {
-    const vf16 t = 2.0f / (2.0f + u);
-    vf16 p = vf16_splat(1.4493021377180904e-01f);
-    p = p * t - 6.8082717817161731e-01f;
-    p = p * t + 1.1567337583013289e+00f;
-    p = p * t - 6.9625190081127530e-01f;
-    p = p * t - 8.0280430341081593e-02f;
-    p = p * t + 1.2675852563632708e-03f;
-    p = p * t + 3.4602800424741668e-02f;
-    p = p * t + 3.8664041205296268e-01f;
-    p = p * t + 9.9863278335035410e-01f;
-    p = p * t - 1.2654479969023029e+00f;
-    return t * vf16_exp_nonpositive(p - u * u);
+    return vf16_erfc_scaled(u, u * u, 1.0f);
 }
 
 VINLINE vf16 vf16_erf(vf16 x)
@@ -159,10 +162,13 @@ VINLINE vf16 vf16_erf(vf16 x)
 }
 
 /* The standard normal CDF, Phi(x) = erfc(-x / sqrt 2) / 2, with the lower
- * tail taken from erfc directly (1 + erf(x / sqrt 2) would cancel there). */
+ * tail taken from erfc directly (1 + erf(x / sqrt 2) would cancel there),
+ * and (x / sqrt 2)^2 as x (x / 2), one rounding (x / sqrt 2 squared has
+ * two, or three without FMA). */
 VINLINE vf16 vf16_normal_cdf(vf16 x)
 {
-    const vf16 lower = 0.5f * vf16_erfc_nonneg(vf16_abs(x) * 0.70710678118654752f);
+    const vf16 lower =
+        vf16_erfc_scaled(vf16_abs(x) * 0.70710678118654752f, x * (0.5f * x), 0.5f);
     return vf16_select(x < 0.0f, lower, 1.0f - lower);
 }
 

@@ -19,28 +19,25 @@ void family_glu_ffn(const struct bert_model *model, struct bert_scratch *s,
 {
     const struct bert_config *c = &model->config;
     const size_t H = c->hidden_size, I = c->intermediate_size, rows = p->r1 - p->r0;
-    const size_t br0 = p->by_rows ? p->r0 : 0, bnr = p->by_rows ? rows : p->rows;
-    const bool split = l->ffn_gate.w != NULL;
-    size_t c0, c1;
-    /* Both halves side by side in ffn (T, 2I): one product of 2I rows, or
-     * NomicBERT's fc11 and fc12 (its gate, the second half, is activated). */
-    if (split) {
-        bert_linear_share(p, x, H, &l->ffn_in, I, s->ffn, 2 * I);
-        bert_linear_share(p, x, H, &l->ffn_gate, I, s->ffn + I, 2 * I);
-        bert_share_cols(p, I, &c0, &c1);
-        kernel_add_bias(s->ffn + br0 * 2 * I + c0, l->ffn_in_b + c0, bnr, c1 - c0, 2 * I);
-        kernel_add_bias(s->ffn + br0 * 2 * I + I + c0, l->ffn_gate_b + c0, bnr, c1 - c0, 2 * I);
-    } else {
-        bert_linear_share(p, x, H, &l->ffn_in, 2 * I, s->ffn, 2 * I);
-        bert_share_cols(p, 2 * I, &c0, &c1);
-        kernel_add_bias(s->ffn + br0 * 2 * I + c0, l->ffn_in_b + c0, bnr, c1 - c0, 2 * I);
-    }
-    sync_cols(p, s->team);
     /* JinaBERT activates the first half; NomicBERT's fc12 and GTE's gate
      * (up_gate_proj's second half) are the second. */
-    const size_t act_half = c->family == BERT_FAMILY_JINA_BERT ? 0 : I;
-    kernel_bias_activation(s->ffn + p->r0 * 2 * I + act_half, model->engine->weights.zeros,
-                           rows, I, 2 * I, c->activation);
+    const bool act_first = c->family == BERT_FAMILY_JINA_BERT;
+    /* Both halves side by side in ffn (T, 2I): one product of 2I rows, or
+     * NomicBERT's fc11 and fc12, each with its bias and the activated one
+     * with its activation in the same pass. */
+    if (l->ffn_gate.w != NULL) {
+        bert_linear_share_bias(p, x, H, &l->ffn_in, I, s->ffn, 2 * I, l->ffn_in_b,
+                               act_first ? &c->activation : NULL, false);
+        bert_linear_share_bias(p, x, H, &l->ffn_gate, I, s->ffn + I, 2 * I, l->ffn_gate_b,
+                               act_first ? NULL : &c->activation, false);
+        sync_cols(p, s->team);
+    } else {
+        bert_linear_share_bias(p, x, H, &l->ffn_in, 2 * I, s->ffn, 2 * I, l->ffn_in_b, NULL,
+                               false);
+        sync_cols(p, s->team);
+        kernel_bias_activation(s->ffn + p->r0 * 2 * I + (act_first ? 0 : I),
+                               model->engine->weights.zeros, rows, I, 2 * I, c->activation);
+    }
     float *glu = s->qkv; /* (T, I); attention is done with qkv */
     for (size_t r = p->r0; r < p->r1; r++) {
         const float *in = s->ffn + r * 2 * I;

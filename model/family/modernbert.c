@@ -41,10 +41,8 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     const struct bert_layer_weights *l = &model->engine->weights.layers[i];
     const size_t H = c->hidden_size, I = c->intermediate_size;
     const size_t r0 = p->r0, r1 = p->r1;
-    const size_t br0 = p->by_rows ? r0 : 0, bnr = p->by_rows ? r1 - r0 : p->rows;
     const float eps = c->layer_norm_eps;
     const bool global = i % c->modern.global_attn_every == 0;
-    size_t c0, c1;
 
     /* Attention block: h = attn_norm(x) (layer 0: x itself). */
     const float *h = s->x;
@@ -53,9 +51,7 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
         h = s->tmp;
         sync_cols(p, s->team);
     }
-    bert_linear_share(p, h, H, &l->query, 3 * H, s->qkv, 3 * H);
-    bert_share_cols(p, 3 * H, &c0, &c1);
-    kernel_add_bias(s->qkv + br0 * 3 * H + c0, l->query_b + c0, bnr, c1 - c0, 3 * H);
+    bert_linear_share_bias(p, h, H, &l->query, 3 * H, s->qkv, 3 * H, l->query_b, NULL, false);
     bert_team_barrier(s->team);
     const struct bert_engine *e = model->engine;
     rope_rotate_rows(b, s->qkv, r0, r1, H, c->num_heads, global ? e->rope_global : e->rope_local);
@@ -72,9 +68,8 @@ static void layer_forward(const struct bert_model *model, struct bert_scratch *s
     /* MLP block: GeGLU, Wo(act(input) * gate) with input, gate = Wi(h). */
     norm_rows(s->x, s->tmp, r0, r1, H, l->ffn_ln_g, l->ffn_ln_b, eps);
     sync_cols(p, s->team);
-    bert_linear_share(p, s->tmp, H, &l->ffn_in, 2 * I, s->ffn, 2 * I);
-    bert_share_cols(p, 2 * I, &c0, &c1);
-    kernel_add_bias(s->ffn + br0 * 2 * I + c0, l->ffn_in_b + c0, bnr, c1 - c0, 2 * I);
+    bert_linear_share_bias(p, s->tmp, H, &l->ffn_in, 2 * I, s->ffn, 2 * I, l->ffn_in_b, NULL,
+                           false);
     sync_cols(p, s->team);
     kernel_bias_activation(s->ffn + r0 * 2 * I, model->engine->weights.zeros, r1 - r0, I, 2 * I,
                            c->activation);

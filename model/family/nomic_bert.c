@@ -28,11 +28,7 @@ static void attention_block(const struct bert_model *model, struct bert_scratch 
 {
     const struct bert_config *c = &model->config;
     const size_t H = c->hidden_size, rows = p->r1 - p->r0;
-    const size_t br0 = p->by_rows ? p->r0 : 0, bnr = p->by_rows ? rows : p->rows;
-    size_t c0, c1;
-    bert_linear_share(p, x, H, &l->query, 3 * H, s->qkv, 3 * H);
-    bert_share_cols(p, 3 * H, &c0, &c1);
-    kernel_add_bias(s->qkv + br0 * 3 * H + c0, l->query_b + c0, bnr, c1 - c0, 3 * H);
+    bert_linear_share_bias(p, x, H, &l->query, 3 * H, s->qkv, 3 * H, l->query_b, NULL, false);
     bert_team_barrier(s->team);
     rope_rotate_rows(b, s->qkv, p->r0, p->r1, H, c->num_heads, model->engine->rope_global);
     if (p->member == 0)
