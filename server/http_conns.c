@@ -170,7 +170,6 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
         if (h->conns)
             h->conns->prev = hc;
         h->conns = hc;
-        h->n_conns++;
         atomic_fetch_add_explicit(h->open_conns, 1, memory_order_relaxed);
         idle_link(h, hc);
         hc->over_limit = !http_conns_make_room(h, false);
@@ -186,7 +185,6 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
     if (hc->next)
         hc->next->prev = hc->prev;
     idle_unlink(h, hc);
-    h->n_conns--;
     if (hc->cut)
         h->n_cut--;
     else

@@ -116,8 +116,7 @@ struct http {
     size_t live;                 /* http_request objects alive */
     struct http_conn *conns;     /* every open connection */
     struct http_conn *idle_head, *idle_tail;
-    size_t n_conns;
-    size_t n_cut;                /* of n_conns, shut down and about to close */
+    size_t n_cut;                /* connections shut down and about to close */
     bool conn_closed;            /* a connection closed during MHD_run */
     uint64_t evictions;          /* idle connections closed to make room, not yet logged */
     uint64_t t_eviction_log;
