@@ -108,6 +108,17 @@ class Server:
             out[key] = float(value)
         return out
 
+    def wait_admitted(self, route, n, limit_s=30):
+        """/metrics once n requests to `route` are in flight or answered 200
+        (every one admitted), or at the limit: the caller asserts on it."""
+        done = 'bertserve_requests_total{route="%s",status="200"}' % route
+        deadline = time.time() + limit_s * self.time_factor
+        while True:
+            m = self.metrics()
+            if m["bertserve_requests_in_flight"] + m.get(done, 0) >= n or time.time() >= deadline:
+                return m
+            time.sleep(0.01)
+
     def output(self):
         if not self.log.closed:
             self.log.flush()

@@ -143,12 +143,7 @@ class Drain(unittest.TestCase):
             # Wait until every request is admitted (in flight or already
             # answered), then drain while some are still in flight.
             done = 'bertserve_requests_total{route="embed",status="200"}'
-            deadline = time.time() + 30
-            while time.time() < deadline:
-                m = s.metrics()
-                if m["bertserve_requests_in_flight"] + m.get(done, 0) >= 16:
-                    break
-                time.sleep(0.01)
+            m = s.wait_admitted("embed", 16)
             self.assertEqual(m["bertserve_requests_in_flight"] + m.get(done, 0), 16)
             self.assertGreater(m["bertserve_requests_in_flight"], 0)
             s.signal(signal.SIGTERM)

@@ -188,12 +188,7 @@ class DrainEveryLoop(unittest.TestCase):
             for t in threads:
                 t.start()
             done = 'bertserve_requests_total{route="embed",status="200"}'
-            deadline = time.time() + 30 * SLOW
-            while time.time() < deadline:
-                m = s.metrics()
-                if m["bertserve_requests_in_flight"] + m.get(done, 0) >= 24:
-                    break
-                time.sleep(0.01)
+            m = s.wait_admitted("embed", 24)
             self.assertEqual(m["bertserve_requests_in_flight"] + m.get(done, 0), 24)
             self.assertGreater(m["bertserve_requests_in_flight"], 1)
             s.signal(signal.SIGTERM)
@@ -232,13 +227,7 @@ class DrainEveryLoop(unittest.TestCase):
                 t.start()
             # Every request admitted (so none comes after the listener
             # closed), then the drain.
-            done = 'bertserve_requests_total{route="embed",status="200"}'
-            deadline = time.time() + 30 * SLOW
-            while time.time() < deadline:
-                m = s.metrics()
-                if m["bertserve_requests_in_flight"] + m.get(done, 0) >= 16:
-                    break
-                time.sleep(0.01)
+            m = s.wait_admitted("embed", 16)
             self.assertGreater(m["bertserve_requests_in_flight"], 1)
             s.signal(signal.SIGTERM)
             self.assertEqual(s.proc.wait(60 * SLOW), 0, s.output()[-3000:])
