@@ -19,7 +19,8 @@ Results: OUT/engine_bench.json and .md, plots OUT/tokens_vs_seqlen_*.png.
 
 --profile runs only `bert bench --profile` at 32x128 on one thread for f32,
 bf16 and int8 (where the CPU has them): the encoder's thread CPU time per op
-class, and the share outside the dense layers (OUT/profile.json, .md).
+class, and the shares outside the dense layers and outside all the GEMMs
+(the dense layers and attention's two products) (OUT/profile.json, .md).
 --latency runs only the lone-sequence rows (1x16, 1x128, 1x512) against
 ONNX Runtime (OUT/latency.json, .md). Both run before anything else and
 end the run; --threads applies to the latency rows.
@@ -572,14 +573,14 @@ def profile_split(args, env, cpu, core):
             rows.append({"geometry": geom, "dtype": dtype, **line})
             log(f"[profile {geom} {dtype}]\n{p.stderr.strip()}")
     classes = [k for k, v in rows[0]["profile"].items() if isinstance(v, dict)] if rows else []
-    head = ["geometry", "dtype", "pass CPU ms"] + classes + ["outside dense"]
+    head = ["geometry", "dtype", "pass CPU ms"] + classes + ["outside dense", "outside GEMMs"]
     lines = [f"CPU {cpu}, OpenBLAS core {core}, 32x128, 1 thread, thread CPU time per pass (ms, % of pass)", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         prof = r["profile"]
         cells = [GEOMETRIES[r["geometry"]]["label"], r["dtype"], f"{prof['pass_cpu_ms']:.0f}"]
         cells += [f"{prof[c]['ms']:.1f} ({prof[c]['pct']:.1f}%)" for c in classes]
-        cells.append(f"{prof['outside_dense_pct']:.1f}%")
+        cells += [f"{prof['outside_dense_pct']:.1f}%", f"{prof['outside_gemm_pct']:.1f}%"]
         lines.append("| " + " | ".join(cells) + " |")
     return rows, "\n".join(lines)
 

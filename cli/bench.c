@@ -295,9 +295,13 @@ static void report_profile(const struct bench_run *r, const struct workload *w, 
         printf(",\"%s\":{\"ms\":%.4f,\"pct\":%.2f}", name, sec[op] * per_pass, sec[op] * pct);
         fprintf(stderr, "%-26s %10.3f %7.2f\n", name, sec[op] * per_pass, sec[op] * pct);
     }
-    printf(",\"outside_dense_pct\":%.2f}", (total - sec[BERT_OP_DENSE]) * pct);
+    const double gemm = sec[BERT_OP_DENSE] + sec[BERT_OP_ATTENTION];
+    printf(",\"outside_dense_pct\":%.2f,\"outside_gemm_pct\":%.2f}",
+           (total - sec[BERT_OP_DENSE]) * pct, (total - gemm) * pct);
     fprintf(stderr, "%-26s %10.3f %7.2f   (%zu tokens, %zu members)\n", "pass", total * per_pass,
             100.0, w->n_tokens, bert_scratch_threads(r->s));
+    fprintf(stderr, "outside the dense layers %.2f%%, outside the GEMMs (dense, attention) %.2f%%\n",
+            (total - sec[BERT_OP_DENSE]) * pct, (total - gemm) * pct);
 }
 
 /* The JSON line: medians of the whole workload's and of each batch's

@@ -261,6 +261,7 @@ head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
                     qb[r * d16 + c] = r < rows ? q[(i0 + r) * ld + c] : 0.0f;
             block_scores(qb, d16, kt + lo, n16, width, d, s + lo, R);
         }
+        const int64_t softmax_begin = prof_part_begin();
         for (size_t r = 0; r < rows; r++) {
             float *sr = s + r * n16;
             const size_t i = i0 + r;
@@ -276,6 +277,7 @@ head_window(const float *q, const float *k, const float *v, size_t ld, size_t n,
                     sr[j] += rel_bias[(ptrdiff_t)j - (ptrdiff_t)i];
         }
         softmax_block(s + lo, n16, width, inv, R);
+        prof_part_end(softmax_begin);
         size_t c0 = 0;
         for (; c0 + 2 * LANES <= d; c0 += 2 * LANES) {
             vec16 acc[ROWS][2];
@@ -360,5 +362,5 @@ void attention_member(const struct bert_model *model, struct bert_scratch *s,
         attention_head_window(q, q + H, q + 2 * H, ld, n, D, scale, s->ctx + r0 * H + h * D, H,
                               work, half_window, rel);
     }
-    prof_lap(BERT_OP_ATTENTION);
+    prof_lap_split(BERT_OP_ATTENTION, BERT_OP_SOFTMAX);
 }

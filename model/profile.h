@@ -21,17 +21,48 @@
 struct bert_prof {
     int64_t mark_ns;
     int64_t ns[BERT_OP_CLASSES];
+    int64_t wall_mark_ns; /* monotonic clock at the last lap */
+    int64_t part_wall_ns; /* monotonic time in prof_part stretches since */
 };
 
 extern _Thread_local struct bert_prof *bert_prof_active;
 
 void bert_prof_charge(struct bert_prof *p, enum bert_op_class op);
+void bert_prof_charge_split(struct bert_prof *p, enum bert_op_class op, enum bert_op_class part);
+int64_t bert_prof_wall_ns(void);
 
 static inline void prof_lap(enum bert_op_class op)
 {
     struct bert_prof *p = bert_prof_active;
     if (__builtin_expect(p != NULL, 0))
         bert_prof_charge(p, op);
+}
+
+/* A second class interleaved with an op too finely for the thread CPU
+ * clock (a system call: about a microsecond on a VM, against a
+ * microsecond or two per block of attention): the op times its stretches
+ * of it on the monotonic clock (the vDSO, tens of nanoseconds),
+ *     const int64_t t = prof_part_begin();  ...  prof_part_end(t);
+ * and ends with prof_lap_split(op, part), which charges the part's share
+ * of the wall time since the previous lap, of the thread CPU time since
+ * then, to `part` and the rest to `op`. */
+static inline int64_t prof_part_begin(void)
+{
+    return __builtin_expect(bert_prof_active != NULL, 0) ? bert_prof_wall_ns() : 0;
+}
+
+static inline void prof_part_end(int64_t begin)
+{
+    struct bert_prof *p = bert_prof_active;
+    if (__builtin_expect(p != NULL, 0))
+        p->part_wall_ns += bert_prof_wall_ns() - begin;
+}
+
+static inline void prof_lap_split(enum bert_op_class op, enum bert_op_class part)
+{
+    struct bert_prof *p = bert_prof_active;
+    if (__builtin_expect(p != NULL, 0))
+        bert_prof_charge_split(p, op, part);
 }
 
 /* Start charging this thread's time to `p` (NULL: profiling off). */

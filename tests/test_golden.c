@@ -565,6 +565,7 @@ static void check_profile_on(const struct bert_scratch *s, double cpu)
     }
     CHECK(sec[BERT_OP_DENSE] > 0.0);
     CHECK(sec[BERT_OP_ATTENTION] > 0.0);
+    CHECK(sec[BERT_OP_SOFTMAX] > 0.0);
     CHECK(sec[BERT_OP_NORM] > 0.0);
     CHECK(total <= cpu + 1e-6);
 }

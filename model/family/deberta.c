@@ -164,6 +164,7 @@ static void head_attention(const struct bert_config *c, const struct family_debe
         if (c2p)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)R, (int)D,
                         1.0f, q + i0 * ld, (int)ld, kr + lo * H, (int)H, 0.0f, qk, (int)R);
+        const int64_t softmax_begin = prof_part_begin();
         for (size_t r = 0; r < rows; r++) {
             const size_t i = i0 + r;
             float *sr = s + r * n;
@@ -179,6 +180,7 @@ static void head_attention(const struct bert_config *c, const struct family_debe
             }
         }
         kernel_softmax_rows(s, rows, n, n);
+        prof_part_end(softmax_begin);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)D, (int)n, 1.0f,
                     s, (int)n, v, (int)ld, 0.0f, out + i0 * ldo, (int)ldo);
     }
@@ -202,5 +204,5 @@ void family_deberta_attention_member(const struct bert_model *model, struct bert
         head_attention(c, t, q, q + H, q + 2 * H, ld, n, kr + h * D, qr + h * D,
                        s->ctx + r0 * H + h * D, H, work);
     }
-    prof_lap(BERT_OP_ATTENTION);
+    prof_lap_split(BERT_OP_ATTENTION, BERT_OP_SOFTMAX);
 }

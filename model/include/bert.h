@@ -325,14 +325,18 @@ void bert_scratch_set_width(struct bert_scratch *s, size_t width);
 
 /* Profiling a pass (`bert bench --profile`): where each team member's
  * thread CPU time goes, by class of operation. The classes add up to the
- * members' time inside bert_encode: dense layers (the GEMMs), attention
- * (scores, softmax, context), the activation (with the dense bias it
- * fuses), LayerNorm with the residual and bias adds, dtype conversions
- * (bf16 / int8 activations to and from f32), the embedding gather, and
- * the rest (rotary embeddings, gating, barrier waits). */
+ * members' time inside bert_encode: dense layers (the weights' GEMMs),
+ * attention's two products (scores and context, with the copies of keys
+ * and values they read), its softmax (with the masks and position biases
+ * added to the scores), the activation (with the dense bias it fuses),
+ * LayerNorm with the residual and bias adds, dtype conversions (bf16 /
+ * int8 activations to and from f32), the embedding gather, and the rest
+ * (rotary embeddings, gating, barrier waits). The GEMMs are the first two
+ * classes. */
 enum bert_op_class {
     BERT_OP_DENSE,
     BERT_OP_ATTENTION,
+    BERT_OP_SOFTMAX,
     BERT_OP_ACTIVATION,
     BERT_OP_NORM,
     BERT_OP_CONVERT,
