@@ -14,7 +14,7 @@ them to ONNX (bench/export_onnx.py, checked against `bert` within 1e-4),
 installs onnxruntime-node into bench/peers/ on first use, writes the
 workloads (the same token ids for every engine), then for each workload runs
 the engines in rotating order for R rounds of K passes and reports medians,
-ratios, GFLOP/s against the measured sgemm peak, padding waste and memory.
+ratios, GFLOP/s against the measured sgemm and FMA peaks, padding waste and memory.
 Results: OUT/engine_bench.json and .md, plots OUT/tokens_vs_seqlen_*.png.
 
 --profile runs only `bert bench --profile` at 32x128 on one thread for f32,
@@ -349,6 +349,14 @@ def sgemm_peak(threads, quick, env):
     return rows
 
 
+def fma_peak(threads, env):
+    """The vector FMA ceiling of `threads` threads (sgemm_peak --fma), GFLOP/s;
+    None where the tool cannot measure it (no AVX2/FMA, not x86-64)."""
+    p = subprocess.run([SGEMM, "--fma", "--threads", str(threads), "--seconds", "1"],
+                       capture_output=True, text=True, env=env)
+    return json.loads(p.stdout)["peak_gflops"] if p.returncode == 0 else None
+
+
 def log_sgemm(rows):
     for r in rows:
         log(f"sgemm n={r['n']} threads={r['threads']} core={r['core']}: best {r['best_gflops']} GFLOP/s")
@@ -396,7 +404,8 @@ def markdown(results):
     peak = max((r["best_gflops"] for r in results["sgemm"] if r["threads"] == results["threads"]), default=None)
     head = ["geometry", "workload", "tokens (padded)", "bertserve ms"] + [f"{p} ms" for p in peers]
     head += ["bertserve tok/s"] + [f"{p} tok/s" for p in peers] + [f"ours/{p}" for p in peers]
-    head += ["GFLOP/s ours", "% sgemm peak"]
+    fma = results.get("fma_peak_gflops")
+    head += ["GFLOP/s ours", "% sgemm peak", "% FMA peak"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in results["rows"]:
         ms = row["median_ms"]
@@ -409,7 +418,8 @@ def markdown(results):
         cells += [f"{ms[p] / ms['bertserve']:.2f}x" if p in ms else "-" for p in peers]
         gf = row["gflops"]["bertserve"]
         cells += [f"{gf:.0f}" if row["task"] == "embed" else "-",
-                  f"{gf / peak:.0%}" if peak and row["task"] == "embed" else "-"]
+                  f"{gf / peak:.0%}" if peak and row["task"] == "embed" else "-",
+                  f"{gf / fma:.0%}" if fma and row["task"] == "embed" else "-"]
         lines.append("| " + " | ".join(cells) + " |")
     for row in results["rows"]:
         for e, ms in row["median_ms"].items():
@@ -425,6 +435,10 @@ def markdown(results):
                      f"best {before['best_gflops']:.0f} GFLOP/s before the engines, {after['best_gflops']:.0f} after")
     if peak:
         lines.append(f"- % sgemm peak is against {peak:.0f} GFLOP/s, the best {results['threads']}-thread figure")
+    if fma:
+        lines.append(f"- % FMA peak is against {fma:.0f} GFLOP/s, {results['threads']} thread(s) doing nothing "
+                     "but vector FMAs on registers (sgemm_peak --fma, the better of before and after "
+                     "the engines): the ceiling above any GEMM")
     for geom, m in results["memory"].items():
         a = m["bertserve_smaps_kb"][0]
         budget = m["weights_file_kb"] + m["scratch_kb"]
@@ -698,6 +712,8 @@ def main():
     # the better of the two is the closer to the physical limit.
     results["sgemm"] = sgemm_peak(args.threads, args.quick, env)
     log_sgemm(results["sgemm"])
+    results["fma_peak_gflops"] = fma_peak(args.threads, env)
+    log(f"FMA peak, {args.threads} thread(s): {results['fma_peak_gflops']} GFLOP/s")
 
     for geom in args.geometries.split(","):
         ckpt = checkpoint(args.out, geom)
@@ -763,6 +779,9 @@ def main():
 
     results["sgemm"] += sgemm_peak(args.threads, args.quick, env)
     log_sgemm(results["sgemm"])
+    after = fma_peak(args.threads, env)
+    log(f"FMA peak, {args.threads} thread(s): {after} GFLOP/s")
+    results["fma_peak_gflops"] = max(filter(None, (results["fma_peak_gflops"], after)), default=None)
     results["seconds"] = round(time.time() - started, 1)
     table = markdown(results)
     with open(os.path.join(args.out, "engine_bench.json"), "w") as f:

@@ -300,7 +300,8 @@ static void report_profile(const struct bench_run *r, const struct workload *w, 
            (total - sec[BERT_OP_DENSE]) * pct, (total - gemm) * pct);
     fprintf(stderr, "%-26s %10.3f %7.2f   (%zu tokens, %zu members)\n", "pass", total * per_pass,
             100.0, w->n_tokens, bert_scratch_threads(r->s));
-    fprintf(stderr, "outside the dense layers %.2f%%, outside the GEMMs (dense, attention) %.2f%%\n",
+    fprintf(stderr,
+            "outside the dense layers %.2f%%, outside the GEMMs (dense, attention) %.2f%%\n",
             (total - sec[BERT_OP_DENSE]) * pct, (total - gemm) * pct);
 }
 
