@@ -125,75 +125,6 @@ static bool synth_add_named(struct synth_list *l, const struct bert_synth_option
     return synth_add(l, o, name, kind, d0, d1);
 }
 
-/* ModernBertForMaskedLM / ForSequenceClassification / Model, in the order
- * transformers writes them; biases only where the config turns them on. */
-static bool build_modernbert(struct synth_list *l, const struct bert_synth_options *o,
-                             const struct bert_config *c)
-{
-    const size_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
-    const struct bert_modernbert *m = &c->modern;
-    const bool head = o->mlm || o->classifier || o->token_classification || o->question_answering;
-    const struct {
-        enum bert_tensor t;
-        enum param_kind kind;
-        size_t d0, d1;
-        bool want;
-    } top[] = {
-        {BERT_TENSOR_WORD_EMB, PARAM_WEIGHT, V, H, true},
-        {BERT_TENSOR_EMB_LN_G, PARAM_LN_GAMMA, H, 0, true},
-        {BERT_TENSOR_EMB_LN_B, PARAM_LN_BETA, H, 0, m->norm_bias},
-    }, bottom[] = {
-        {BERT_TENSOR_FINAL_LN_G, PARAM_LN_GAMMA, H, 0, true},
-        {BERT_TENSOR_FINAL_LN_B, PARAM_LN_BETA, H, 0, m->norm_bias},
-        {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, head},
-        {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, head && m->classifier_bias},
-        {BERT_TENSOR_POOLER_LN_G, PARAM_LN_GAMMA, H, 0, head},
-        {BERT_TENSOR_POOLER_LN_B, PARAM_LN_BETA, H, 0, head && m->norm_bias},
-        {BERT_TENSOR_MLM_DECODER_W, PARAM_WEIGHT, V, H, o->mlm && o->untied_decoder},
-        {BERT_TENSOR_MLM_DECODER_B, PARAM_BIAS, V, 0, o->mlm},
-        {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, o->classifier},
-        {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, o->classifier},
-        {BERT_TENSOR_TOKEN_CLS_W, PARAM_WEIGHT, c->num_labels, H, o->token_classification},
-        {BERT_TENSOR_TOKEN_CLS_B, PARAM_BIAS, c->num_labels, 0, o->token_classification},
-        {BERT_TENSOR_QA_W, PARAM_WEIGHT, 2, H, o->question_answering},
-        {BERT_TENSOR_QA_B, PARAM_BIAS, 2, 0, o->question_answering},
-    };
-    for (size_t k = 0; k < sizeof top / sizeof top[0]; k++)
-        if (top[k].want &&
-            !synth_add_named(l, o, c, top[k].t, 0, top[k].kind, top[k].d0, top[k].d1))
-            return false;
-    for (size_t i = 0; i < c->num_layers; i++) {
-        const struct {
-            enum bert_tensor t;
-            enum param_kind kind;
-            size_t d0, d1;
-            bool want;
-        } layer[] = {
-            {BERT_TENSOR_LAYER_ATTN_LN_G, PARAM_LN_GAMMA, H, 0, i > 0},
-            {BERT_TENSOR_LAYER_ATTN_LN_B, PARAM_LN_BETA, H, 0, i > 0 && m->norm_bias},
-            {BERT_TENSOR_LAYER_QUERY_W, PARAM_WEIGHT, 3 * H, H, true},
-            {BERT_TENSOR_LAYER_QUERY_B, PARAM_BIAS, 3 * H, 0, m->attention_bias},
-            {BERT_TENSOR_LAYER_ATTN_OUT_W, PARAM_WEIGHT, H, H, true},
-            {BERT_TENSOR_LAYER_ATTN_OUT_B, PARAM_BIAS, H, 0, m->attention_bias},
-            {BERT_TENSOR_LAYER_FFN_LN_G, PARAM_LN_GAMMA, H, 0, true},
-            {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, m->norm_bias},
-            {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT, 2 * I, H, true},
-            {BERT_TENSOR_LAYER_FFN_IN_B, PARAM_BIAS, 2 * I, 0, m->mlp_bias},
-            {BERT_TENSOR_LAYER_FFN_OUT_W, PARAM_WEIGHT, H, I, true},
-            {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, m->mlp_bias},
-        };
-        for (size_t k = 0; k < sizeof layer / sizeof layer[0]; k++)
-            if (layer[k].want && !synth_add_named(l, o, c, layer[k].t, i, layer[k].kind,
-                                                  layer[k].d0, layer[k].d1))
-                return false;
-    }
-    for (size_t k = 0; k < sizeof bottom / sizeof bottom[0]; k++)
-        if (bottom[k].want &&
-            !synth_add_named(l, o, c, bottom[k].t, 0, bottom[k].kind, bottom[k].d0, bottom[k].d1))
-            return false;
-    return true;
-}
-
 /* One named tensor of a plan: what it is and whether the options want it. */
 struct synth_item {
     enum bert_tensor t;
@@ -211,6 +142,69 @@ static bool synth_add_items(struct synth_list *l, const struct bert_synth_option
                                               items[k].d0, items[k].d1))
             return false;
     return true;
+}
+
+/* The per-token heads, last in every family's checkpoint: token
+ * classification, then question answering (start and end logits). */
+static bool synth_add_token_heads(struct synth_list *l, const struct bert_synth_options *o,
+                                  const struct bert_config *c)
+{
+    const size_t H = c->hidden_size;
+    const struct synth_item heads[] = {
+        {BERT_TENSOR_TOKEN_CLS_W, PARAM_WEIGHT, c->num_labels, H, o->token_classification},
+        {BERT_TENSOR_TOKEN_CLS_B, PARAM_BIAS, c->num_labels, 0, o->token_classification},
+        {BERT_TENSOR_QA_W, PARAM_WEIGHT, 2, H, o->question_answering},
+        {BERT_TENSOR_QA_B, PARAM_BIAS, 2, 0, o->question_answering},
+    };
+    return synth_add_items(l, o, c, heads, sizeof heads / sizeof heads[0], 0);
+}
+
+/* ModernBertForMaskedLM / ForSequenceClassification / Model, in the order
+ * transformers writes them; biases only where the config turns them on. */
+static bool build_modernbert(struct synth_list *l, const struct bert_synth_options *o,
+                             const struct bert_config *c)
+{
+    const size_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
+    const struct bert_modernbert *m = &c->modern;
+    const bool head = o->mlm || o->classifier || o->token_classification || o->question_answering;
+    const struct synth_item top[] = {
+        {BERT_TENSOR_WORD_EMB, PARAM_WEIGHT, V, H, true},
+        {BERT_TENSOR_EMB_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_EMB_LN_B, PARAM_LN_BETA, H, 0, m->norm_bias},
+    }, bottom[] = {
+        {BERT_TENSOR_FINAL_LN_G, PARAM_LN_GAMMA, H, 0, true},
+        {BERT_TENSOR_FINAL_LN_B, PARAM_LN_BETA, H, 0, m->norm_bias},
+        {BERT_TENSOR_POOLER_W, PARAM_WEIGHT, H, H, head},
+        {BERT_TENSOR_POOLER_B, PARAM_BIAS, H, 0, head && m->classifier_bias},
+        {BERT_TENSOR_POOLER_LN_G, PARAM_LN_GAMMA, H, 0, head},
+        {BERT_TENSOR_POOLER_LN_B, PARAM_LN_BETA, H, 0, head && m->norm_bias},
+        {BERT_TENSOR_MLM_DECODER_W, PARAM_WEIGHT, V, H, o->mlm && o->untied_decoder},
+        {BERT_TENSOR_MLM_DECODER_B, PARAM_BIAS, V, 0, o->mlm},
+        {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, o->classifier},
+        {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, o->classifier},
+    };
+    if (!synth_add_items(l, o, c, top, sizeof top / sizeof top[0], 0))
+        return false;
+    for (size_t i = 0; i < c->num_layers; i++) {
+        const struct synth_item layer[] = {
+            {BERT_TENSOR_LAYER_ATTN_LN_G, PARAM_LN_GAMMA, H, 0, i > 0},
+            {BERT_TENSOR_LAYER_ATTN_LN_B, PARAM_LN_BETA, H, 0, i > 0 && m->norm_bias},
+            {BERT_TENSOR_LAYER_QUERY_W, PARAM_WEIGHT, 3 * H, H, true},
+            {BERT_TENSOR_LAYER_QUERY_B, PARAM_BIAS, 3 * H, 0, m->attention_bias},
+            {BERT_TENSOR_LAYER_ATTN_OUT_W, PARAM_WEIGHT, H, H, true},
+            {BERT_TENSOR_LAYER_ATTN_OUT_B, PARAM_BIAS, H, 0, m->attention_bias},
+            {BERT_TENSOR_LAYER_FFN_LN_G, PARAM_LN_GAMMA, H, 0, true},
+            {BERT_TENSOR_LAYER_FFN_LN_B, PARAM_LN_BETA, H, 0, m->norm_bias},
+            {BERT_TENSOR_LAYER_FFN_IN_W, PARAM_WEIGHT, 2 * I, H, true},
+            {BERT_TENSOR_LAYER_FFN_IN_B, PARAM_BIAS, 2 * I, 0, m->mlp_bias},
+            {BERT_TENSOR_LAYER_FFN_OUT_W, PARAM_WEIGHT, H, I, true},
+            {BERT_TENSOR_LAYER_FFN_OUT_B, PARAM_BIAS, H, 0, m->mlp_bias},
+        };
+        if (!synth_add_items(l, o, c, layer, sizeof layer / sizeof layer[0], i))
+            return false;
+    }
+    return synth_add_items(l, o, c, bottom, sizeof bottom / sizeof bottom[0], 0) &&
+           synth_add_token_heads(l, o, c);
 }
 
 /* NomicBertModel / ForPreTraining / ForSequenceClassification
@@ -297,17 +291,14 @@ static bool build_gte(struct synth_list *l, const struct bert_synth_options *o,
         {BERT_TENSOR_MLM_DECODER_B, PARAM_BIAS, V, 0, o->mlm},
         {BERT_TENSOR_CLASSIFIER_W, PARAM_WEIGHT, c->num_labels, H, o->classifier},
         {BERT_TENSOR_CLASSIFIER_B, PARAM_BIAS, c->num_labels, 0, o->classifier},
-        {BERT_TENSOR_TOKEN_CLS_W, PARAM_WEIGHT, c->num_labels, H, o->token_classification},
-        {BERT_TENSOR_TOKEN_CLS_B, PARAM_BIAS, c->num_labels, 0, o->token_classification},
-        {BERT_TENSOR_QA_W, PARAM_WEIGHT, 2, H, o->question_answering},
-        {BERT_TENSOR_QA_B, PARAM_BIAS, 2, 0, o->question_answering},
     };
     if (!synth_add_items(l, o, c, top, sizeof top / sizeof top[0], 0))
         return false;
     for (size_t i = 0; i < c->num_layers; i++)
         if (!synth_add_items(l, o, c, layer, sizeof layer / sizeof layer[0], i))
             return false;
-    return synth_add_items(l, o, c, heads, sizeof heads / sizeof heads[0], 0);
+    return synth_add_items(l, o, c, heads, sizeof heads / sizeof heads[0], 0) &&
+           synth_add_token_heads(l, o, c);
 }
 
 static bool build_tensors(struct synth_list *l, const struct bert_synth_options *o,
@@ -374,11 +365,6 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         {BERT_TENSOR_DISC_DENSE_B, PARAM_BIAS, H, 0, false, o->discriminator},
         {BERT_TENSOR_DISC_PRED_W, PARAM_WEIGHT, 1, H, false, o->discriminator},
         {BERT_TENSOR_DISC_PRED_B, PARAM_BIAS, 1, 0, false, o->discriminator},
-        {BERT_TENSOR_TOKEN_CLS_W, PARAM_WEIGHT, c->num_labels, H, false,
-         o->token_classification},
-        {BERT_TENSOR_TOKEN_CLS_B, PARAM_BIAS, c->num_labels, 0, false, o->token_classification},
-        {BERT_TENSOR_QA_W, PARAM_WEIGHT, 2, H, false, o->question_answering},
-        {BERT_TENSOR_QA_B, PARAM_BIAS, 2, 0, false, o->question_answering},
     };
     /* The order Hugging Face writes: embeddings, the layers, then the heads
      * (plan order), so the same options give the same bytes. */
@@ -399,7 +385,7 @@ static bool build_tensors(struct synth_list *l, const struct bert_synth_options 
         if (plan[k].want && !plan[k].per_layer &&
             !synth_add_named(l, o, c, plan[k].t, 0, plan[k].kind, plan[k].d0, plan[k].d1))
             return false;
-    return true;
+    return synth_add_token_heads(l, o, c);
 }
 
 static enum bert_status make_dir(const char *path, struct bert_error *err)
