@@ -708,6 +708,54 @@ static bool build_valid(const char *dir, const char *tokenizer_dir)
     return st == BERT_OK;
 }
 
+/* bert_synth_write (`bert init`) refuses what it cannot write and names
+ * the flag at fault. Each case changes one thing of a writable tiny BERT. */
+static void check_init_refusals(const char *tokenizer_dir)
+{
+    static const struct {
+        const char *model_type;
+        size_t hidden, heads;
+        bool mlm, token_classification, question_answering, labels;
+        const char *reason;
+    } refusals[] = {
+        {"bert", 30, 4, false, false, false, false, "--hidden must be a positive multiple"},
+        {"bert", 32, 2, false, true, false, false, "needs --labels"},
+        {"bert", 32, 2, false, false, true, true, "one task head at most"},
+        {"deberta-v2", 32, 2, true, false, false, false, "no masked-LM head for DeBERTa-v2"},
+        {"nomic_bert", 32, 2, false, false, true, false, "no per-token heads for NomicBERT"},
+        {"modernbert", 36, 4, false, false, false, false, "even head size"},
+    };
+    char negative[] = "NEGATIVE", positive[] = "POSITIVE";
+    char *labels[] = {negative, positive};
+    char dir[PATH_MAX];
+    path_in(dir, sizeof dir, work, "refused");
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        struct bert_synth_options o = bert_synth_options_default();
+        snprintf(o.config.model_type, sizeof o.config.model_type, "%s", refusals[i].model_type);
+        o.config.num_layers = 1;
+        o.config.hidden_size = refusals[i].hidden;
+        o.config.num_heads = refusals[i].heads;
+        o.config.intermediate_size = 64;
+        o.config.max_position_embeddings = 64;
+        o.config.type_vocab_size = 2;
+        o.config.activation = BERT_ACTIVATION_SILU;
+        o.config.nomic.rotary_base = 1000.0f;
+        o.mlm = refusals[i].mlm;
+        o.token_classification = refusals[i].token_classification;
+        o.question_answering = refusals[i].question_answering;
+        if (refusals[i].labels) {
+            o.classifier = true;
+            o.config.num_labels = 2;
+            o.config.id2label = labels;
+        }
+        o.tokenizer_dir = tokenizer_dir;
+        struct bert_error err = {0};
+        CHECK_INT_EQ(bert_synth_write(&o, dir, &err), BERT_E_INVALID);
+        printf("init %-11s %s\n", refusals[i].model_type, err.message);
+        CHECK(strstr(err.message, refusals[i].reason) != NULL);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -725,6 +773,7 @@ int main(int argc, char **argv)
     path_in(valid, sizeof valid, work, "valid");
     CHECK(write_tokenizer(tokenizer_dir));
     CHECK(build_valid(valid, tokenizer_dir));
+    check_init_refusals(tokenizer_dir);
 
     /* The untouched copy loads: the failures below are the corruption's. */
     struct bert_model *model = NULL;

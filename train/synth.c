@@ -488,6 +488,51 @@ static enum bert_status config_from_file(const struct bert_synth_options *o,
     return st;
 }
 
+/* Why `bert init` cannot write this geometry and these heads (the flags
+ * named), or NULL when it can. */
+static const char *synth_refusal(const struct bert_config *c, const struct bert_synth_options *o)
+{
+    const bool rotary = c->family == BERT_FAMILY_NOMIC_BERT || c->family == BERT_FAMILY_GTE ||
+                        c->family == BERT_FAMILY_MODERNBERT;
+    if (c->hidden_size == 0 || c->num_heads == 0 || c->hidden_size % c->num_heads != 0)
+        return "--hidden must be a positive multiple of --heads";
+    if (c->num_layers == 0 || c->intermediate_size == 0)
+        return "--layers and --intermediate must be positive";
+    if (c->max_position_embeddings <= (size_t)c->pad_token_id + 1)
+        return "--max-position must leave room past the padding position";
+    if ((o->classifier || o->token_classification) && c->num_labels == 0)
+        return "a classifier or --token-classification needs --labels";
+    if (o->token_classification + o->question_answering + o->classifier > 1)
+        return "one task head at most: --labels (a classifier), --token-classification or "
+               "--question-answering";
+    if (o->discriminator && c->family != BERT_FAMILY_ELECTRA)
+        return "--discriminator is ELECTRA's head";
+    if (c->family == BERT_FAMILY_DEBERTA_V2 && o->mlm)
+        return "no masked-LM head for DeBERTa-v2 (--mlm)";
+    if (c->family == BERT_FAMILY_JINA_BERT && c->activation != BERT_ACTIVATION_GELU &&
+        c->activation != BERT_ACTIVATION_RELU)
+        return "JinaBERT's --act is gelu (GEGLU) or relu (ReGLU)";
+    if (rotary && (c->hidden_size / c->num_heads) % 2 != 0)
+        return "rotary embeddings need an even head size (--hidden / --heads)";
+    if (c->family == BERT_FAMILY_NOMIC_BERT) {
+        if (!(c->nomic.rotary_base > 0))
+            return "--rotary-base must be positive";
+        if (c->activation != BERT_ACTIVATION_SILU && c->activation != BERT_ACTIVATION_GELU)
+            return "NomicBERT's --act is silu (SwiGLU) or gelu (GeGLU)";
+        if (o->token_classification || o->question_answering)
+            return "no per-token heads for NomicBERT (--token-classification, "
+                   "--question-answering)";
+    }
+    if (c->family == BERT_FAMILY_GTE && !(c->gte.rope_theta > 0 && c->gte.ntk_factor >= 1.0))
+        return "--rope-theta must be positive and --ntk-factor at least 1";
+    if (c->family == BERT_FAMILY_MODERNBERT &&
+        (c->modern.global_attn_every == 0 || c->modern.local_window == 0 ||
+         !(c->modern.global_rope_theta > 0) || !(c->modern.local_rope_theta > 0)))
+        return "--global-every, --local-window, --global-theta and --local-theta must be "
+               "positive";
+    return NULL;
+}
+
 enum bert_status bert_synth_write(const struct bert_synth_options *o, const char *dir,
                                   struct bert_error *err)
 {
@@ -553,31 +598,9 @@ enum bert_status bert_synth_write(const struct bert_synth_options *o, const char
         c.pooler_activation = BERT_ACTIVATION_GELU;
         c.type_vocab_size = 0;
     }
-    if (c.hidden_size == 0 || c.num_heads == 0 || c.hidden_size % c.num_heads != 0 ||
-        c.num_layers == 0 || c.intermediate_size == 0 ||
-        c.max_position_embeddings <= (size_t)c.pad_token_id + 1 ||
-        ((o->classifier || o->token_classification) && c.num_labels == 0) ||
-        (o->token_classification + o->question_answering + o->classifier > 1) ||
-        (o->discriminator && c.family != BERT_FAMILY_ELECTRA) ||
-        (c.family == BERT_FAMILY_DEBERTA_V2 && o->mlm) ||
-        (c.family == BERT_FAMILY_JINA_BERT &&
-         c.activation != BERT_ACTIVATION_GELU && c.activation != BERT_ACTIVATION_RELU) ||
-        (c.family == BERT_FAMILY_NOMIC_BERT &&
-         ((c.hidden_size / c.num_heads) % 2 != 0 || !(c.nomic.rotary_base > 0) ||
-          (c.activation != BERT_ACTIVATION_SILU && c.activation != BERT_ACTIVATION_GELU) ||
-          o->token_classification || o->question_answering)) ||
-        (c.family == BERT_FAMILY_GTE &&
-         ((c.hidden_size / c.num_heads) % 2 != 0 || !(c.gte.rope_theta > 0) ||
-          !(c.gte.ntk_factor >= 1.0))) ||
-        (c.family == BERT_FAMILY_MODERNBERT &&
-         ((c.hidden_size / c.num_heads) % 2 != 0 || c.modern.global_attn_every == 0 ||
-          c.modern.local_window == 0 || !(c.modern.global_rope_theta > 0) ||
-          !(c.modern.local_rope_theta > 0))))
-        return bert_error_set(err, BERT_E_INVALID,
-                              "invalid geometry: hidden %zu, heads %zu, layers %zu, "
-                              "intermediate %zu, positions %zu, types %zu, labels %zu",
-                              c.hidden_size, c.num_heads, c.num_layers, c.intermediate_size,
-                              c.max_position_embeddings, c.type_vocab_size, c.num_labels);
+    const char *refusal = synth_refusal(&c, o);
+    if (refusal != NULL)
+        return bert_error_set(err, BERT_E_INVALID, "%s: %s", c.model_type, refusal);
     c.tie_word_embeddings = !o->untied_decoder;
     c.token_head = o->token_classification ? BERT_TOKEN_HEAD_CLASSIFICATION
                    : o->question_answering ? BERT_TOKEN_HEAD_QUESTION_ANSWERING
