@@ -4,7 +4,7 @@ engine's own offline throughput on the same texts, measured in the same run.
 
 usage: bench/http_bench.py [--model DIR] [--texts FILE] [--seconds 10]
        [--concurrency 1,8,64] [--rounds 3] [--route embed] [--server-flag ...]
-       [--no-engine]
+       [--no-engine] [--floor]
 
 Prints requests/s, tokens/s, p50/p99 latency per concurrency and the ratios the
 service issue sets targets for: server tokens/s at the highest concurrency over
@@ -24,10 +24,17 @@ Each run also reports the event-loop threads' CPU time per request, from the
 server's bertserve_loop_cpu_seconds_total counter (every loop thread's, summed)
 and, as a check, from /proc/<pid>/task/<tid>/stat (the first loop runs on the
 main thread, the others on threads named bertserve-loop; that clock ticks in
-10 ms steps). One loop thread can carry at most 1 / (that time) requests per
+10 ms steps), and of that /proc figure the part spent in the kernel
+("kernel": system calls, and on loopback the TCP work of delivering each
+answer to wrk, which runs in the sender's system call). One loop thread can carry at most 1 / (that time) requests per
 second, N loops (--server-flag=--loop-threads=N) N times that. --no-engine
 skips the offline engine runs and prints only the server's rows: enough for
 the loops' CPU accounting.
+
+--floor then runs bench/loop_floor.c, one bare libuv loop that answers each
+request with a fixed body as long as the server's answer, under the same
+connections paced to the server's rate, and prints its CPU per request: what
+the system calls and TCP cost on this machine, under any HTTP layer.
 """
 import argparse
 import json
@@ -41,7 +48,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "http"))
-from harness import Server  # noqa: E402
+from harness import Server, free_port  # noqa: E402
 
 
 def run_json(cmd):
@@ -74,10 +81,11 @@ def cpu_seconds(pid):
 
 
 def thread_cpu_seconds(pid, tid):
-    """User + system CPU time of one thread of a live process."""
+    """(user, system) CPU time of one thread of a live process."""
     with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def loop_tids(pid):
@@ -91,7 +99,53 @@ def loop_tids(pid):
 
 
 def loops_cpu_seconds(pid):
-    return sum(thread_cpu_seconds(pid, tid) for tid in loop_tids(pid))
+    """(user, system) CPU time of the loop threads together."""
+    times = [thread_cpu_seconds(pid, tid) for tid in loop_tids(pid)]
+    return sum(t[0] for t in times), sum(t[1] for t in times)
+
+
+def wrk(port, c, route, seconds, bodies, delay_ms=None):
+    """wrk's report of `seconds` at concurrency c, POSTing the bodies in turn;
+    with delay_ms, each connection waits that long before each request."""
+    env = dict(os.environ, BODIES=bodies)
+    if delay_ms is not None:
+        env["DELAY_MS"] = str(delay_ms)
+    return subprocess.run(["wrk", "-t1", "-c", str(c), "-d", "%ds" % seconds, "--latency", "-s",
+                           os.path.join(HERE, "wrk_bodies.lua"),
+                           "http://127.0.0.1:%d/%s" % (port, route)],
+                          check=True, capture_output=True, text=True, env=env).stdout
+
+
+def floor_run(args, bodies, answer_bytes, c, rps):
+    """bench/loop_floor.c under the same load as the server, c connections
+    paced to about the server's `rps` (a loop woken for fewer requests at a
+    time pays more per request): (requests/s, its CPU per request in us, of
+    it in the kernel)."""
+    port = free_port()
+    proc = subprocess.Popen([os.path.join(args.bin, "loop_floor"), "--port", str(port),
+                             "--answer-bytes", str(answer_bytes)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        if "listening" not in proc.stderr.readline():
+            sys.exit("loop_floor did not start (build it: cmake --build build)")
+        before = thread_cpu_seconds(proc.pid, proc.pid)
+        out = wrk(port, c, args.route, args.seconds, bodies, max(1, round(c * 1000 / rps)))
+        after = thread_cpu_seconds(proc.pid, proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait()
+    answered = int(re.search(r"(\d+) requests in", out).group(1))
+    cpu = (after[0] - before[0]) + (after[1] - before[1])
+    return parse_wrk(out)[0], cpu / answered * 1e6, (after[1] - before[1]) / answered * 1e6
+
+
+def print_floor(floor, answer_bytes, c, loop_us):
+    rps, us, kernel_us = floor
+    print("floor at c=%d: a bare libuv loop (bench/loop_floor.c) answering the same requests "
+          "with %d-byte bodies, paced to the server's rate: %.0f requests/s, %.1f us of CPU per "
+          "request (kernel %.1f); the server's loop %.1f us, %.2fx the floor"
+          % (c, answer_bytes, rps, us, kernel_us, loop_us,
+             loop_us / us if us > 0 else float("nan")))
 
 
 def cpu_counters(server, route):
@@ -110,13 +164,14 @@ def print_rows(args, n_texts, mean_tokens, rows, loops):
     if n_texts is not None:
         print("model %s, route /%s, %d texts (mean %.1f tokens), %ds per run"
               % (args.model, args.route, n_texts, mean_tokens, args.seconds))
-    print("%6s %10s %10s %9s %9s %6s %10s %10s %12s %8s %12s"
+    print("%6s %10s %10s %9s %9s %6s %10s %10s %12s %8s %8s %12s"
           % ("conc", "req/s", "tokens/s", "p50 ms", "p99 ms", "non2xx", "server CPU", "wrk CPU",
-             "loop us/req", "(/proc)", "prep us/req"))
-    for c, rps, tps, p50, p99, non2xx, sock, scpu, ccpu, loop_us, loop_proc_us, prep_us in rows:
-        print("%6d %10.1f %10.0f %9.3f %9.3f %6d %10.2f %10.2f %12.1f %8.1f %12.1f %s"
-              % (c, rps, tps, p50, p99, non2xx, scpu, ccpu, loop_us, loop_proc_us, prep_us,
-                 sock))
+             "loop us/req", "(/proc)", "kernel", "prep us/req"))
+    for (c, rps, tps, p50, p99, non2xx, sock, scpu, ccpu, loop_us, loop_proc_us, prep_us,
+         loop_sys_us) in rows:
+        print("%6d %10.1f %10.0f %9.3f %9.3f %6d %10.2f %10.2f %12.1f %8.1f %8.1f %12.1f %s"
+              % (c, rps, tps, p50, p99, non2xx, scpu, ccpu, loop_us, loop_proc_us, loop_sys_us,
+                 prep_us, sock))
     top = rows[-1]
     loop_us = top[9] if top[9] == top[9] else top[10]  # the /proc figure without the counter
     print("loop CPU per request at c=%d: %.1f us over %d loop thread(s), so one loop thread "
@@ -137,6 +192,9 @@ def main():
                     help="runs at the highest concurrency, each between offline runs")
     ap.add_argument("--max-batch-tokens", type=int, default=4096)
     ap.add_argument("--server-flag", action="append", default=[])
+    ap.add_argument("--floor", action="store_true",
+                    help="also run bench/loop_floor.c, a bare libuv loop, under the same load "
+                         "at the highest concurrency: the loop CPU no HTTP layer gets under")
     ap.add_argument("--no-engine", action="store_true",
                     help="no offline engine runs: the server's rows and loop CPU only")
     args = ap.parse_args()
@@ -193,19 +251,17 @@ def main():
                      "--max-concurrent-requests", "4096"] + args.server_flag)
 
     def wrk_run(c):
-        env = dict(os.environ, BODIES=bodies)
         # CPU time of the server and of wrk (a child) over the run: on a
         # small machine the load generator's share is CPU the server lacks.
         pid = server.proc.pid
         loop_before, prep_before, requests_before = cpu_counters(server, args.route)
         server_cpu, loop_proc = cpu_seconds(pid), loops_cpu_seconds(pid)
         client_cpu = os.times().children_user + os.times().children_system
-        out = subprocess.run(["wrk", "-t1", "-c", str(c), "-d", "%ds" % args.seconds,
-                              "--latency", "-s", os.path.join(HERE, "wrk_bodies.lua"),
-                              "http://127.0.0.1:%d/%s" % (server.port, args.route)],
-                             check=True, capture_output=True, text=True, env=env).stdout
+        out = wrk(server.port, c, args.route, args.seconds, bodies)
         server_cpu = cpu_seconds(pid) - server_cpu
-        loop_proc = loops_cpu_seconds(pid) - loop_proc
+        loop_after_proc = loops_cpu_seconds(pid)
+        loop_sys = loop_after_proc[1] - loop_proc[1]
+        loop_proc = sum(loop_after_proc) - sum(loop_proc)
         client_cpu = os.times().children_user + os.times().children_system - client_cpu
         loop_after, prep_after, requests_after = cpu_counters(server, args.route)
         answered = max(1.0, requests_after - requests_before)
@@ -213,7 +269,7 @@ def main():
         return (c, rps, rps * mean_tokens, lat.get("50"), lat.get("99"), non2xx, sock,
                 server_cpu / args.seconds, client_cpu / args.seconds,
                 (loop_after - loop_before) / answered * 1e6, loop_proc / answered * 1e6,
-                (prep_after - prep_before) / answered * 1e6)
+                (prep_after - prep_before) / answered * 1e6, loop_sys / answered * 1e6)
 
     levels = [int(x) for x in args.concurrency.split(",")]
     loops = len(loop_tids(server.proc.pid))
@@ -229,10 +285,19 @@ def main():
                 rounds.append(wrk_run(levels[-1]))
                 packed.append(offline_packed())
                 per_cpu.append(offline_per_cpu())
+        # The floor answers with a body as long as the server's answer to a
+        # typical request: the first text's.
+        answer_bytes = len(server.request("POST", "/" + args.route, {"inputs": texts[0]})[2])
     finally:
         server.stop()
+
+    def show_floor(top):
+        if args.floor:
+            floor = floor_run(args, bodies, answer_bytes, top[0], top[1])
+            print_floor(floor, answer_bytes, top[0], top[9] if top[9] == top[9] else top[10])
     if args.no_engine:
         print_rows(args, len(texts), mean_tokens, rows, loops)
+        show_floor(rows[-1])
         shutil.rmtree(work)
         return
     ratios = [r[2] / ((packed[i] + packed[i + 1]) / 2) for i, r in enumerate(rounds)]
@@ -251,6 +316,7 @@ def main():
           % (single_ms, single_mean_ms))
     print_rows(args, None, None, rows, loops)
     top = rows[-1]
+    show_floor(top)
     print("c=%d rounds, tokens/s over the mean of the offline runs either side: %s"
           % (top[0], ", ".join("%.0f/%.0f = %.2f" % (r[2], (packed[i] + packed[i + 1]) / 2,
                                                       ratios[i])

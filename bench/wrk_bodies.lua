@@ -15,3 +15,12 @@ function request()
   next_body = next_body % #bodies + 1
   return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, body)
 end
+
+-- With DELAY_MS set, each connection waits that long before each request:
+-- a load of about connections * 1000 / DELAY_MS requests/s.
+local delay_ms = tonumber(os.getenv("DELAY_MS") or "")
+if delay_ms then
+  function delay()
+    return delay_ms
+  end
+end
