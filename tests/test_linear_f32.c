@@ -11,23 +11,8 @@
 
 #include "check.h"
 #include "linear_f32.h"
-
-static uint32_t rng_state = 4242;
-
-static float uniform(void)
-{
-    rng_state = rng_state * 1664525u + 1013904223u;
-    return (float)((rng_state >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
-
-/* n uniform values (caller frees). */
-static float *random_floats(size_t n)
-{
-    float *v = malloc(n * sizeof *v);
-    for (size_t i = 0; v != NULL && i < n; i++)
-        v[i] = uniform();
-    return v;
-}
+#define TEST_RANDOM_SEED 4242
+#include "test_random.h"
 
 #define UNTOUCHED 1e30f
 

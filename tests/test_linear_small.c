@@ -7,13 +7,8 @@
 #include "check.h"
 #include "linear_small.h"
 
-static uint32_t rng_state = 12345;
-
-static float uniform(void)
-{
-    rng_state = rng_state * 1664525u + 1013904223u;
-    return (float)((rng_state >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
+#define TEST_RANDOM_SEED 12345
+#include "test_random.h"
 
 static void check_shape(size_t rows, size_t in, size_t out)
 {
