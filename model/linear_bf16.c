@@ -11,6 +11,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "linear_bf16_avx512.h"
 #include "onednn.h"
 #include "profile.h"
 #include "safetensors.h"
@@ -24,15 +25,20 @@
 
 struct linear_bf16_weight {
     size_t out, in;
-    dnnl_memory_t mem;          /* bf16, oneDNN's layout */
+    dnnl_memory_t mem;          /* bf16, oneDNN's layout (AMX) */
     dnnl_memory_desc_t md;
+    struct linear_bf16_avx512_weight *own; /* or our panels (AVX512_BF16 alone) */
 };
 
-/* The process's CPU engine, made once; usable only on AMX / AVX512_BF16. */
+/* Which kernels run bf16, decided once: oneDNN's on AMX (its CPU engine
+ * made then), ours (linear_bf16_avx512.h) on AVX512_BF16 without AMX, where
+ * oneDNN's ran slower than the f32 kernel (BENCHMARKS.md, "bf16 without
+ * AMX"); none elsewhere. */
 static struct {
     pthread_once_t once;
     dnnl_engine_t engine;
     bool usable;
+    bool own;
     char why[160];
 } dnnl = {.once = PTHREAD_ONCE_INIT};
 
@@ -41,6 +47,7 @@ struct linear_bf16_ctx {
     uint16_t *src;              /* (max_rows * max_in) bf16 activations */
     size_t src_cap;
     struct onednn_slot slots[CACHE_SLOTS];
+    uint32_t *own_buf;          /* our kernel's block of x (LINEAR_BF16_AVX512_BUFFER_WORDS) */
 };
 
 /* f32 -> bf16, round to nearest even (NaN kept a NaN), vectorised: this
@@ -66,6 +73,10 @@ static void to_bf16(const float *x, size_t n, uint16_t *out)
 static void init_once(void)
 {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    if (isa != dnnl_cpu_isa_avx512_core_amx && linear_bf16_avx512_available()) {
+        dnnl.usable = dnnl.own = true;
+        return;
+    }
     if (isa != dnnl_cpu_isa_avx512_core_bf16 && isa != dnnl_cpu_isa_avx512_core_amx) {
         snprintf(dnnl.why, sizeof dnnl.why,
                  "this CPU has neither AMX nor AVX512_BF16 (oneDNN's best ISA here is %d)",
@@ -84,7 +95,9 @@ const char *bert_bf16_isa(void)
     pthread_once(&dnnl.once, init_once);
     if (!dnnl.usable)
         return "none";
-    return dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_amx ? "AMX" : "AVX512_BF16";
+    return dnnl.own || dnnl_get_effective_cpu_isa() != dnnl_cpu_isa_avx512_core_amx
+               ? "AVX512_BF16"
+               : "AMX";
 }
 
 bool bert_bf16_available(char *why, size_t why_len)
@@ -101,10 +114,12 @@ void linear_bf16_weight_free(struct linear_bf16_weight *p)
         return;
     if (p->mem)
         dnnl_memory_destroy(p->mem);
+    linear_bf16_avx512_free(p->own);
     free(p);
 }
 
-/* Convert W (out, in) f32 into oneDNN's bf16 layout for its AMX matmul. */
+/* Convert W (out, in) f32 into our panels, or into oneDNN's bf16 layout for
+ * its AMX matmul. */
 struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t in)
 {
     if (!bert_bf16_available(NULL, 0))
@@ -114,6 +129,14 @@ struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t i
         return NULL;
     p->out = out;
     p->in = in;
+    if (dnnl.own) {
+        p->own = linear_bf16_avx512_pack(w, out, in);
+        if (p->own == NULL) {
+            free(p);
+            return NULL;
+        }
+        return p;
+    }
     dnnl_memory_desc_t src_md, wei_md, dst_md, user_md;
     dnnl_dims_t sd = {PACK_ROWS, (dnnl_dim_t)in}, wd = {(dnnl_dim_t)in, (dnnl_dim_t)out},
                 dd = {PACK_ROWS, (dnnl_dim_t)out};
@@ -147,6 +170,14 @@ struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in)
     struct linear_bf16_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return NULL;
+    if (dnnl.own) {
+        ctx->own_buf = aligned_alloc(64, LINEAR_BF16_AVX512_BUFFER_WORDS * sizeof(uint32_t));
+        if (ctx->own_buf == NULL) {
+            free(ctx);
+            return NULL;
+        }
+        return ctx;
+    }
     ctx->src_cap = max_rows * max_in;
     ctx->src = malloc(ctx->src_cap * sizeof *ctx->src);
     if (ctx->src == NULL ||
@@ -166,6 +197,7 @@ void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)
     if (ctx->stream)
         dnnl_stream_destroy(ctx->stream);
     free(ctx->src);
+    free(ctx->own_buf);
     free(ctx);
 }
 
@@ -199,7 +231,13 @@ static struct onednn_slot *slot_for(struct linear_bf16_ctx *ctx,
 bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
                      const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy)
 {
-    if (rows == 0 || w->in != in || w->out != out || rows * in > ctx->src_cap)
+    if (rows == 0 || w->in != in || w->out != out)
+        return false;
+    if (w->own != NULL) { /* converts x as it packs it: no separate pass */
+        linear_bf16_avx512_run(w->own, x, rows, y, ldy, ctx->own_buf);
+        return true;
+    }
+    if (rows * in > ctx->src_cap)
         return false;
     struct onednn_slot *s = slot_for(ctx, w, rows, ldy);
     if (s == NULL)

@@ -1,8 +1,11 @@
-/* BF16 dense layers on oneDNN (AMX / AVX512_BF16): weights converted once,
- * at load (bert_model_use_bf16), to bf16 in oneDNN's blocked layout and
- * kept with the weight they come from (struct bert_dense); activations
- * converted per call into the calling team member's buffer; accumulation
- * and outputs in f32. Everything else stays f32.
+/* BF16 dense layers: weights converted once, at load (bert_model_use_bf16),
+ * to bf16 and kept with the weight they come from (struct bert_dense);
+ * accumulation and outputs in f32; everything else stays f32. With AMX the
+ * products run on oneDNN (weights in its blocked layout, activations
+ * converted per call into the calling team member's buffer); with
+ * AVX512_BF16 alone on linear_bf16_avx512.h's kernel, which converts the
+ * activations as it packs them (oneDNN ran slower than f32 there, and only
+ * had reference kernels for strided outputs such as Q, K and V).
  *
  * Nothing is looked up per call and nothing on the request path grows a
  * buffer: a weight carries its packed copy, a team member its context

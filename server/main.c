@@ -317,9 +317,8 @@ static int run(struct server *s)
         struct bert_error bf16_err = {0};
         const char *isa = bert_bf16_isa();
         if (bert_model_use_bf16(s->model, &bf16_err) == BERT_OK)
-            log_msg(LOG_INFO, "dense layers run in bf16 (oneDNN, %s)%s; the rest in f32", isa,
-                    strcmp(isa, "AMX") == 0 ? ""
-                                            : ": without AMX, faster than f32 only at small batches");
+            log_msg(LOG_INFO, "dense layers run in bf16 on %s (%s); the rest in f32", isa,
+                    strcmp(isa, "AMX") == 0 ? "oneDNN" : "weights packed at load");
         else
             log_msg(LOG_WARN, "%s; running f32", bf16_err.message);
     }

@@ -7,6 +7,10 @@ bert_add_test(NAME test_linear_small SOURCES test_linear_small.c LIBS bert_inter
 # and panel remainder; skipped where the CPU has no AVX-512F.
 bert_add_test(NAME test_linear_f32 SOURCES test_linear_f32.c LIBS bert_internal TIMEOUT 120 LABELS unit)
 set_tests_properties(test_linear_f32 PROPERTIES SKIP_RETURN_CODE 77)
+# The bf16 product over packed weights on AVX512_BF16 (model/linear_bf16_avx512.c),
+# every block shape, pairing and panel remainder; skipped where the CPU has none.
+bert_add_test(NAME test_linear_bf16 SOURCES test_linear_bf16.c LIBS bert_internal TIMEOUT 120 LABELS unit)
+set_tests_properties(test_linear_bf16 PROPERTIES SKIP_RETURN_CODE 77)
 # The int8 dense layer (model/linear_int8.c) against the float64 reference
 # of tests/golden/make_int8_goldens.py; skipped where int8 cannot run.
 bert_add_test(NAME test_linear_int8 SOURCES test_linear_int8.c LIBS bert_internal PkgConfig::JANSSON

@@ -52,10 +52,14 @@ static const struct {
     {"f16", {1e-4, 0.99999, 1e-5, true, 0}, {0.02, 0.99999, 1e-3, false, 0}},
 };
 
-/* An F32 checkpoint with its dense layers computed in bf16 (oneDNN, AMX):
- * every product rounds its inputs to 8 mantissa bits, so outputs move by
- * about a percent; the contract is cosine >= 0.999 and the same top-1. */
-static const struct tolerance bf16_compute = {0.25, 0.999, 2e-2, false, 0};
+/* An F32 checkpoint with its dense layers computed in bf16 (oneDNN on AMX,
+ * linear_bf16_avx512.c on AVX512_BF16 alone): every product rounds its
+ * inputs to 8 mantissa bits, so outputs move by about a percent; the
+ * contract is cosine >= 0.999 and the same top-1. The hidden-state bound
+ * is loose for these small random models, whose LayerNorm outputs reach
+ * several units: with Q, K and V in bf16 too (oneDNN runs their strided
+ * outputs in f32) RoBERTa's MLM model moves by up to 0.253. */
+static const struct tolerance bf16_compute = {0.3, 0.999, 2e-2, false, 0};
 
 /* The same checkpoint with its dense layers in int8 (per-channel weights,
  * per-row activations): the contract is pooled embeddings with cosine >=

@@ -245,7 +245,8 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
                                  struct bert_error *err);
 
 /* Run the dense layers in bf16: each weight is converted now, once, to
- * oneDNN's AMX layout and kept beside its f32 original; products
+ * oneDNN's AMX layout (with AMX) or to the panels of bertserve's own
+ * kernel (AVX512_BF16 alone) and kept beside its f32 original; products
  * accumulate in f32 and everything else stays f32. Scratches made after
  * this call run the bf16 products (one made before keeps running f32).
  * Fails with BERT_E_UNSUPPORTED, saying why, when this build has no oneDNN

@@ -1,0 +1,47 @@
+/* bf16 dense layers on AVX512_BF16 without AMX: y = x W^T with W (out, in)
+ * as torch.nn.Linear stores it, rounded once, at load, to bf16 and packed
+ * into panels of LINEAR_BF16_PANEL output columns (each panel's inputs in
+ * pairs, k-major, so one 32-bit lane holds the pair vdpbf16ps multiplies);
+ * x rounded to bf16 a block at a time as the product packs it; sums in
+ * f32. On CPUs with AVX512_BF16 and no AMX (AMD Zen 4 and 5, Intel Cooper
+ * Lake) oneDNN's bf16 matmul ran slower than the f32 kernel; this one does
+ * two multiply-adds per lane per instruction, as the f32 kernel does one.
+ *
+ * Each output is one chain of f32 sums in input order, whatever the
+ * number of rows a call covers: results do not depend on how a team splits
+ * the rows. */
+#ifndef BERT_LINEAR_BF16_AVX512_H
+#define BERT_LINEAR_BF16_AVX512_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Output columns per panel. */
+#define LINEAR_BF16_PANEL 32
+
+/* 32-bit words of the working buffer each concurrent caller of
+ * linear_bf16_avx512_run passes (a block of x in bf16 pairs; 238 KiB),
+ * 64-byte aligned. */
+#define LINEAR_BF16_AVX512_BUFFER_WORDS ((size_t)224 * 272)
+
+/* A packed weight: read-only once made, any number of threads at once. */
+struct linear_bf16_avx512_weight;
+
+/* Whether this CPU runs the kernel (AVX-512F and AVX512_BF16). */
+bool linear_bf16_avx512_available(void);
+
+/* Round W (out, in) to bf16 and pack it. NULL when the kernel is
+ * unavailable, a dimension is 0 or memory runs out. */
+struct linear_bf16_avx512_weight *linear_bf16_avx512_pack(const float *w, size_t out,
+                                                          size_t in);
+
+/* NULL is a no-op. */
+void linear_bf16_avx512_free(struct linear_bf16_avx512_weight *p);
+
+/* y (rows, out; row stride ldy) = x (rows, in; row stride in) W^T, every
+ * column; `buf`: LINEAR_BF16_AVX512_BUFFER_WORDS words, this caller's alone. */
+void linear_bf16_avx512_run(const struct linear_bf16_avx512_weight *p, const float *x,
+                            size_t rows, float *y, size_t ldy, uint32_t *buf);
+
+#endif

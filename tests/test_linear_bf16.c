@@ -1,0 +1,107 @@
+/* model/linear_bf16_avx512.c against a float64 product of the same
+ * bf16-rounded inputs: every row-block remainder (rows 1..30, and rows
+ * across the 224-row pass), output widths that leave a partial last panel
+ * (1, 15, 16, 17, 33, 70), inner lengths odd and even, across the 32-input
+ * packing step and the 512-input pass (1, 2, 17, 31, 33, 511, 512, 513,
+ * 1030), and an output row stride wider than the columns, whose padding
+ * must stay untouched. Also checks that rows computed together or one at a
+ * time give the same floats (the team's row split). Skipped (exit 77)
+ * where the CPU has no AVX512_BF16: the kernel runs only there. */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "linear_bf16_avx512.h"
+#include "safetensors.h"
+#define TEST_RANDOM_SEED 4243
+#include "test_random.h"
+
+static double as_bf16(float f)
+{
+    return bert_bf16_to_f32(bert_f32_to_bf16(f));
+}
+
+#define UNTOUCHED 1e30f
+
+static uint32_t buf[LINEAR_BF16_AVX512_BUFFER_WORDS] __attribute__((aligned(64)));
+
+static void check_shape(size_t rows, size_t in, size_t out)
+{
+    const size_t ldy = out + 3;
+    float *x = random_floats(rows * in), *w = random_floats(out * in);
+    float *y = malloc(rows * ldy * sizeof *y);
+    struct linear_bf16_avx512_weight *p = linear_bf16_avx512_pack(w, out, in);
+    CHECK(p != NULL);
+    if (p == NULL || x == NULL || w == NULL || y == NULL)
+        goto done;
+    for (size_t i = 0; i < rows * ldy; i++)
+        y[i] = UNTOUCHED;
+    linear_bf16_avx512_run(p, x, rows, y, ldy, buf);
+    /* The products of bf16 values are exact in f32; only the f32 sums
+     * round, terms below 0.25 in magnitude. */
+    const double tol = 1e-6 * (double)in;
+    double worst = 0.0;
+    size_t stray = 0;
+    for (size_t m = 0; m < rows; m++)
+        for (size_t n = 0; n < ldy; n++) {
+            if (n >= out) {
+                stray += y[m * ldy + n] != UNTOUCHED;
+                continue;
+            }
+            double want = 0.0;
+            for (size_t k = 0; k < in; k++)
+                want += as_bf16(x[m * in + k]) * as_bf16(w[n * in + k]);
+            double err = fabs(y[m * ldy + n] - want);
+            worst = err > worst ? err : worst;
+        }
+    if (worst > tol || stray != 0)
+        fprintf(stderr, "rows %zu in %zu out %zu: worst error %g, %zu stray writes\n", rows, in,
+                out, worst, stray);
+    CHECK(worst <= tol);
+    CHECK_INT_EQ(stray, 0);
+done:
+    linear_bf16_avx512_free(p);
+    free(x);
+    free(w);
+    free(y);
+}
+
+static void check_row_invariance(void)
+{
+    const size_t rows = 37, in = 600, out = 70;
+    float *x = random_floats(rows * in), *w = random_floats(out * in);
+    float *y = malloc(rows * out * sizeof *y), *y1 = malloc(rows * out * sizeof *y1);
+    struct linear_bf16_avx512_weight *p = linear_bf16_avx512_pack(w, out, in);
+    CHECK(p != NULL && x != NULL && w != NULL && y != NULL && y1 != NULL);
+    if (p != NULL && x != NULL && w != NULL && y != NULL && y1 != NULL) {
+        linear_bf16_avx512_run(p, x, rows, y, out, buf);
+        for (size_t m = 0; m < rows; m++)
+            linear_bf16_avx512_run(p, x + m * in, 1, y1 + m * out, out, buf);
+        CHECK(memcmp(y, y1, rows * out * sizeof *y) == 0);
+    }
+    linear_bf16_avx512_free(p);
+    free(x);
+    free(w);
+    free(y);
+    free(y1);
+}
+
+int main(void)
+{
+    if (!linear_bf16_avx512_available()) {
+        fprintf(stderr, "no AVX512_BF16: nothing to test\n");
+        return 77;
+    }
+    CHECK(linear_bf16_avx512_pack((const float[]){1.0f}, 0, 1) == NULL);
+    const size_t ins[] = {1, 2, 17, 31, 33, 511, 512, 513, 1030};
+    const size_t outs[] = {1, 15, 16, 17, 33, 70};
+    for (size_t rows = 1; rows <= 30; rows++)
+        for (size_t i = 0; i < sizeof ins / sizeof *ins; i++)
+            for (size_t o = 0; o < sizeof outs / sizeof *outs; o++)
+                check_shape(rows, ins[i], outs[o]);
+    const size_t long_rows[] = {223, 224, 225, 300, 460};
+    for (size_t r = 0; r < sizeof long_rows / sizeof *long_rows; r++)
+        check_shape(long_rows[r], 513, 33);
+    check_row_invariance();
+    return check_exit();
+}
