@@ -45,7 +45,7 @@ static bool member_contexts_new(struct bert_scratch *s, const struct bert_model 
             s->bytes += rows * (max_in + sizeof(float) * (strided + 1));
         } else {
             s->bf16[m] = linear_bf16_ctx_new(rows, max_in);
-            s->bytes += rows * max_in * sizeof(uint16_t);
+            s->bytes += linear_bf16_ctx_bytes(rows, max_in);
         }
         if (model->int8 ? s->int8[m] == NULL : s->bf16[m] == NULL)
             return false;

@@ -188,6 +188,14 @@ struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in)
     return ctx;
 }
 
+size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in)
+{
+    if (!bert_bf16_available(NULL, 0))
+        return 0;
+    return dnnl.own ? LINEAR_BF16_AVX512_BUFFER_WORDS * sizeof(uint32_t)
+                    : max_rows * max_in * sizeof(uint16_t);
+}
+
 void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)
 {
     if (ctx == NULL)
@@ -287,6 +295,12 @@ struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in)
 {
     (void)max_rows, (void)max_in;
     return NULL;
+}
+
+size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in)
+{
+    (void)max_rows, (void)max_in;
+    return 0;
 }
 
 void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)

@@ -39,6 +39,8 @@ void linear_bf16_weight_free(struct linear_bf16_weight *p);
  * unavailable. */
 struct linear_bf16_ctx;
 struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in);
+/* Bytes of the buffers such a context holds (0 where bf16 is unavailable). */
+size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in);
 /* NULL is a no-op. */
 void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx);
 
