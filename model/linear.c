@@ -41,13 +41,17 @@ void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t 
     }
 }
 
-/* Columns [c0, c1) of y = x W^T: on the packed weight when there is one
- * (and the member has its buffer), else straight from W for a few rows,
- * else OpenBLAS. */
+/* Columns [c0, c1) of y = x W^T: in bf16 on our kernel's weight (the
+ * model runs bf16 and the member has a context), else on the packed f32
+ * weight when there is one (and the member has its buffer), else straight
+ * from W for a few rows, else OpenBLAS. */
 static void linear(const struct bert_share *p, const float *x, size_t rows, size_t in,
                    const struct bert_dense *d, size_t c0, size_t c1, float *y, size_t ldy)
 {
     if (rows == 0 || c1 <= c0)
+        return;
+    if (d->bf16 != NULL && p->bf16 != NULL &&
+        linear_bf16_run_cols(p->bf16, d->bf16, x, rows, in, c0, c1, y, ldy))
         return;
     if (d->f32 != NULL && p->f32_buf != NULL) {
         linear_f32_run(d->f32, x, rows, c0, c1, y, ldy, p->f32_buf);

@@ -51,7 +51,8 @@ void bert_share_use_int8(struct bert_share *p, struct linear_int8_ctx *ctx);
 
 /* y (rows, out) = x (rows, in) W^T for this member's share: in int8 (or
  * bf16) when both the weight and the member have an int8 (bf16) side and
- * the member's share is rows, else in f32. */
+ * the member's share is rows (for bf16 on our own kernel, columns too),
+ * else in f32. */
 void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
                        const struct bert_dense *d, size_t out, float *y, size_t ldy);
 

@@ -242,7 +242,7 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
     if (rows == 0 || w->in != in || w->out != out)
         return false;
     if (w->own != NULL) { /* converts x as it packs it: no separate pass */
-        linear_bf16_avx512_run(w->own, x, rows, y, ldy, ctx->own_buf);
+        linear_bf16_avx512_run(w->own, x, rows, 0, out, y, ldy, ctx->own_buf);
         return true;
     }
     if (rows * in > ctx->src_cap)
@@ -262,6 +262,16 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
         {DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, s->dst}};
     return dnnl_primitive_execute(s->prim, ctx->stream, 3, args) == dnnl_success &&
            dnnl_stream_wait(ctx->stream) == dnnl_success;
+}
+
+bool linear_bf16_run_cols(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
+                          const float *x, size_t rows, size_t in, size_t c0, size_t c1, float *y,
+                          size_t ldy)
+{
+    if (w->own == NULL || rows == 0 || w->in != in || c1 > w->out || c0 % LINEAR_BF16_PANEL)
+        return false;
+    linear_bf16_avx512_run(w->own, x, rows, c0, c1, y, ldy, ctx->own_buf);
+    return true;
 }
 
 #else /* !BERT_HAVE_DNNL */
@@ -312,6 +322,14 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
                      const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy)
 {
     (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)out, (void)y, (void)ldy;
+    return false;
+}
+
+bool linear_bf16_run_cols(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
+                          const float *x, size_t rows, size_t in, size_t c0, size_t c1, float *y,
+                          size_t ldy)
+{
+    (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)c0, (void)c1, (void)y, (void)ldy;
     return false;
 }
 

@@ -52,4 +52,12 @@ void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx);
 bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
                      const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy);
 
+/* Columns [c0, c1) of that product (c0 a multiple of 32, as
+ * bert_share_cols hands them out), the others untouched: for a team that
+ * splits a few rows' product by columns. Only our kernel's weights can
+ * (false for oneDNN's, computing nothing: the caller runs f32). */
+bool linear_bf16_run_cols(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
+                          const float *x, size_t rows, size_t in, size_t c0, size_t c1, float *y,
+                          size_t ldy);
+
 #endif

@@ -135,23 +135,26 @@ static TARGET void pack_rows(const float *x, size_t in, size_t m0, size_t m1, si
 
 TARGET
 void linear_bf16_avx512_run(const struct linear_bf16_avx512_weight *p, const float *x,
-                            size_t rows, float *y, size_t ldy, uint32_t *buf)
+                            size_t rows, size_t c0, size_t c1, float *y, size_t ldy,
+                            uint32_t *buf)
 {
-    const size_t panels = panel_count(p->out);
+    const size_t p0 = c0 / PANEL, p1 = panel_count(c1);
+    if (c1 <= c0)
+        return;
     for (size_t mc = 0; mc < rows; mc += MC) {
         const size_t mc_end = rows - mc < MC ? rows : mc + MC;
         for (size_t q0 = 0; q0 < p->pairs; q0 += KP) {
             const size_t kp = p->pairs - q0 < KP ? p->pairs - q0 : KP;
             const size_t k0 = 2 * q0, kb = p->in - k0 < 2 * kp ? p->in - k0 : 2 * kp;
             pack_rows(x, p->in, mc, mc_end, k0, kb, buf);
-            for (size_t pan = 0; pan < panels; pan++) {
-                const size_t width = p->out - pan * PANEL < PANEL ? p->out - pan * PANEL : PANEL;
+            for (size_t pan = p0; pan < p1; pan++) {
+                const size_t width = c1 - pan * PANEL < PANEL ? c1 - pan * PANEL : PANEL;
                 const __mmask16 m0 = first_lanes(width);
                 const __mmask16 m1 = first_lanes(width > 16 ? width - 16 : 0);
                 const uint32_t *b = p->panels + (pan * p->pairs + q0) * PANEL;
                 /* The next panel's block, fetched while this one's first
                  * rows compute. */
-                const uint32_t *next = pan + 1 < panels ? b + p->pairs * PANEL : NULL;
+                const uint32_t *next = pan + 1 < p1 ? b + p->pairs * PANEL : NULL;
                 const uint32_t *a = buf;
                 for (size_t m = mc; m < mc_end; m += MR, a += MR * LDA) {
                     const int mr = mc_end - m < MR ? (int)(mc_end - m) : MR;
@@ -171,9 +174,10 @@ bool linear_bf16_avx512_available(void)
 }
 
 void linear_bf16_avx512_run(const struct linear_bf16_avx512_weight *p, const float *x,
-                            size_t rows, float *y, size_t ldy, uint32_t *buf)
+                            size_t rows, size_t c0, size_t c1, float *y, size_t ldy,
+                            uint32_t *buf)
 {
-    (void)p, (void)x, (void)rows, (void)y, (void)ldy, (void)buf;
+    (void)p, (void)x, (void)rows, (void)c0, (void)c1, (void)y, (void)ldy, (void)buf;
     abort(); /* unreachable: nothing packs on this target */
 }
 

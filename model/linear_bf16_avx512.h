@@ -8,8 +8,8 @@
  * two multiply-adds per lane per instruction, as the f32 kernel does one.
  *
  * Each output is one chain of f32 sums in input order, whatever the
- * number of rows a call covers: results do not depend on how a team splits
- * the rows. */
+ * number of rows or the column range a call covers: results do not depend
+ * on how a team splits the rows or columns. */
 #ifndef BERT_LINEAR_BF16_AVX512_H
 #define BERT_LINEAR_BF16_AVX512_H
 
@@ -17,7 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Output columns per panel. */
+/* Output columns per panel; column ranges given to linear_bf16_avx512_run
+ * start on a multiple of it. */
 #define LINEAR_BF16_PANEL 32
 
 /* 32-bit words of the working buffer each concurrent caller of
@@ -39,9 +40,12 @@ struct linear_bf16_avx512_weight *linear_bf16_avx512_pack(const float *w, size_t
 /* NULL is a no-op. */
 void linear_bf16_avx512_free(struct linear_bf16_avx512_weight *p);
 
-/* y (rows, out; row stride ldy) = x (rows, in; row stride in) W^T, every
- * column; `buf`: LINEAR_BF16_AVX512_BUFFER_WORDS words, this caller's alone. */
+/* Columns [c0, c1) of y (rows, out; row stride ldy; y points at column 0)
+ * = x (rows, in; row stride in) W^T. c0 is a multiple of LINEAR_BF16_PANEL,
+ * c1 <= out; columns outside [c0, c1) stay untouched. `buf`:
+ * LINEAR_BF16_AVX512_BUFFER_WORDS words, this caller's alone. */
 void linear_bf16_avx512_run(const struct linear_bf16_avx512_weight *p, const float *x,
-                            size_t rows, float *y, size_t ldy, uint32_t *buf);
+                            size_t rows, size_t c0, size_t c1, float *y, size_t ldy,
+                            uint32_t *buf);
 
 #endif

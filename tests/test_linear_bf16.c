@@ -3,10 +3,12 @@
  * across the 224-row pass), output widths that leave a partial last panel
  * (1, 15, 16, 17, 33, 70), inner lengths odd and even, across the 32-input
  * packing step and the 512-input pass (1, 2, 17, 31, 33, 511, 512, 513,
- * 1030), and an output row stride wider than the columns, whose padding
- * must stay untouched. Also checks that rows computed together or one at a
- * time give the same floats (the team's row split). Skipped (exit 77)
- * where the CPU has no AVX512_BF16: the kernel runs only there. */
+ * 1030), column ranges that start on a later panel, and an output row
+ * stride wider than the columns, whose padding must stay untouched. Also
+ * checks that two calls over complementary column ranges, or rows computed
+ * together and one at a time, give the very floats one call gives (the
+ * team's column and row splits). Skipped (exit 77) where the CPU has no
+ * AVX512_BF16: the kernel runs only there. */
 #include <stdint.h>
 #include <string.h>
 
@@ -25,27 +27,16 @@ static double as_bf16(float f)
 
 static uint32_t buf[LINEAR_BF16_AVX512_BUFFER_WORDS] __attribute__((aligned(64)));
 
-static void check_shape(size_t rows, size_t in, size_t out)
+/* Worst |y - x W^T| over columns [c0, c1), with x and W rounded to bf16;
+ * counts writes outside them. */
+static double check_range(const float *x, const float *w, const float *y, size_t rows,
+                          size_t in, size_t ldy, size_t c0, size_t c1, size_t *stray)
 {
-    const size_t ldy = out + 3;
-    float *x = random_floats(rows * in), *w = random_floats(out * in);
-    float *y = malloc(rows * ldy * sizeof *y);
-    struct linear_bf16_avx512_weight *p = linear_bf16_avx512_pack(w, out, in);
-    CHECK(p != NULL);
-    if (p == NULL || x == NULL || w == NULL || y == NULL)
-        goto done;
-    for (size_t i = 0; i < rows * ldy; i++)
-        y[i] = UNTOUCHED;
-    linear_bf16_avx512_run(p, x, rows, y, ldy, buf);
-    /* The products of bf16 values are exact in f32; only the f32 sums
-     * round, terms below 0.25 in magnitude. */
-    const double tol = 1e-6 * (double)in;
     double worst = 0.0;
-    size_t stray = 0;
     for (size_t m = 0; m < rows; m++)
         for (size_t n = 0; n < ldy; n++) {
-            if (n >= out) {
-                stray += y[m * ldy + n] != UNTOUCHED;
+            if (n < c0 || n >= c1) {
+                *stray += y[m * ldy + n] != UNTOUCHED;
                 continue;
             }
             double want = 0.0;
@@ -54,6 +45,37 @@ static void check_shape(size_t rows, size_t in, size_t out)
             double err = fabs(y[m * ldy + n] - want);
             worst = err > worst ? err : worst;
         }
+    return worst;
+}
+
+static void check_shape(size_t rows, size_t in, size_t out)
+{
+    const size_t ldy = out + 3;
+    float *x = random_floats(rows * in), *w = random_floats(out * in);
+    float *y = malloc(rows * ldy * sizeof *y), *y2 = malloc(rows * ldy * sizeof *y2);
+    struct linear_bf16_avx512_weight *p = linear_bf16_avx512_pack(w, out, in);
+    CHECK(p != NULL);
+    if (p == NULL || x == NULL || w == NULL || y == NULL || y2 == NULL)
+        goto done;
+    for (size_t i = 0; i < rows * ldy; i++)
+        y[i] = UNTOUCHED;
+    linear_bf16_avx512_run(p, x, rows, 0, out, y, ldy, buf);
+    /* The products of bf16 values are exact in f32; only the f32 sums
+     * round, terms below 0.25 in magnitude. */
+    const double tol = 1e-6 * (double)in;
+    size_t stray = 0;
+    double worst = check_range(x, w, y, rows, in, ldy, 0, out, &stray);
+    /* From the second panel on: the first panel's columns stay untouched. */
+    if (out > LINEAR_BF16_PANEL) {
+        for (size_t i = 0; i < rows * ldy; i++)
+            y2[i] = UNTOUCHED;
+        linear_bf16_avx512_run(p, x, rows, LINEAR_BF16_PANEL, out, y2, ldy, buf);
+        double w2 = check_range(x, w, y2, rows, in, ldy, LINEAR_BF16_PANEL, out, &stray);
+        worst = w2 > worst ? w2 : worst;
+        /* The two halves of a column split, together, are the whole call. */
+        linear_bf16_avx512_run(p, x, rows, 0, LINEAR_BF16_PANEL, y2, ldy, buf);
+        CHECK(memcmp(y, y2, rows * ldy * sizeof *y) == 0);
+    }
     if (worst > tol || stray != 0)
         fprintf(stderr, "rows %zu in %zu out %zu: worst error %g, %zu stray writes\n", rows, in,
                 out, worst, stray);
@@ -64,6 +86,7 @@ done:
     free(x);
     free(w);
     free(y);
+    free(y2);
 }
 
 static void check_row_invariance(void)
@@ -74,9 +97,9 @@ static void check_row_invariance(void)
     struct linear_bf16_avx512_weight *p = linear_bf16_avx512_pack(w, out, in);
     CHECK(p != NULL && x != NULL && w != NULL && y != NULL && y1 != NULL);
     if (p != NULL && x != NULL && w != NULL && y != NULL && y1 != NULL) {
-        linear_bf16_avx512_run(p, x, rows, y, out, buf);
+        linear_bf16_avx512_run(p, x, rows, 0, out, y, out, buf);
         for (size_t m = 0; m < rows; m++)
-            linear_bf16_avx512_run(p, x + m * in, 1, y1 + m * out, out, buf);
+            linear_bf16_avx512_run(p, x + m * in, 1, 0, out, y1 + m * out, out, buf);
         CHECK(memcmp(y, y1, rows * out * sizeof *y) == 0);
     }
     linear_bf16_avx512_free(p);
