@@ -32,8 +32,8 @@ struct linear_bf16_weight {
 
 /* Which kernels run bf16, decided once: oneDNN's on AMX (its CPU engine
  * made then), ours (linear_bf16_avx512.h) on AVX512_BF16 without AMX, where
- * oneDNN's ran slower than the f32 kernel (BENCHMARKS.md, "bf16 without
- * AMX"); none elsewhere. */
+ * they ran BERT-base 1.2-2.8x faster than oneDNN's (BENCHMARKS.md, "bf16
+ * without AMX"); none elsewhere. */
 static struct {
     pthread_once_t once;
     dnnl_engine_t engine;

