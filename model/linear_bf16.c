@@ -38,9 +38,9 @@ static struct {
     pthread_once_t once;
     dnnl_engine_t engine;
     bool usable;
-    bool own;
-    char why[160];
-} dnnl = {.once = PTHREAD_ONCE_INIT};
+    bool own;       /* ours runs */
+    char why[160];  /* why none can, when !usable */
+} backend = {.once = PTHREAD_ONCE_INIT};
 
 struct linear_bf16_ctx {
     dnnl_stream_t stream;
@@ -74,38 +74,38 @@ static void init_once(void)
 {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     if (isa != dnnl_cpu_isa_avx512_core_amx && linear_bf16_avx512_available()) {
-        dnnl.usable = dnnl.own = true;
+        backend.usable = backend.own = true;
         return;
     }
     if (isa != dnnl_cpu_isa_avx512_core_bf16 && isa != dnnl_cpu_isa_avx512_core_amx) {
-        snprintf(dnnl.why, sizeof dnnl.why,
+        snprintf(backend.why, sizeof backend.why,
                  "this CPU has neither AMX nor AVX512_BF16 (oneDNN's best ISA here is %d)",
                  (int)isa);
         return;
     }
-    if (dnnl_engine_create(&dnnl.engine, dnnl_cpu, 0) != dnnl_success) {
-        snprintf(dnnl.why, sizeof dnnl.why, "oneDNN could not create a CPU engine");
+    if (dnnl_engine_create(&backend.engine, dnnl_cpu, 0) != dnnl_success) {
+        snprintf(backend.why, sizeof backend.why, "oneDNN could not create a CPU engine");
         return;
     }
-    dnnl.usable = true;
+    backend.usable = true;
 }
 
 const char *bert_bf16_isa(void)
 {
-    pthread_once(&dnnl.once, init_once);
-    if (!dnnl.usable)
+    pthread_once(&backend.once, init_once);
+    if (!backend.usable)
         return "none";
-    return dnnl.own || dnnl_get_effective_cpu_isa() != dnnl_cpu_isa_avx512_core_amx
+    return backend.own || dnnl_get_effective_cpu_isa() != dnnl_cpu_isa_avx512_core_amx
                ? "AVX512_BF16"
                : "AMX";
 }
 
 bool bert_bf16_available(char *why, size_t why_len)
 {
-    pthread_once(&dnnl.once, init_once);
-    if (!dnnl.usable && why)
-        snprintf(why, why_len, "%s", dnnl.why);
-    return dnnl.usable;
+    pthread_once(&backend.once, init_once);
+    if (!backend.usable && why)
+        snprintf(why, why_len, "%s", backend.why);
+    return backend.usable;
 }
 
 void linear_bf16_weight_free(struct linear_bf16_weight *p)
@@ -129,7 +129,7 @@ struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t i
         return NULL;
     p->out = out;
     p->in = in;
-    if (dnnl.own) {
+    if (backend.own) {
         p->own = linear_bf16_avx512_pack(w, out, in);
         if (p->own == NULL) {
             free(p);
@@ -147,12 +147,12 @@ struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t i
         dnnl_memory_desc_init_by_tag(&wei_md, 2, wd, dnnl_bf16, dnnl_format_tag_any) ||
         dnnl_memory_desc_init_by_tag(&dst_md, 2, dd, dnnl_f32, dnnl_ab) ||
         dnnl_matmul_desc_init(&mm, &src_md, &wei_md, NULL, &dst_md) ||
-        dnnl_primitive_desc_create(&pd, &mm, NULL, dnnl.engine, NULL) || onednn_is_reference(pd))
+        dnnl_primitive_desc_create(&pd, &mm, NULL, backend.engine, NULL) || onednn_is_reference(pd))
         goto done;
     p->md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     /* torch's (out, in) row-major is the "ba" layout of dims (in, out). */
     ok = !dnnl_memory_desc_init_by_tag(&user_md, 2, wd, dnnl_f32, dnnl_ba) &&
-         onednn_reorder_new(dnnl.engine, &user_md, (void *)w, &p->md, &p->mem);
+         onednn_reorder_new(backend.engine, &user_md, (void *)w, &p->md, &p->mem);
 done:
     if (pd)
         dnnl_primitive_desc_destroy(pd);
@@ -170,7 +170,7 @@ struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in)
     struct linear_bf16_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return NULL;
-    if (dnnl.own) {
+    if (backend.own) {
         ctx->own_buf = aligned_alloc(64, LINEAR_BF16_AVX512_BUFFER_WORDS * sizeof(uint32_t));
         if (ctx->own_buf == NULL) {
             free(ctx);
@@ -180,8 +180,8 @@ struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in)
     }
     ctx->src_cap = max_rows * max_in;
     ctx->src = malloc(ctx->src_cap * sizeof *ctx->src);
-    if (ctx->src == NULL ||
-        dnnl_stream_create(&ctx->stream, dnnl.engine, dnnl_stream_default_flags) != dnnl_success) {
+    if (ctx->src == NULL || dnnl_stream_create(&ctx->stream, backend.engine,
+                                               dnnl_stream_default_flags) != dnnl_success) {
         linear_bf16_ctx_free(ctx);
         return NULL;
     }
@@ -192,7 +192,7 @@ size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in)
 {
     if (!bert_bf16_available(NULL, 0))
         return 0;
-    return dnnl.own ? LINEAR_BF16_AVX512_BUFFER_WORDS * sizeof(uint32_t)
+    return backend.own ? LINEAR_BF16_AVX512_BUFFER_WORDS * sizeof(uint32_t)
                     : max_rows * max_in * sizeof(uint16_t);
 }
 
@@ -228,9 +228,9 @@ static struct onednn_slot *slot_for(struct linear_bf16_ctx *ctx,
     bool ok = !dnnl_memory_desc_init_by_tag(&src_md, 2, sd, dnnl_bf16, dnnl_ab) &&
               !dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, dnnl_f32, dst_strides) &&
               !dnnl_matmul_desc_init(&mm, &src_md, &p->md, NULL, &dst_md) &&
-              !dnnl_primitive_desc_create(&pd, &mm, NULL, dnnl.engine, NULL) &&
+              !dnnl_primitive_desc_create(&pd, &mm, NULL, backend.engine, NULL) &&
               !onednn_is_reference(pd) &&
-              onednn_slot_fill(s, dnnl.engine, pd, p->out, p->in, rows, ldy, &p->md);
+              onednn_slot_fill(s, backend.engine, pd, p->out, p->in, rows, ldy, &p->md);
     if (pd)
         dnnl_primitive_desc_destroy(pd);
     return ok ? s : NULL;
