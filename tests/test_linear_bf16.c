@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "linear_check.h"
 #include "linear_bf16_avx512.h"
 #include "safetensors.h"
 #define TEST_RANDOM_SEED 4243
@@ -23,30 +24,7 @@ static double as_bf16(float f)
     return bert_bf16_to_f32(bert_f32_to_bf16(f));
 }
 
-#define UNTOUCHED 1e30f
-
 static uint32_t buf[LINEAR_BF16_AVX512_BUFFER_WORDS] __attribute__((aligned(64)));
-
-/* Worst |y - x W^T| over columns [c0, c1), with x and W rounded to bf16;
- * counts writes outside them. */
-static double check_range(const float *x, const float *w, const float *y, size_t rows,
-                          size_t in, size_t ldy, size_t c0, size_t c1, size_t *stray)
-{
-    double worst = 0.0;
-    for (size_t m = 0; m < rows; m++)
-        for (size_t n = 0; n < ldy; n++) {
-            if (n < c0 || n >= c1) {
-                *stray += y[m * ldy + n] != UNTOUCHED;
-                continue;
-            }
-            double want = 0.0;
-            for (size_t k = 0; k < in; k++)
-                want += as_bf16(x[m * in + k]) * as_bf16(w[n * in + k]);
-            double err = fabs(y[m * ldy + n] - want);
-            worst = err > worst ? err : worst;
-        }
-    return worst;
-}
 
 static void check_shape(size_t rows, size_t in, size_t out)
 {
@@ -58,19 +36,20 @@ static void check_shape(size_t rows, size_t in, size_t out)
     if (p == NULL || x == NULL || w == NULL || y == NULL || y2 == NULL)
         goto done;
     for (size_t i = 0; i < rows * ldy; i++)
-        y[i] = UNTOUCHED;
+        y[i] = LINEAR_CHECK_UNTOUCHED;
     linear_bf16_avx512_run(p, x, rows, 0, out, y, ldy, buf);
     /* The products of bf16 values are exact in f32; only the f32 sums
      * round, terms below 0.25 in magnitude. */
     const double tol = 1e-6 * (double)in;
     size_t stray = 0;
-    double worst = check_range(x, w, y, rows, in, ldy, 0, out, &stray);
+    double worst = linear_check_range(x, w, y, rows, in, ldy, 0, out, as_bf16, &stray);
     /* From the second panel on: the first panel's columns stay untouched. */
     if (out > LINEAR_BF16_PANEL) {
         for (size_t i = 0; i < rows * ldy; i++)
-            y2[i] = UNTOUCHED;
+            y2[i] = LINEAR_CHECK_UNTOUCHED;
         linear_bf16_avx512_run(p, x, rows, LINEAR_BF16_PANEL, out, y2, ldy, buf);
-        double w2 = check_range(x, w, y2, rows, in, ldy, LINEAR_BF16_PANEL, out, &stray);
+        double w2 = linear_check_range(x, w, y2, rows, in, ldy, LINEAR_BF16_PANEL, out, as_bf16,
+                                       &stray);
         worst = w2 > worst ? w2 : worst;
         /* The two halves of a column split, together, are the whole call. */
         linear_bf16_avx512_run(p, x, rows, 0, LINEAR_BF16_PANEL, y2, ldy, buf);

@@ -10,35 +10,13 @@
 #include <string.h>
 
 #include "check.h"
+#include "linear_check.h"
 #include "linear_f32.h"
 #define TEST_RANDOM_SEED 4242
 #include "test_random.h"
 
-#define UNTOUCHED 1e30f
-
 /* The caller's working buffer. */
 static float buf[LINEAR_F32_BUFFER_FLOATS] __attribute__((aligned(64)));
-
-/* Worst |y - x W^T| over columns [c0, c1); counts writes outside them. */
-static double check_range(const float *x, const float *w, const float *y, size_t rows,
-                          size_t in, size_t ldy, size_t c0, size_t c1,
-                          size_t *stray)
-{
-    double worst = 0.0;
-    for (size_t m = 0; m < rows; m++)
-        for (size_t n = 0; n < ldy; n++) {
-            if (n < c0 || n >= c1) {
-                *stray += y[m * ldy + n] != UNTOUCHED;
-                continue;
-            }
-            double want = 0.0;
-            for (size_t k = 0; k < in; k++)
-                want += (double)x[m * in + k] * w[n * in + k];
-            double err = fabs(y[m * ldy + n] - want);
-            worst = err > worst ? err : worst;
-        }
-    return worst;
-}
 
 static void check_shape(size_t rows, size_t in, size_t out)
 {
@@ -55,16 +33,17 @@ static void check_shape(size_t rows, size_t in, size_t out)
      * stays far below this bound. */
     const double tol = 1e-6 * (double)in;
     for (size_t i = 0; i < rows * ldy; i++)
-        y[i] = UNTOUCHED;
+        y[i] = LINEAR_CHECK_UNTOUCHED;
     size_t stray = 0;
     linear_f32_run(p, x, rows, 0, out, y, ldy, buf);
-    double worst = check_range(x, w, y, rows, in, ldy, 0, out, &stray);
+    double worst = linear_check_range(x, w, y, rows, in, ldy, 0, out, NULL, &stray);
     /* From the second panel on: the first panel's columns stay untouched. */
     if (out > LINEAR_F32_PANEL) {
         for (size_t i = 0; i < rows * ldy; i++)
-            y2[i] = UNTOUCHED;
+            y2[i] = LINEAR_CHECK_UNTOUCHED;
         linear_f32_run(p, x, rows, LINEAR_F32_PANEL, out, y2, ldy, buf);
-        double w2 = check_range(x, w, y2, rows, in, ldy, LINEAR_F32_PANEL, out, &stray);
+        double w2 = linear_check_range(x, w, y2, rows, in, ldy, LINEAR_F32_PANEL, out, NULL,
+                                       &stray);
         worst = w2 > worst ? w2 : worst;
         /* The two halves of a column split, together, are the whole call. */
         linear_f32_run(p, x, rows, 0, LINEAR_F32_PANEL, y2, ldy, buf);
