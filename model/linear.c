@@ -43,34 +43,41 @@ void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t 
 
 /* Columns [c0, c1) of y = x W^T: in bf16 on our kernel's weight (the
  * model runs bf16 and the member has a context), else on the packed f32
- * weight when there is one (and the member has its buffer), else straight
- * from W for a few rows, else OpenBLAS. */
-static void linear(const struct bert_share *p, const float *x, size_t rows, size_t in,
-                   const struct bert_dense *d, size_t c0, size_t c1, float *y, size_t ldy)
+ * weight when there is one (and the member has its buffer), which adds
+ * `bias` too (NULL: none; returns whether it did), else straight from W for
+ * a few rows, else OpenBLAS. */
+static bool linear(const struct bert_share *p, const float *x, size_t rows, size_t in,
+                   const struct bert_dense *d, size_t c0, size_t c1, float *y, size_t ldy,
+                   const float *bias)
 {
     if (rows == 0 || c1 <= c0)
-        return;
+        return false;
     if (d->bf16 != NULL && p->bf16 != NULL &&
         linear_bf16_run_cols(p->bf16, d->bf16, x, rows, in, c0, c1, y, ldy))
-        return;
+        return false;
     if (d->f32 != NULL && p->f32_buf != NULL) {
-        linear_f32_run(d->f32, x, rows, c0, c1, y, ldy, p->f32_buf);
-        return;
+        linear_f32_run(d->f32, x, rows, c0, c1, y, ldy, bias, p->f32_buf);
+        return bias != NULL;
     }
     const float *w = d->w + c0 * in;
     const size_t out = c1 - c0;
     y += c0;
     if (rows <= BERT_LINEAR_SMALL_ROWS) {
         bert_linear_small(x, rows, in, w, out, y, ldy);
-        return;
+        return false;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x,
                 (int)in, w, (int)in, 0.0f, y, (int)ldy);
+    return false;
 }
 
-void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
-                       const struct bert_dense *d, size_t out, float *y, size_t ldy)
+/* bert_linear_share, adding `bias` where the kernel can (NULL: none);
+ * returns whether it did. */
+static bool linear_share(const struct bert_share *p, const float *x, size_t in,
+                         const struct bert_dense *d, size_t out, float *y, size_t ldy,
+                         const float *bias)
 {
+    bool biased = false;
     prof_lap(BERT_OP_OTHER);
     if (p->by_rows) {
         const size_t rows = p->r1 - p->r0;
@@ -81,13 +88,20 @@ void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
               linear_int8_run(p->int8, d->int8, xr, rows, in, out, yr, ldy)) &&
             (d->bf16 == NULL || p->bf16 == NULL ||
              !linear_bf16_run(p->bf16, d->bf16, xr, rows, in, out, yr, ldy)))
-            linear(p, xr, rows, in, d, 0, out, yr, ldy);
+            biased = linear(p, xr, rows, in, d, 0, out, yr, ldy, bias);
     } else {
         size_t c0, c1;
         bert_share_cols(p, out, &c0, &c1);
-        linear(p, x, p->rows, in, d, c0, c1, y, ldy);
+        biased = linear(p, x, p->rows, in, d, c0, c1, y, ldy, bias);
     }
     prof_lap(BERT_OP_DENSE);
+    return biased;
+}
+
+void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
+                       const struct bert_dense *d, size_t out, float *y, size_t ldy)
+{
+    linear_share(p, x, in, d, out, y, ldy, NULL);
 }
 
 void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t in,
@@ -105,7 +119,9 @@ void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t i
                                      y + p->r0 * ldy, ldy, &ep))
             return;
     }
-    bert_linear_share(p, x, in, d, out, y, ldy);
+    /* With an activation to apply, bias and activation make one pass. */
+    if (linear_share(p, x, in, d, out, y, ldy, act == NULL ? bias : NULL))
+        return;
     size_t c0, c1;
     bert_share_cols(p, out, &c0, &c1);
     const size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : p->rows;

@@ -42,11 +42,12 @@ bool linear_f32_available(void)
 
 /* c[0..mr) x [0..width) (+)= a . b over kb inner steps, a packed k-major
  * (MR values per step, the first mr used), b (kb rows of `width`); `add`:
- * accumulate onto c instead of overwriting. mr is a constant in each
- * inlined copy, so the accumulators live in registers. */
+ * accumulate onto c instead of overwriting; then + bias[0..width) unless
+ * bias is NULL. mr is a constant in each inlined copy, so the accumulators
+ * live in registers. */
 static inline __attribute__((always_inline)) TARGET void
 block(const float *a, const float *b, size_t width, size_t kb, const float *prefetch, float *c,
-      size_t ldc, int mr, __mmask16 m0, __mmask16 m1, bool add)
+      size_t ldc, int mr, __mmask16 m0, __mmask16 m1, bool add, const float *bias)
 {
     __m512 acc[MR][2];
 #pragma GCC unroll 14
@@ -77,6 +78,10 @@ block(const float *a, const float *b, size_t width, size_t kb, const float *pref
             acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, ci));
             acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, ci + 16));
         }
+        if (bias != NULL) {
+            acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, bias));
+            acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, bias + 16));
+        }
         _mm512_mask_storeu_ps(ci, m0, acc[i][0]);
         _mm512_mask_storeu_ps(ci + 16, m1, acc[i][1]);
     }
@@ -84,7 +89,8 @@ block(const float *a, const float *b, size_t width, size_t kb, const float *pref
 
 /* block() for any mr in 1..MR, each with constant bounds. */
 static TARGET void any_block(const float *a, const float *b, size_t width, size_t kb,
-                             const float *prefetch, float *c, size_t ldc, int mr, bool add)
+                             const float *prefetch, float *c, size_t ldc, int mr, bool add,
+                             const float *bias)
 {
     const __mmask16 m0 = width >= 16 ? 0xffff : (__mmask16)((1u << width) - 1);
     const __mmask16 m1 = width >= PANEL ? 0xffff
@@ -93,7 +99,7 @@ static TARGET void any_block(const float *a, const float *b, size_t width, size_
     switch (mr) {
 #define ROWS(M)                                                    \
     case M:                                                        \
-        block(a, b, width, kb, prefetch, c, ldc, M, m0, m1, add);  \
+        block(a, b, width, kb, prefetch, c, ldc, M, m0, m1, add, bias); \
         break;
         ROWS(14) ROWS(13) ROWS(12) ROWS(11) ROWS(10) ROWS(9) ROWS(8)
         ROWS(7) ROWS(6) ROWS(5) ROWS(4) ROWS(3) ROWS(2) ROWS(1)
@@ -168,7 +174,7 @@ static TARGET void pack_rows(const float *x, size_t in, size_t m0, size_t m1, si
  * one L1 set. */
 TARGET
 void linear_f32_run(const struct linear_f32_weight *p, const float *x, size_t rows, size_t c0,
-                    size_t c1, float *y, size_t ldy, float *buf)
+                    size_t c1, float *y, size_t ldy, const float *bias, float *buf)
 {
     const size_t in = p->in;
     const size_t p0 = c0 / PANEL, p1 = (c1 + PANEL - 1) / PANEL;
@@ -186,11 +192,13 @@ void linear_f32_run(const struct linear_f32_weight *p, const float *x, size_t ro
                  * first rows compute. */
                 const float *next =
                     pan + 1 < p1 && (pan + 2) * PANEL <= p->out ? b + PANEL * in : NULL;
+                /* The bias joins each sum once its last inputs are in. */
+                const float *bias_now = bias != NULL && kc + kb == in ? bias + pan * PANEL : NULL;
                 const float *a = buf;
                 for (size_t m = mc; m < mc_end; m += MR, a += MR * kb) {
                     const int mr = mc_end - m < MR ? (int)(mc_end - m) : MR;
                     any_block(a, b, width, kb, m == mc ? next : NULL, y + m * ldy + pan * PANEL,
-                              ldy, mr, kc > 0);
+                              ldy, mr, kc > 0, bias_now);
                 }
             }
         }
@@ -205,9 +213,9 @@ bool linear_f32_available(void)
 }
 
 void linear_f32_run(const struct linear_f32_weight *p, const float *x, size_t rows, size_t c0,
-                    size_t c1, float *y, size_t ldy, float *buf)
+                    size_t c1, float *y, size_t ldy, const float *bias, float *buf)
 {
-    (void)p, (void)x, (void)rows, (void)c0, (void)c1, (void)y, (void)ldy, (void)buf;
+    (void)p, (void)x, (void)rows, (void)c0, (void)c1, (void)y, (void)ldy, (void)bias, (void)buf;
     abort(); /* unreachable: nothing packs on this target */
 }
 

@@ -48,11 +48,13 @@ void linear_f32_weight_free(struct linear_f32_weight *p);
 #define LINEAR_F32_BUFFER_FLOATS ((size_t)256 * 256)
 
 /* Columns [c0, c1) of y (rows, out; row stride ldy; y points at column 0)
- * = x (rows, in; row stride in) W^T. c0 is a multiple of
- * LINEAR_F32_PANEL, c1 <= out. Columns outside [c0, c1) stay untouched.
+ * = x (rows, in; row stride in) W^T, + bias (out floats, indexed by
+ * column) added to each finished sum unless bias is NULL: the same values
+ * as adding it afterwards, without another pass over y. c0 is a multiple
+ * of LINEAR_F32_PANEL, c1 <= out. Columns outside [c0, c1) stay untouched.
  * `buf`: LINEAR_F32_BUFFER_FLOATS floats, 64-byte aligned, this caller's
  * alone. */
 void linear_f32_run(const struct linear_f32_weight *p, const float *x, size_t rows, size_t c0,
-                    size_t c1, float *y, size_t ldy, float *buf);
+                    size_t c1, float *y, size_t ldy, const float *bias, float *buf);
 
 #endif

@@ -5,7 +5,8 @@
  * start on a later panel, and an output row stride wider than the columns
  * whose padding must stay untouched. Also checks that two calls over
  * complementary column ranges give the very floats one call gives (the
- * team's column split). Skipped (exit 77) where the CPU has no AVX-512F. */
+ * team's column split), and that a bias joins each output as one float
+ * addition after its sum, over the columns a call covers. Skipped (exit 77) where the CPU has no AVX-512F. */
 #include <stdint.h>
 #include <string.h>
 
@@ -17,6 +18,28 @@
 
 /* The caller's working buffer. */
 static float buf[LINEAR_F32_BUFFER_FLOATS] __attribute__((aligned(64)));
+
+/* With a bias, columns [c0, out) of y2 are y's plus the bias, one float
+ * addition each, and the columns before c0 stay untouched; c0 is the
+ * second panel when there is one. `y` holds the product without bias. */
+static void check_bias(const struct linear_f32_weight *p, const float *x, size_t rows,
+                       size_t out, size_t ldy, const float *y, float *y2)
+{
+    float *bias = random_floats(out);
+    const size_t c0 = out > LINEAR_F32_PANEL ? LINEAR_F32_PANEL : 0;
+    for (size_t i = 0; i < rows * ldy; i++)
+        y2[i] = LINEAR_CHECK_UNTOUCHED;
+    linear_f32_run(p, x, rows, c0, out, y2, ldy, bias, buf);
+    size_t wrong = 0;
+    for (size_t m = 0; m < rows; m++)
+        for (size_t n = 0; n < ldy; n++) {
+            const float want = n >= c0 && n < out ? y[m * ldy + n] + bias[n]
+                                                  : LINEAR_CHECK_UNTOUCHED;
+            wrong += memcmp(&y2[m * ldy + n], &want, sizeof want) != 0;
+        }
+    CHECK_INT_EQ(wrong, 0);
+    free(bias);
+}
 
 static void check_shape(size_t rows, size_t in, size_t out)
 {
@@ -35,20 +58,21 @@ static void check_shape(size_t rows, size_t in, size_t out)
     for (size_t i = 0; i < rows * ldy; i++)
         y[i] = LINEAR_CHECK_UNTOUCHED;
     size_t stray = 0;
-    linear_f32_run(p, x, rows, 0, out, y, ldy, buf);
+    linear_f32_run(p, x, rows, 0, out, y, ldy, NULL, buf);
     double worst = linear_check_range(x, w, y, rows, in, ldy, 0, out, NULL, &stray);
     /* From the second panel on: the first panel's columns stay untouched. */
     if (out > LINEAR_F32_PANEL) {
         for (size_t i = 0; i < rows * ldy; i++)
             y2[i] = LINEAR_CHECK_UNTOUCHED;
-        linear_f32_run(p, x, rows, LINEAR_F32_PANEL, out, y2, ldy, buf);
+        linear_f32_run(p, x, rows, LINEAR_F32_PANEL, out, y2, ldy, NULL, buf);
         double w2 = linear_check_range(x, w, y2, rows, in, ldy, LINEAR_F32_PANEL, out, NULL,
                                        &stray);
         worst = w2 > worst ? w2 : worst;
         /* The two halves of a column split, together, are the whole call. */
-        linear_f32_run(p, x, rows, 0, LINEAR_F32_PANEL, y2, ldy, buf);
+        linear_f32_run(p, x, rows, 0, LINEAR_F32_PANEL, y2, ldy, NULL, buf);
         CHECK(memcmp(y, y2, rows * ldy * sizeof *y) == 0);
     }
+    check_bias(p, x, rows, out, ldy, y, y2);
     if (worst > tol || stray != 0)
         fprintf(stderr, "rows %zu in %zu out %zu: worst error %g, %zu stray writes\n", rows, in,
                 out, worst, stray);
@@ -72,9 +96,9 @@ static void check_row_invariance(void)
     float *y = malloc(rows * out * sizeof *y), *y1 = malloc(rows * out * sizeof *y1);
     float *mem = linear_f32_alloc(linear_f32_floats(out, in));
     struct linear_f32_weight *p = linear_f32_pack(w, out, in, mem);
-    linear_f32_run(p, x, rows, 0, out, y, out, buf);
+    linear_f32_run(p, x, rows, 0, out, y, out, NULL, buf);
     for (size_t m = 0; m < rows; m++)
-        linear_f32_run(p, x + m * in, 1, 0, out, y1 + m * out, out, buf);
+        linear_f32_run(p, x + m * in, 1, 0, out, y1 + m * out, out, NULL, buf);
     CHECK(memcmp(y, y1, rows * out * sizeof *y) == 0);
     linear_f32_weight_free(p);
     free(mem);
