@@ -43,9 +43,9 @@ void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t 
 
 /* Columns [c0, c1) of y = x W^T: in bf16 on our kernel's weight (the
  * model runs bf16 and the member has a context), else on the packed f32
- * weight when there is one (and the member has its buffer), which adds
- * `bias` too (NULL: none; returns whether it did), else straight from W for
- * a few rows, else OpenBLAS. */
+ * weight when there is one (and the member has its buffer); those two add
+ * `bias` too (NULL: none; returns whether it was added). Else straight
+ * from W for a few rows, else OpenBLAS. */
 static bool linear(const struct bert_share *p, const float *x, size_t rows, size_t in,
                    const struct bert_dense *d, size_t c0, size_t c1, float *y, size_t ldy,
                    const float *bias)
@@ -53,8 +53,8 @@ static bool linear(const struct bert_share *p, const float *x, size_t rows, size
     if (rows == 0 || c1 <= c0)
         return false;
     if (d->bf16 != NULL && p->bf16 != NULL &&
-        linear_bf16_run_cols(p->bf16, d->bf16, x, rows, in, c0, c1, y, ldy))
-        return false;
+        linear_bf16_run_cols(p->bf16, d->bf16, x, rows, in, c0, c1, y, ldy, bias))
+        return bias != NULL;
     if (d->f32 != NULL && p->f32_buf != NULL) {
         linear_f32_run(d->f32, x, rows, c0, c1, y, ldy, bias, p->f32_buf);
         return bias != NULL;
@@ -83,12 +83,14 @@ static bool linear_share(const struct bert_share *p, const float *x, size_t in,
         const size_t rows = p->r1 - p->r0;
         const float *xr = x + p->r0 * in;
         float *yr = y + p->r0 * ldy;
-        if (rows != 0 &&
-            !(d->int8 != NULL && p->int8 != NULL &&
-              linear_int8_run(p->int8, d->int8, xr, rows, in, out, yr, ldy)) &&
-            (d->bf16 == NULL || p->bf16 == NULL ||
-             !linear_bf16_run(p->bf16, d->bf16, xr, rows, in, out, yr, ldy)))
-            biased = linear(p, xr, rows, in, d, 0, out, yr, ldy, bias);
+        if (rows != 0 && !(d->int8 != NULL && p->int8 != NULL &&
+                           linear_int8_run(p->int8, d->int8, xr, rows, in, out, yr, ldy))) {
+            if (d->bf16 != NULL && p->bf16 != NULL &&
+                linear_bf16_run(p->bf16, d->bf16, xr, rows, in, out, yr, ldy, bias))
+                biased = bias != NULL;
+            else
+                biased = linear(p, xr, rows, in, d, 0, out, yr, ldy, bias);
+        }
     } else {
         size_t c0, c1;
         bert_share_cols(p, out, &c0, &c1);

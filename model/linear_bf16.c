@@ -11,6 +11,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "kernels.h"
 #include "linear_bf16_avx512.h"
 #include "onednn.h"
 #include "profile.h"
@@ -237,12 +238,13 @@ static struct onednn_slot *slot_for(struct linear_bf16_ctx *ctx,
 }
 
 bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
-                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy)
+                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy,
+                     const float *bias)
 {
     if (rows == 0 || w->in != in || w->out != out)
         return false;
     if (w->own != NULL) { /* converts x as it packs it: no separate pass */
-        linear_bf16_avx512_run(w->own, x, rows, 0, out, y, ldy, ctx->own_buf);
+        linear_bf16_avx512_run(w->own, x, rows, 0, out, y, ldy, bias, ctx->own_buf);
         return true;
     }
     if (rows * in > ctx->src_cap)
@@ -260,17 +262,23 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
     dnnl_memory_set_data_handle(s->dst, y);
     dnnl_exec_arg_t args[3] = {
         {DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, s->dst}};
-    return dnnl_primitive_execute(s->prim, ctx->stream, 3, args) == dnnl_success &&
-           dnnl_stream_wait(ctx->stream) == dnnl_success;
+    if (dnnl_primitive_execute(s->prim, ctx->stream, 3, args) != dnnl_success ||
+        dnnl_stream_wait(ctx->stream) != dnnl_success)
+        return false;
+    if (bias != NULL) {
+        prof_lap(BERT_OP_DENSE);
+        kernel_add_bias(y, bias, rows, out, ldy);
+    }
+    return true;
 }
 
 bool linear_bf16_run_cols(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
                           const float *x, size_t rows, size_t in, size_t c0, size_t c1, float *y,
-                          size_t ldy)
+                          size_t ldy, const float *bias)
 {
     if (w->own == NULL || rows == 0 || w->in != in || c1 > w->out || c0 % LINEAR_BF16_PANEL)
         return false;
-    linear_bf16_avx512_run(w->own, x, rows, c0, c1, y, ldy, ctx->own_buf);
+    linear_bf16_avx512_run(w->own, x, rows, c0, c1, y, ldy, bias, ctx->own_buf);
     return true;
 }
 
@@ -319,17 +327,19 @@ void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)
 }
 
 bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
-                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy)
+                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy,
+                     const float *bias)
 {
-    (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)out, (void)y, (void)ldy;
+    (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)out, (void)y, (void)ldy, (void)bias;
     return false;
 }
 
 bool linear_bf16_run_cols(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
                           const float *x, size_t rows, size_t in, size_t c0, size_t c1, float *y,
-                          size_t ldy)
+                          size_t ldy, const float *bias)
 {
-    (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)c0, (void)c1, (void)y, (void)ldy;
+    (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)c0, (void)c1, (void)y, (void)ldy,
+        (void)bias;
     return false;
 }
 

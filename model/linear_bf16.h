@@ -46,19 +46,22 @@ size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in);
 void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx);
 
 /* y (rows, out) = x (rows, in) W^T in bf16 with f32 accumulation, y rows
- * `ldy` apart. Returns false, computing nothing, when the shapes disagree
- * with the packed weight, the rows exceed the context's room or oneDNN
- * fails: the caller then runs the product in f32. The first call for a
- * (rows, ldy, weight shape) makes its primitive. */
+ * `ldy` apart, + bias (out floats) unless bias is NULL (our kernel adds it
+ * to each finished sum; after oneDNN's product a pass adds it). Returns
+ * false, computing nothing, when the shapes disagree with the packed
+ * weight, the rows exceed the context's room or oneDNN fails: the caller
+ * then runs the product in f32. The first call for a (rows, ldy, weight
+ * shape) makes its primitive. */
 bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
-                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy);
+                     const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy,
+                     const float *bias);
 
-/* Columns [c0, c1) of that product (c0 a multiple of 32, as
- * bert_share_cols hands them out), the others untouched: for a team that
- * splits a few rows' product by columns. Only our kernel's weights can
- * (false for oneDNN's, computing nothing: the caller runs f32). */
+/* Columns [c0, c1) of that product, bias included (c0 a multiple of 32,
+ * as bert_share_cols hands them out), the others untouched: for a team
+ * that splits a few rows' product by columns. Only our kernel's weights
+ * can (false for oneDNN's, computing nothing: the caller runs f32). */
 bool linear_bf16_run_cols(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
                           const float *x, size_t rows, size_t in, size_t c0, size_t c1, float *y,
-                          size_t ldy);
+                          size_t ldy, const float *bias);
 
 #endif

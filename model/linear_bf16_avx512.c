@@ -46,11 +46,12 @@ bool linear_bf16_avx512_available(void)
 
 /* c[0..mr) x [0..PANEL) (+)= a . b over kp pairs: a (mr rows, LDA apart,
  * a pair per word), b (kp rows of PANEL words). `add`: accumulate onto c
- * instead of overwriting; m0, m1 mask the columns that exist. mr is a
- * constant in each inlined copy, so the accumulators live in registers. */
+ * instead of overwriting; then + bias[0..PANEL) unless bias is NULL; m0,
+ * m1 mask the columns that exist. mr is a constant in each inlined copy, so
+ * the accumulators live in registers. */
 static inline __attribute__((always_inline)) TARGET void
 block(const uint32_t *a, const uint32_t *b, size_t kp, const uint32_t *prefetch, float *c,
-      size_t ldc, int mr, __mmask16 m0, __mmask16 m1, bool add)
+      size_t ldc, int mr, __mmask16 m0, __mmask16 m1, bool add, const float *bias)
 {
     __m512 acc[MR][2];
 #pragma GCC unroll 14
@@ -80,6 +81,10 @@ block(const uint32_t *a, const uint32_t *b, size_t kp, const uint32_t *prefetch,
             acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, ci));
             acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, ci + 16));
         }
+        if (bias != NULL) {
+            acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, bias));
+            acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, bias + 16));
+        }
         _mm512_mask_storeu_ps(ci, m0, acc[i][0]);
         _mm512_mask_storeu_ps(ci + 16, m1, acc[i][1]);
     }
@@ -88,12 +93,12 @@ block(const uint32_t *a, const uint32_t *b, size_t kp, const uint32_t *prefetch,
 /* block() for any mr in 1..MR, each with constant bounds. */
 static TARGET void any_block(const uint32_t *a, const uint32_t *b, size_t kp,
                              const uint32_t *prefetch, float *c, size_t ldc, int mr,
-                             __mmask16 m0, __mmask16 m1, bool add)
+                             __mmask16 m0, __mmask16 m1, bool add, const float *bias)
 {
     switch (mr) {
 #define ROWS(M)                                                  \
     case M:                                                      \
-        block(a, b, kp, prefetch, c, ldc, M, m0, m1, add);       \
+        block(a, b, kp, prefetch, c, ldc, M, m0, m1, add, bias); \
         break;
         ROWS(14) ROWS(13) ROWS(12) ROWS(11) ROWS(10) ROWS(9) ROWS(8)
         ROWS(7) ROWS(6) ROWS(5) ROWS(4) ROWS(3) ROWS(2) ROWS(1)
@@ -136,7 +141,7 @@ static TARGET void pack_rows(const float *x, size_t in, size_t m0, size_t m1, si
 TARGET
 void linear_bf16_avx512_run(const struct linear_bf16_avx512_weight *p, const float *x,
                             size_t rows, size_t c0, size_t c1, float *y, size_t ldy,
-                            uint32_t *buf)
+                            const float *bias, uint32_t *buf)
 {
     const size_t p0 = c0 / PANEL, p1 = panel_count(c1);
     if (c1 <= c0)
@@ -155,11 +160,14 @@ void linear_bf16_avx512_run(const struct linear_bf16_avx512_weight *p, const flo
                 /* The next panel's block, fetched while this one's first
                  * rows compute. */
                 const uint32_t *next = pan + 1 < p1 ? b + p->pairs * PANEL : NULL;
+                /* The bias joins each sum once its last inputs are in. */
+                const float *bias_now =
+                    bias != NULL && q0 + kp == p->pairs ? bias + pan * PANEL : NULL;
                 const uint32_t *a = buf;
                 for (size_t m = mc; m < mc_end; m += MR, a += MR * LDA) {
                     const int mr = mc_end - m < MR ? (int)(mc_end - m) : MR;
                     any_block(a, b, kp, m == mc ? next : NULL, y + m * ldy + pan * PANEL, ldy,
-                              mr, m0, m1, q0 > 0);
+                              mr, m0, m1, q0 > 0, bias_now);
                 }
             }
         }
@@ -175,9 +183,9 @@ bool linear_bf16_avx512_available(void)
 
 void linear_bf16_avx512_run(const struct linear_bf16_avx512_weight *p, const float *x,
                             size_t rows, size_t c0, size_t c1, float *y, size_t ldy,
-                            uint32_t *buf)
+                            const float *bias, uint32_t *buf)
 {
-    (void)p, (void)x, (void)rows, (void)c0, (void)c1, (void)y, (void)ldy, (void)buf;
+    (void)p, (void)x, (void)rows, (void)c0, (void)c1, (void)y, (void)ldy, (void)bias, (void)buf;
     abort(); /* unreachable: nothing packs on this target */
 }
 

@@ -42,11 +42,12 @@ struct linear_bf16_avx512_weight *linear_bf16_avx512_pack(const float *w, size_t
 void linear_bf16_avx512_free(struct linear_bf16_avx512_weight *p);
 
 /* Columns [c0, c1) of y (rows, out; row stride ldy; y points at column 0)
- * = x (rows, in; row stride in) W^T. c0 is a multiple of LINEAR_BF16_PANEL,
- * c1 <= out; columns outside [c0, c1) stay untouched. `buf`:
- * LINEAR_BF16_AVX512_BUFFER_WORDS words, this caller's alone. */
+ * = x (rows, in; row stride in) W^T, + bias (out floats, by column) added to
+ * each finished sum unless bias is NULL. c0 is a multiple of
+ * LINEAR_BF16_PANEL, c1 <= out; columns outside [c0, c1) stay untouched.
+ * `buf`: LINEAR_BF16_AVX512_BUFFER_WORDS words, this caller's alone. */
 void linear_bf16_avx512_run(const struct linear_bf16_avx512_weight *p, const float *x,
                             size_t rows, size_t c0, size_t c1, float *y, size_t ldy,
-                            uint32_t *buf);
+                            const float *bias, uint32_t *buf);
 
 #endif

@@ -1,12 +1,14 @@
 /* What the dense-kernel tests check of a product's output: its worst error
- * against a float64 product over a column range, and that nothing outside
+ * against a float64 product over a column range, that nothing outside
  * that range was written (the caller fills y with LINEAR_CHECK_UNTOUCHED
- * before the call). */
+ * before the call), and that a bias the kernel adds is one float addition
+ * after each sum. */
 #ifndef LINEAR_CHECK_H
 #define LINEAR_CHECK_H
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #define LINEAR_CHECK_UNTOUCHED 1e30f
 
@@ -34,6 +36,22 @@ static inline double linear_check_range(const float *x, const float *w, const fl
             worst = err > worst ? err : worst;
         }
     return worst;
+}
+
+/* Entries of `biased` (rows, ldy apart) other than y + bias over columns
+ * [c0, c1) and LINEAR_CHECK_UNTOUCHED elsewhere, compared bit for bit; y is
+ * the same product without bias. */
+static inline size_t linear_check_bias(const float *y, const float *biased, const float *bias,
+                                       size_t rows, size_t ldy, size_t c0, size_t c1)
+{
+    size_t wrong = 0;
+    for (size_t m = 0; m < rows; m++)
+        for (size_t n = 0; n < ldy; n++) {
+            const float want =
+                n >= c0 && n < c1 ? y[m * ldy + n] + bias[n] : LINEAR_CHECK_UNTOUCHED;
+            wrong += memcmp(&biased[m * ldy + n], &want, sizeof want) != 0;
+        }
+    return wrong;
 }
 
 #endif

@@ -7,7 +7,8 @@
  * stride wider than the columns, whose padding must stay untouched. Also
  * checks that two calls over complementary column ranges, or rows computed
  * together and one at a time, give the very floats one call gives (the
- * team's column and row splits). Skipped (exit 77) where the CPU has no
+ * team's column and row splits), and that a bias joins each output as one
+ * float addition after its sum. Skipped (exit 77) where the CPU has no
  * AVX512_BF16: the kernel runs only there. */
 #include <stdint.h>
 #include <string.h>
@@ -26,6 +27,20 @@ static double as_bf16(float f)
 
 static uint32_t buf[LINEAR_BF16_AVX512_BUFFER_WORDS] __attribute__((aligned(64)));
 
+/* With a bias, over the columns from the second panel (all when there is
+ * one), into y2; `y` holds the product without bias. */
+static void check_bias(const struct linear_bf16_avx512_weight *p, const float *x, size_t rows,
+                       size_t out, size_t ldy, const float *y, float *y2)
+{
+    float *bias = random_floats(out);
+    const size_t c0 = out > LINEAR_BF16_PANEL ? LINEAR_BF16_PANEL : 0;
+    for (size_t i = 0; i < rows * ldy; i++)
+        y2[i] = LINEAR_CHECK_UNTOUCHED;
+    linear_bf16_avx512_run(p, x, rows, c0, out, y2, ldy, bias, buf);
+    CHECK_INT_EQ(linear_check_bias(y, y2, bias, rows, ldy, c0, out), 0);
+    free(bias);
+}
+
 static void check_shape(size_t rows, size_t in, size_t out)
 {
     const size_t ldy = out + 3;
@@ -37,7 +52,7 @@ static void check_shape(size_t rows, size_t in, size_t out)
         goto done;
     for (size_t i = 0; i < rows * ldy; i++)
         y[i] = LINEAR_CHECK_UNTOUCHED;
-    linear_bf16_avx512_run(p, x, rows, 0, out, y, ldy, buf);
+    linear_bf16_avx512_run(p, x, rows, 0, out, y, ldy, NULL, buf);
     /* The products of bf16 values are exact in f32; only the f32 sums
      * round, terms below 0.25 in magnitude. */
     const double tol = 1e-6 * (double)in;
@@ -47,14 +62,15 @@ static void check_shape(size_t rows, size_t in, size_t out)
     if (out > LINEAR_BF16_PANEL) {
         for (size_t i = 0; i < rows * ldy; i++)
             y2[i] = LINEAR_CHECK_UNTOUCHED;
-        linear_bf16_avx512_run(p, x, rows, LINEAR_BF16_PANEL, out, y2, ldy, buf);
+        linear_bf16_avx512_run(p, x, rows, LINEAR_BF16_PANEL, out, y2, ldy, NULL, buf);
         double w2 = linear_check_range(x, w, y2, rows, in, ldy, LINEAR_BF16_PANEL, out, as_bf16,
                                        &stray);
         worst = w2 > worst ? w2 : worst;
         /* The two halves of a column split, together, are the whole call. */
-        linear_bf16_avx512_run(p, x, rows, 0, LINEAR_BF16_PANEL, y2, ldy, buf);
+        linear_bf16_avx512_run(p, x, rows, 0, LINEAR_BF16_PANEL, y2, ldy, NULL, buf);
         CHECK(memcmp(y, y2, rows * ldy * sizeof *y) == 0);
     }
+    check_bias(p, x, rows, out, ldy, y, y2);
     if (worst > tol || stray != 0)
         fprintf(stderr, "rows %zu in %zu out %zu: worst error %g, %zu stray writes\n", rows, in,
                 out, worst, stray);
@@ -76,9 +92,9 @@ static void check_row_invariance(void)
     struct linear_bf16_avx512_weight *p = linear_bf16_avx512_pack(w, out, in);
     CHECK(p != NULL && x != NULL && w != NULL && y != NULL && y1 != NULL);
     if (p != NULL && x != NULL && w != NULL && y != NULL && y1 != NULL) {
-        linear_bf16_avx512_run(p, x, rows, 0, out, y, out, buf);
+        linear_bf16_avx512_run(p, x, rows, 0, out, y, out, NULL, buf);
         for (size_t m = 0; m < rows; m++)
-            linear_bf16_avx512_run(p, x + m * in, 1, 0, out, y1 + m * out, out, buf);
+            linear_bf16_avx512_run(p, x + m * in, 1, 0, out, y1 + m * out, out, NULL, buf);
         CHECK(memcmp(y, y1, rows * out * sizeof *y) == 0);
     }
     linear_bf16_avx512_free(p);

@@ -19,9 +19,8 @@
 /* The caller's working buffer. */
 static float buf[LINEAR_F32_BUFFER_FLOATS] __attribute__((aligned(64)));
 
-/* With a bias, columns [c0, out) of y2 are y's plus the bias, one float
- * addition each, and the columns before c0 stay untouched; c0 is the
- * second panel when there is one. `y` holds the product without bias. */
+/* With a bias, over the columns from the second panel (all when there is
+ * one), into y2; `y` holds the product without bias. */
 static void check_bias(const struct linear_f32_weight *p, const float *x, size_t rows,
                        size_t out, size_t ldy, const float *y, float *y2)
 {
@@ -30,14 +29,7 @@ static void check_bias(const struct linear_f32_weight *p, const float *x, size_t
     for (size_t i = 0; i < rows * ldy; i++)
         y2[i] = LINEAR_CHECK_UNTOUCHED;
     linear_f32_run(p, x, rows, c0, out, y2, ldy, bias, buf);
-    size_t wrong = 0;
-    for (size_t m = 0; m < rows; m++)
-        for (size_t n = 0; n < ldy; n++) {
-            const float want = n >= c0 && n < out ? y[m * ldy + n] + bias[n]
-                                                  : LINEAR_CHECK_UNTOUCHED;
-            wrong += memcmp(&y2[m * ldy + n], &want, sizeof want) != 0;
-        }
-    CHECK_INT_EQ(wrong, 0);
+    CHECK_INT_EQ(linear_check_bias(y, y2, bias, rows, ldy, c0, out), 0);
     free(bias);
 }
 
