@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "safetensors.h"
+#include "simd.h"
 
 #define PANEL LINEAR_BF16_PANEL
 
@@ -108,12 +109,6 @@ static TARGET void any_block(const uint32_t *a, const uint32_t *b, size_t kp,
     }
 }
 
-/* Mask of the first n (0..16) lanes. */
-static __mmask16 first_lanes(size_t n)
-{
-    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-}
-
 /* Rows [m0, m1) x inputs [k0, k0 + kb) of x into buf as bf16 pairs (round
  * to nearest even), one row every LDA words; an odd last input is paired
  * with 0. */
@@ -129,10 +124,11 @@ static TARGET void pack_rows(const float *x, size_t in, size_t m0, size_t m1, si
         }
         if (t < kb) {
             const size_t rest = kb - t;
-            const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(rest), src + t);
+            const __m512 lo = _mm512_maskz_loadu_ps(simd_first_lanes(rest), src + t);
             const __m512 hi =
-                _mm512_maskz_loadu_ps(first_lanes(rest > 16 ? rest - 16 : 0), src + t + 16);
-            _mm512_mask_storeu_epi32(buf + t / 2, first_lanes((rest + 1) / 2),
+                _mm512_maskz_loadu_ps(simd_first_lanes(rest > 16 ? rest - 16 : 0),
+                                      src + t + 16);
+            _mm512_mask_storeu_epi32(buf + t / 2, simd_first_lanes((rest + 1) / 2),
                                      (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
         }
     }
@@ -154,8 +150,8 @@ void linear_bf16_avx512_run(const struct linear_bf16_avx512_weight *p, const flo
             pack_rows(x, p->in, mc, mc_end, k0, kb, buf);
             for (size_t pan = p0; pan < p1; pan++) {
                 const size_t width = c1 - pan * PANEL < PANEL ? c1 - pan * PANEL : PANEL;
-                const __mmask16 m0 = first_lanes(width);
-                const __mmask16 m1 = first_lanes(width > 16 ? width - 16 : 0);
+                const __mmask16 m0 = simd_first_lanes(width);
+                const __mmask16 m1 = simd_first_lanes(width > 16 ? width - 16 : 0);
                 const uint32_t *b = p->panels + (pan * p->pairs + q0) * PANEL;
                 /* The next panel's block, fetched while this one's first
                  * rows compute. */

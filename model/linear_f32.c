@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "simd.h"
+
 #define PANEL LINEAR_F32_PANEL
 #define HUGE_PAGE ((size_t)2 << 20)
 
@@ -92,10 +94,8 @@ static TARGET void any_block(const float *a, const float *b, size_t width, size_
                              const float *prefetch, float *c, size_t ldc, int mr, bool add,
                              const float *bias)
 {
-    const __mmask16 m0 = width >= 16 ? 0xffff : (__mmask16)((1u << width) - 1);
-    const __mmask16 m1 = width >= PANEL ? 0xffff
-                         : width <= 16  ? 0
-                                        : (__mmask16)((1u << (width - 16)) - 1);
+    const __mmask16 m0 = simd_first_lanes(width);
+    const __mmask16 m1 = simd_first_lanes(width > 16 ? width - 16 : 0);
     switch (mr) {
 #define ROWS(M)                                                    \
     case M:                                                        \
@@ -107,12 +107,6 @@ static TARGET void any_block(const float *a, const float *b, size_t width, size_
     default:
         break;
     }
-}
-
-/* Mask of the first n (0..16) lanes. */
-static __mmask16 first_lanes(size_t n)
-{
-    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
 }
 
 /* r[i] lane j <- r[j] lane i: sixteen rows of sixteen floats transposed in
@@ -158,11 +152,11 @@ static TARGET void pack_rows(const float *x, size_t in, size_t m0, size_t m1, si
             const size_t n = kb - k < 16 ? kb - k : 16;
             __m512 r[16];
             for (size_t i = 0; i < 16; i++)
-                r[i] = i < mr ? _mm512_maskz_loadu_ps(first_lanes(n), src + i * in + k)
+                r[i] = i < mr ? _mm512_maskz_loadu_ps(simd_first_lanes(n), src + i * in + k)
                               : _mm512_setzero_ps();
             transpose16(r);
             for (size_t j = 0; j < n; j++)
-                _mm512_mask_storeu_ps(buf + (k + j) * MR, first_lanes(MR), r[j]);
+                _mm512_mask_storeu_ps(buf + (k + j) * MR, simd_first_lanes(MR), r[j]);
         }
         buf += MR * kb;
     }

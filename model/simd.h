@@ -27,4 +27,16 @@ static inline int bert_cpu_avx512(void)
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include <stddef.h>
+
+/* The mask of a 16-lane vector's first n lanes (n >= 16: all), for the
+ * partial loads and stores at the edges of the AVX-512 kernels. */
+static inline __mmask16 simd_first_lanes(size_t n)
+{
+    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+#endif
+
 #endif
