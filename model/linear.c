@@ -157,19 +157,46 @@ void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t i
                          rows, out, n->eps);
 }
 
+/* y = x W^T + bias for this member's share in bf16, rows or columns; false,
+ * nothing written, when the member or the weight has no bf16 or the product
+ * cannot run. */
+static bool bf16_share_bias(const struct bert_share *p, const float *x, size_t in,
+                            const struct bert_dense *d, size_t out, float *y, size_t ldy,
+                            const float *bias)
+{
+    if (d->bf16 == NULL || p->bf16 == NULL)
+        return false;
+    prof_lap(BERT_OP_OTHER);
+    bool ran;
+    if (p->by_rows) {
+        const size_t rows = p->r1 - p->r0;
+        ran = rows == 0 || linear_bf16_run(p->bf16, d->bf16, x + p->r0 * in, rows, in, out,
+                                           y + p->r0 * ldy, ldy, bias);
+    } else {
+        size_t c0, c1;
+        bert_share_cols(p, out, &c0, &c1);
+        ran = c1 <= c0 || linear_bf16_run_cols(p->bf16, d->bf16, x, p->rows, in, c0, c1, y, ldy,
+                                               bias);
+    }
+    prof_lap(BERT_OP_DENSE);
+    return ran;
+}
+
 void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,
-                           const struct linear_int8_weight *stacked, const float *stacked_bias,
+                           const struct bert_dense *stacked, const float *stacked_bias,
                            const struct bert_dense *const dense[3],
                            const float *const bias[3], float *qkv)
 {
     const size_t rows = p->r1 - p->r0;
-    if (p->by_rows && rows != 0 && stacked != NULL && p->int8 != NULL) {
+    if (p->by_rows && rows != 0 && stacked->int8 != NULL && p->int8 != NULL) {
         const struct linear_int8_epilogue ep = {.bias = stacked_bias};
         prof_lap(BERT_OP_OTHER);
-        if (linear_int8_run_epilogue(p->int8, stacked, x + p->r0 * H, rows, H, 3 * H,
+        if (linear_int8_run_epilogue(p->int8, stacked->int8, x + p->r0 * H, rows, H, 3 * H,
                                      qkv + p->r0 * 3 * H, 3 * H, &ep))
             return;
     }
+    if (p->int8 == NULL && bf16_share_bias(p, x, H, stacked, 3 * H, qkv, 3 * H, stacked_bias))
+        return;
     for (size_t k = 0; k < 3; k++)
         bert_linear_share_bias(p, x, H, dense[k], H, qkv + k * H, 3 * H, bias[k], NULL, false);
 }

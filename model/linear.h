@@ -81,11 +81,11 @@ void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t i
                             const struct bert_norm *n, bool feeds_next);
 
 /* Q, K and V of x (rows, H) into qkv (rows, 3H), each with its bias, for
- * this member's share: one int8 product of `stacked` (their weights stacked,
+ * this member's share: one product of `stacked` (their weights stacked,
  * with `stacked_bias` their biases side by side) when the member runs int8
- * and stacked is not NULL, else three products. */
+ * or bf16 and stacked holds that kind, else three products. */
 void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,
-                           const struct linear_int8_weight *stacked, const float *stacked_bias,
+                           const struct bert_dense *stacked, const float *stacked_bias,
                            const struct bert_dense *const dense[3],
                            const float *const bias[3], float *qkv);
 

@@ -164,6 +164,21 @@ done:
     return p;
 }
 
+struct linear_bf16_weight *linear_bf16_pack_stacked(const float *const *parts, size_t n_parts,
+                                                    size_t out, size_t in)
+{
+    if (!bert_bf16_available(NULL, 0))
+        return NULL;
+    float *w = malloc(n_parts * out * in * sizeof *w);
+    if (w == NULL)
+        return NULL;
+    for (size_t k = 0; k < n_parts; k++)
+        memcpy(w + k * out * in, parts[k], out * in * sizeof *w);
+    struct linear_bf16_weight *p = linear_bf16_pack(w, n_parts * out, in);
+    free(w);
+    return p;
+}
+
 struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in)
 {
     if (!bert_bf16_available(NULL, 0))
@@ -301,6 +316,13 @@ const char *bert_bf16_isa(void)
 struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t in)
 {
     (void)w, (void)out, (void)in;
+    return NULL;
+}
+
+struct linear_bf16_weight *linear_bf16_pack_stacked(const float *const *parts, size_t n_parts,
+                                                    size_t out, size_t in)
+{
+    (void)parts, (void)n_parts, (void)out, (void)in;
     return NULL;
 }
 

@@ -4,9 +4,10 @@
  * products run on oneDNN (weights in its blocked layout, activations
  * converted per call into the calling team member's buffer); with
  * AVX512_BF16 alone on linear_bf16_avx512.h's kernel, which converts the
- * activations as it packs them, runs strided outputs (Q, K and V, for which
- * oneDNN has only reference kernels) and column shares, and ran BERT-base
- * 1.2-2.8x faster than oneDNN there.
+ * activations as it packs them, runs strided outputs and column shares, and
+ * ran BERT-base 1.2-2.8x faster than oneDNN there. oneDNN 2.6 has only
+ * reference kernels for strided outputs, so BERT's Q, K and V run as one
+ * stacked weight (linear_bf16_pack_stacked) into their dense (T, 3H) matrix.
  *
  * Nothing is looked up per call and nothing on the request path grows a
  * buffer: a weight carries its packed copy, a team member its context
@@ -30,6 +31,12 @@ struct linear_bf16_weight;
  * slower than OpenBLAS in f32) or memory runs out: the weight then stays
  * f32. */
 struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t in);
+
+/* One weight (n_parts * out, in) from n_parts weights (out, in) stacked
+ * row-wise (BERT's Q, K and V): one product fills their outputs side by
+ * side. NULL as for linear_bf16_pack. */
+struct linear_bf16_weight *linear_bf16_pack_stacked(const float *const *parts, size_t n_parts,
+                                                    size_t out, size_t in);
 
 /* NULL is a no-op. */
 void linear_bf16_weight_free(struct linear_bf16_weight *p);

@@ -631,7 +631,7 @@ enum bert_status bert_weights_bind(const struct bert_config *cfg,
 struct dense_ref {
     struct bert_dense *d;
     size_t out, in;
-    struct bert_layer_weights *qkv_of; /* Q, K or V of this layer, packed stacked in int8 */
+    struct bert_layer_weights *qkv_of; /* Q, K or V of this layer, packed stacked */
 };
 
 /* Lists them into `refs` (room for 1 + 7 per layer); returns how many. */
@@ -729,32 +729,34 @@ static void drop_f32(struct bert_weights *w, const struct dense_ref *refs, size_
     w->f32_arena = NULL;
 }
 
-/* Layer l's Q, K and V weights stacked in one int8 weight, their biases
- * side by side (l->qkv_int8, l->qkv_int8_b): one quantization of the
- * layer's input and one product instead of three. False when any is
- * missing or it cannot be packed. */
-static bool pack_stacked_qkv(struct bert_layer_weights *l, size_t H)
+/* Layer l's Q, K and V weights stacked in one bf16 or int8 weight
+ * (l->qkv), their biases side by side (l->qkv_b): one conversion of the
+ * layer's input and one product, into a dense output, instead of three
+ * strided ones. False when any is missing or it cannot be packed. */
+static bool pack_stacked_qkv(struct bert_layer_weights *l, size_t H, enum bert_pack_kind kind)
 {
-    if (l->qkv_int8 != NULL)
+    struct bert_dense *d = &l->qkv;
+    if (kind == BERT_PACK_BF16 ? d->bf16 != NULL : d->int8 != NULL)
         return true;
     const float *parts[3] = {l->query.w, l->key.w, l->value.w};
     const float *bias[3] = {l->query_b, l->key_b, l->value_b};
-    if (parts[0] == NULL || parts[1] == NULL || parts[2] == NULL ||
-        (l->qkv_int8_b = malloc(3 * H * sizeof *l->qkv_int8_b)) == NULL)
+    if (parts[0] == NULL || parts[1] == NULL || parts[2] == NULL)
         return false;
-    l->qkv_int8 = linear_int8_pack_stacked(parts, 3, H, H);
-    if (l->qkv_int8 == NULL) {
-        free(l->qkv_int8_b);
-        l->qkv_int8_b = NULL;
-        return false;
+    if (l->qkv_b == NULL) {
+        if ((l->qkv_b = malloc(3 * H * sizeof *l->qkv_b)) == NULL)
+            return false;
+        for (size_t k = 0; k < 3; k++) {
+            if (bias[k] != NULL)
+                memcpy(l->qkv_b + k * H, bias[k], H * sizeof *l->qkv_b);
+            else
+                memset(l->qkv_b + k * H, 0, H * sizeof *l->qkv_b);
+        }
     }
-    for (size_t k = 0; k < 3; k++) {
-        if (bias[k] != NULL)
-            memcpy(l->qkv_int8_b + k * H, bias[k], H * sizeof *l->qkv_int8_b);
-        else
-            memset(l->qkv_int8_b + k * H, 0, H * sizeof *l->qkv_int8_b);
-    }
-    return true;
+    if (kind == BERT_PACK_BF16)
+        d->bf16 = linear_bf16_pack_stacked(parts, 3, H, H);
+    else
+        d->int8 = linear_int8_pack_stacked(parts, 3, H, H);
+    return kind == BERT_PACK_BF16 ? d->bf16 != NULL : d->int8 != NULL;
 }
 
 struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct bert_config *c,
@@ -779,10 +781,10 @@ struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct b
             counts.packed += d->f32 != NULL;
             continue;
         }
-        if (kind == BERT_PACK_BF16 && d->bf16 == NULL)
+        const bool stacked =
+            refs[i].qkv_of != NULL && pack_stacked_qkv(refs[i].qkv_of, refs[i].in, kind);
+        if (kind == BERT_PACK_BF16 && !stacked && d->bf16 == NULL)
             d->bf16 = linear_bf16_pack(d->w, refs[i].out, refs[i].in);
-        const bool stacked = kind == BERT_PACK_INT8 && refs[i].qkv_of != NULL &&
-                             pack_stacked_qkv(refs[i].qkv_of, refs[i].in);
         if (kind == BERT_PACK_INT8 &&
             (stacked || (d->int8 == NULL &&
                          (d->int8 = linear_int8_pack(d->w, refs[i].out, refs[i].in)) != NULL))) {
@@ -790,7 +792,7 @@ struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct b
             if (file != NULL && release_mapped(file, d->w, bytes))
                 counts.released_bytes += bytes;
         }
-        counts.packed += kind == BERT_PACK_BF16 ? d->bf16 != NULL : stacked || d->int8 != NULL;
+        counts.packed += stacked || (kind == BERT_PACK_BF16 ? d->bf16 != NULL : d->int8 != NULL);
     }
     free(refs);
     return counts;
@@ -811,8 +813,9 @@ void bert_weights_free(struct bert_weights *w)
             linear_bf16_weight_free(d[k]->bf16);
             linear_int8_weight_free(d[k]->int8);
         }
-        linear_int8_weight_free(w->layers[i].qkv_int8);
-        free(w->layers[i].qkv_int8_b);
+        linear_bf16_weight_free(w->layers[i].qkv.bf16);
+        linear_int8_weight_free(w->layers[i].qkv.int8);
+        free(w->layers[i].qkv_b);
     }
     free(w->layers);
     free(w->f32_arena);

@@ -32,11 +32,12 @@ struct bert_layer_weights {
     const float *ffn_in_b, *ffn_gate_b;   /* (I), (I) */
     const float *ffn_out_b;               /* (H) */
     const float *ffn_ln_g, *ffn_ln_b;     /* (H), (H) */
-    /* int8 only, BERT's separate Q, K and V: their weights stacked (3H, H)
-     * in one int8 weight and their biases side by side (3H), both owned;
-     * NULL otherwise (query, key and value then hold the int8 sides). */
-    struct linear_int8_weight *qkv_int8;
-    float *qkv_int8_b;
+    /* bf16 and int8, BERT's separate Q, K and V: their weights stacked
+     * (3H, H) in one packed weight (qkv.bf16, qkv.int8; qkv.w stays NULL)
+     * and their biases side by side (qkv_b, 3H), all owned; empty
+     * otherwise. query, key and value then hold no bf16 or int8 copy. */
+    struct bert_dense qkv;
+    float *qkv_b;
 };
 
 struct bert_weights {

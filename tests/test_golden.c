@@ -57,8 +57,8 @@ static const struct {
  * inputs to 8 mantissa bits, so outputs move by about a percent; the
  * contract is cosine >= 0.999 and the same top-1. The hidden-state bound
  * is loose for these small random models, whose LayerNorm outputs reach
- * several units: with Q, K and V in bf16 too (oneDNN runs their strided
- * outputs in f32) RoBERTa's MLM model moves by up to 0.253. */
+ * several units: with Q, K and V in bf16 too RoBERTa's MLM model moves by
+ * up to 0.253. */
 static const struct tolerance bf16_compute = {0.3, 0.999, 2e-2, false, 0};
 
 /* The same checkpoint with its dense layers in int8 (per-channel weights,

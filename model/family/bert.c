@@ -56,7 +56,7 @@ void family_bert_attention(const struct bert_model *model, struct bert_scratch *
     /* Q, K and V land side by side in one (T, 3H) matrix, with their biases. */
     const struct bert_dense *const qkv_dense[3] = {&l->query, &l->key, &l->value};
     const float *const qkv_bias[3] = {l->query_b, l->key_b, l->value_b};
-    bert_linear_share_qkv(p, x, H, l->qkv_int8, l->qkv_int8_b, qkv_dense, qkv_bias, s->qkv);
+    bert_linear_share_qkv(p, x, H, &l->qkv, l->qkv_b, qkv_dense, qkv_bias, s->qkv);
     if (p->member == 0)
         atomic_store_explicit(&s->next_item, 0, memory_order_relaxed);
     bert_team_barrier(team);
