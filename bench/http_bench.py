@@ -3,8 +3,8 @@
 engine's own offline throughput on the same texts, measured in the same run.
 
 usage: bench/http_bench.py [--model DIR] [--texts FILE] [--seconds 10]
-       [--concurrency 1,8,64] [--rounds 3] [--route embed] [--server-flag ...]
-       [--no-engine] [--floor]
+       [--concurrency 1,8,64] [--rounds 3] [--route embed|classify|tokenize] [--server-flag ...]
+       [--wrk-threads 1] [--no-engine] [--floor]
 
 Prints requests/s, tokens/s, p50/p99 latency per concurrency and the ratios the
 service issue sets targets for: server tokens/s at the highest concurrency over
@@ -104,13 +104,14 @@ def loops_cpu_seconds(pid):
     return sum(t[0] for t in times), sum(t[1] for t in times)
 
 
-def wrk(port, c, route, seconds, bodies, delay_ms=None):
-    """wrk's report of `seconds` at concurrency c, POSTing the bodies in turn;
-    with delay_ms, each connection waits that long before each request."""
+def wrk(port, c, route, seconds, bodies, delay_ms=None, threads=1):
+    """wrk's report of `seconds` at concurrency c over `threads` client
+    threads, POSTing the bodies in turn; with delay_ms, each connection waits
+    that long before each request."""
     env = dict(os.environ, BODIES=bodies)
     if delay_ms is not None:
         env["DELAY_MS"] = str(delay_ms)
-    return subprocess.run(["wrk", "-t1", "-c", str(c), "-d", "%ds" % seconds, "--latency", "-s",
+    return subprocess.run(["wrk", "-t%d" % threads, "-c", str(c), "-d", "%ds" % seconds, "--latency", "-s",
                            os.path.join(HERE, "wrk_bodies.lua"),
                            "http://127.0.0.1:%d/%s" % (port, route)],
                           check=True, capture_output=True, text=True, env=env).stdout
@@ -185,7 +186,7 @@ def main():
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "default"))
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("--texts", default=os.path.join(HERE, "data", "sst2-dev.txt"))
-    ap.add_argument("--route", default="embed", choices=["embed", "classify"])
+    ap.add_argument("--route", default="embed", choices=["embed", "classify", "tokenize"])
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--concurrency", default="1,8,64")
     ap.add_argument("--rounds", type=int, default=3,
@@ -195,9 +196,13 @@ def main():
     ap.add_argument("--floor", action="store_true",
                     help="also run bench/loop_floor.c, a bare libuv loop, under the same load "
                          "at the highest concurrency: the loop CPU no HTTP layer gets under")
+    ap.add_argument("--wrk-threads", type=int, default=1,
+                    help="wrk's client threads (on many cores one can be what limits the rate)")
     ap.add_argument("--no-engine", action="store_true",
                     help="no offline engine runs: the server's rows and loop CPU only")
     args = ap.parse_args()
+    if args.route == "tokenize" and not args.no_engine:
+        sys.exit("--route tokenize never reaches the engine: give --no-engine")
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install wrk")
     bert = os.path.join(args.bin, "bert")
@@ -257,7 +262,7 @@ def main():
         loop_before, prep_before, requests_before = cpu_counters(server, args.route)
         server_cpu, loop_proc = cpu_seconds(pid), loops_cpu_seconds(pid)
         client_cpu = os.times().children_user + os.times().children_system
-        out = wrk(server.port, c, args.route, args.seconds, bodies)
+        out = wrk(server.port, c, args.route, args.seconds, bodies, threads=args.wrk_threads)
         server_cpu = cpu_seconds(pid) - server_cpu
         loop_after_proc = loops_cpu_seconds(pid)
         loop_sys = loop_after_proc[1] - loop_proc[1]
