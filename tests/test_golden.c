@@ -622,10 +622,15 @@ static bool run_threads(struct run *r, size_t threads, json_t *outputs, json_t *
                "packed-single", packed_diff, packed_ids);
         /* With oneDNN's bf16 (AMX) a lone short input runs its products in
          * f32 (too few rows to split, and oneDNN cannot split columns), so
-         * packed and single may differ by bf16 rounding. */
-        bool bf16 = same_tol == &bf16_compute;
-        CHECK(packed_diff <= (bf16 ? same_tol->hidden_abs : PACKED_ABS));
-        if (!bf16)
+         * packed and single may differ by bf16 rounding. So may int8's on
+         * AMX (a lent 16-core Xeon: up to 0.204, int8's own size; equal on
+         * VNNI): there packed matched VNNI's errors against f32 and a lone
+         * input's came out smaller, so its products of a few rows ran in
+         * f32, oneDNN 2.6 offering only a reference kernel for them. */
+        bool loose = same_tol == &bf16_compute ||
+                     (r->model->int8 && strstr(bert_int8_isa(), "AMX") != NULL);
+        CHECK(packed_diff <= (loose ? same_tol->hidden_abs : PACKED_ABS));
+        if (!loose)
             CHECK_INT_EQ(packed_ids, 0);
         if (f32_outputs != NULL)
             check_errors(label, "vs f32 golden", &e_loose, loose_tol);
