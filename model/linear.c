@@ -41,20 +41,16 @@ void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t 
     }
 }
 
-/* Columns [c0, c1) of y = x W^T: in bf16 on our kernel's weight (the
- * model runs bf16 and the member has a context), else on the packed f32
- * weight when there is one (and the member has its buffer); those two add
- * `bias` too (NULL: none; returns whether it was added). Else straight
- * from W for a few rows, else OpenBLAS. */
+/* Columns [c0, c1) of y = x W^T in f32: on the packed weight when there
+ * is one (and the member has its buffer), which adds `bias` too (NULL:
+ * none; returns whether it was added), else straight from W for a few
+ * rows, else OpenBLAS. */
 static bool linear(const struct bert_share *p, const float *x, size_t rows, size_t in,
                    const struct bert_dense *d, size_t c0, size_t c1, float *y, size_t ldy,
                    const float *bias)
 {
     if (rows == 0 || c1 <= c0)
         return false;
-    if (d->bf16 != NULL && p->bf16 != NULL &&
-        linear_bf16_run_cols(p->bf16, d->bf16, x, rows, in, c0, c1, y, ldy, bias))
-        return bias != NULL;
     if (d->f32 != NULL && p->f32_buf != NULL) {
         linear_f32_run(d->f32, x, rows, c0, c1, y, ldy, bias, p->f32_buf);
         return bias != NULL;
@@ -71,27 +67,48 @@ static bool linear(const struct bert_share *p, const float *x, size_t rows, size
     return false;
 }
 
+/* y = x W^T + bias for this member's share in bf16, rows or columns; false,
+ * nothing written, when the member or the weight has no bf16 or the product
+ * cannot run. */
+static bool bf16_share_bias(const struct bert_share *p, const float *x, size_t in,
+                            const struct bert_dense *d, size_t out, float *y, size_t ldy,
+                            const float *bias)
+{
+    if (d->bf16 == NULL || p->bf16 == NULL)
+        return false;
+    prof_lap(BERT_OP_OTHER);
+    bool ran;
+    if (p->by_rows) {
+        const size_t rows = p->r1 - p->r0;
+        ran = rows == 0 || linear_bf16_run(p->bf16, d->bf16, x + p->r0 * in, rows, in, out,
+                                           y + p->r0 * ldy, ldy, bias);
+    } else {
+        size_t c0, c1;
+        bert_share_cols(p, out, &c0, &c1);
+        ran = c1 <= c0 || linear_bf16_run_cols(p->bf16, d->bf16, x, p->rows, in, c0, c1, y, ldy,
+                                               bias);
+    }
+    prof_lap(BERT_OP_DENSE);
+    return ran;
+}
+
 /* bert_linear_share, adding `bias` where the kernel can (NULL: none);
  * returns whether it did. */
 static bool linear_share(const struct bert_share *p, const float *x, size_t in,
                          const struct bert_dense *d, size_t out, float *y, size_t ldy,
                          const float *bias)
 {
+    const size_t rows = p->r1 - p->r0;
     bool biased = false;
     prof_lap(BERT_OP_OTHER);
-    if (p->by_rows) {
-        const size_t rows = p->r1 - p->r0;
-        const float *xr = x + p->r0 * in;
-        float *yr = y + p->r0 * ldy;
-        if (rows != 0 && !(d->int8 != NULL && p->int8 != NULL &&
-                           linear_int8_run(p->int8, d->int8, xr, rows, in, out, yr, ldy))) {
-            if (d->bf16 != NULL && p->bf16 != NULL &&
-                linear_bf16_run(p->bf16, d->bf16, xr, rows, in, out, yr, ldy, bias))
-                biased = bias != NULL;
-            else
-                biased = linear(p, xr, rows, in, d, 0, out, yr, ldy, bias);
-        }
-    } else {
+    if (p->by_rows && rows != 0 && d->int8 != NULL && p->int8 != NULL &&
+        linear_int8_run(p->int8, d->int8, x + p->r0 * in, rows, in, out, y + p->r0 * ldy, ldy))
+        biased = false;
+    else if (bf16_share_bias(p, x, in, d, out, y, ldy, bias))
+        biased = bias != NULL;
+    else if (p->by_rows)
+        biased = linear(p, x + p->r0 * in, rows, in, d, 0, out, y + p->r0 * ldy, ldy, bias);
+    else {
         size_t c0, c1;
         bert_share_cols(p, out, &c0, &c1);
         biased = linear(p, x, p->rows, in, d, c0, c1, y, ldy, bias);
@@ -157,31 +174,6 @@ void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t i
                          rows, out, n->eps);
 }
 
-/* y = x W^T + bias for this member's share in bf16, rows or columns; false,
- * nothing written, when the member or the weight has no bf16 or the product
- * cannot run. */
-static bool bf16_share_bias(const struct bert_share *p, const float *x, size_t in,
-                            const struct bert_dense *d, size_t out, float *y, size_t ldy,
-                            const float *bias)
-{
-    if (d->bf16 == NULL || p->bf16 == NULL)
-        return false;
-    prof_lap(BERT_OP_OTHER);
-    bool ran;
-    if (p->by_rows) {
-        const size_t rows = p->r1 - p->r0;
-        ran = rows == 0 || linear_bf16_run(p->bf16, d->bf16, x + p->r0 * in, rows, in, out,
-                                           y + p->r0 * ldy, ldy, bias);
-    } else {
-        size_t c0, c1;
-        bert_share_cols(p, out, &c0, &c1);
-        ran = c1 <= c0 || linear_bf16_run_cols(p->bf16, d->bf16, x, p->rows, in, c0, c1, y, ldy,
-                                               bias);
-    }
-    prof_lap(BERT_OP_DENSE);
-    return ran;
-}
-
 void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,
                            const struct bert_dense *stacked, const float *stacked_bias,
                            const struct bert_dense *const dense[3],
@@ -195,7 +187,7 @@ void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,
                                      qkv + p->r0 * 3 * H, 3 * H, &ep))
             return;
     }
-    if (p->int8 == NULL && bf16_share_bias(p, x, H, stacked, 3 * H, qkv, 3 * H, stacked_bias))
+    if (bf16_share_bias(p, x, H, stacked, 3 * H, qkv, 3 * H, stacked_bias))
         return;
     for (size_t k = 0; k < 3; k++)
         bert_linear_share_bias(p, x, H, dense[k], H, qkv + k * H, 3 * H, bias[k], NULL, false);
