@@ -26,10 +26,10 @@ static size_t round_floats(size_t n)
 /* Each team member's bf16 or int8 context, with room for the most rows it
  * can be given: member m runs only when the team is at least m + 1 wide,
  * so its share of T rows is at most ceil(T / (m + 1)). `max_in`: the
- * widest input of a dense layer (H, I, or ELECTRA's E); `strided`: the
- * widest output written into strided rows. */
+ * widest input of a dense layer (H, I, or ELECTRA's E); `max_out`: the
+ * widest output; `strided`: the widest output written into strided rows. */
 static bool member_contexts_new(struct bert_scratch *s, const struct bert_model *model, size_t T,
-                                size_t max_in, size_t strided)
+                                size_t max_in, size_t max_out, size_t strided)
 {
     const size_t members = bert_team_size(s->team);
     if (model->int8)
@@ -41,8 +41,8 @@ static bool member_contexts_new(struct bert_scratch *s, const struct bert_model 
     for (size_t m = 0; m < members; m++) {
         const size_t rows = (T + m) / (m + 1);
         if (model->int8) {
-            s->int8[m] = linear_int8_ctx_new(rows, max_in, strided);
-            s->bytes += rows * (max_in + sizeof(float) * (strided + 1));
+            s->int8[m] = linear_int8_ctx_new(rows, max_in, max_out, strided);
+            s->bytes += linear_int8_ctx_bytes(rows, max_in, max_out, strided);
         } else {
             s->bf16[m] = linear_bf16_ctx_new(rows, max_in);
             s->bytes += linear_bf16_ctx_bytes(rows, max_in);
@@ -118,7 +118,8 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     s->bytes = total * sizeof(float);
     if (mem == NULL || s->masks == NULL || s->prof == NULL ||
         ((model->bf16 || model->int8) &&
-         !member_contexts_new(s, model, T, HE > inter ? HE : inter, strided))) {
+         !member_contexts_new(s, model, T, HE > inter ? HE : inter,
+                              FF > QKV ? (FF > HE ? FF : HE) : (QKV > HE ? QKV : HE), strided))) {
         bert_scratch_free(s);
         bert_error_set(err, BERT_E_NOMEM, "out of memory allocating %zu MiB of scratch",
                        total * sizeof(float) >> 20);

@@ -26,12 +26,20 @@ typedef int8_t vq16 __attribute__((vector_size(VLANES)));
 #define PACK_ROWS 256
 /* A context's cache of ready primitives, by shape. */
 #define CACHE_SLOTS 128
+/* The most rows a product is padded to: with AMX, oneDNN 2.6 has only
+ * reference kernels for a few rows in the weights' layout (for 256 rows),
+ * so such products run on zero rows added up to a count it has a kernel
+ * for (linear_int8_weight.min_rows), which pack_parts finds among these. */
+#define PAD_ROWS_MAX 64
 /* Symmetric int8: [-127, 127], so that -q is always representable. */
 #define QMAX 127.0f
 
 struct linear_int8_weight {
     size_t out, in;
     float *scale;               /* (out) per output channel */
+    size_t min_rows;            /* products of fewer rows are padded to this many;
+                                   0: none can be (fewer than PAD_ROWS_MAX are
+                                   then refused where oneDNN has no kernel) */
     dnnl_memory_t mem;          /* s8, oneDNN's layout (with its compensation) */
     dnnl_memory_desc_t md;
 };
@@ -48,10 +56,11 @@ static struct {
 
 struct linear_int8_ctx {
     dnnl_stream_t stream;
-    int8_t *src;                /* (max_rows * max_in) quantized activations */
+    int8_t *src;                /* (src_rows(max_rows) * max_in) quantized activations */
     float *row_scale;           /* (max_rows) */
     float *acc;                 /* (max_rows * max_strided_out) products bound for strided rows */
-    size_t src_cap, rows_cap, acc_cap;
+    float *pad_acc;             /* (PAD_ROWS_MAX * max_out) padded products */
+    size_t src_cap, rows_cap, acc_cap, pad_cap;
     /* The y whose rows src and row_scale hold quantized (an epilogue's
      * keep_quantized), with their count and width; NULL: none. */
     const float *kept;
@@ -204,6 +213,22 @@ static void quantize_weight(const float *w, size_t out, size_t in, float *scale,
     }
 }
 
+/* The fewest rows to pad a product with a weight in layout `md` to: the
+ * smallest power of two up to PAD_ROWS_MAX from which on each has a kernel
+ * (all of them with VNNI: 1, no padding); 0 when PAD_ROWS_MAX has none. */
+static size_t min_rows_for(size_t in, size_t out, const dnnl_memory_desc_t *md)
+{
+    size_t min = 0;
+    for (size_t r = PAD_ROWS_MAX; r >= 1; r /= 2) {
+        dnnl_primitive_desc_t pd = matmul_pd(r, in, out, md);
+        if (pd == NULL)
+            break;
+        dnnl_primitive_desc_destroy(pd);
+        min = r;
+    }
+    return min;
+}
+
 /* The weight (n_parts * out_each, in) of the parts stacked row-wise. */
 static struct linear_int8_weight *pack_parts(const float *const *parts, size_t n_parts,
                                              size_t out_each, size_t in)
@@ -220,6 +245,7 @@ static struct linear_int8_weight *pack_parts(const float *const *parts, size_t n
         p->out = out;
         p->in = in;
         p->md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        p->min_rows = min_rows_for(in, out, &p->md);
         for (size_t k = 0; k < n_parts; k++)
             quantize_weight(parts[k], out_each, in, p->scale + k * out_each,
                             q + k * out_each * in);
@@ -250,7 +276,32 @@ struct linear_int8_weight *linear_int8_pack_stacked(const float *const *parts, s
     return pack_parts(parts, n_parts, out, in);
 }
 
-struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in,
+size_t linear_int8_weight_min_rows(const struct linear_int8_weight *w)
+{
+    return w->min_rows;
+}
+
+void linear_int8_weight_pad_to(struct linear_int8_weight *w, size_t rows)
+{
+    w->min_rows = rows <= PAD_ROWS_MAX ? rows : PAD_ROWS_MAX;
+}
+
+/* Room for quantized activations: padded products read PAD_ROWS_MAX rows. */
+static size_t src_rows(size_t max_rows)
+{
+    return max_rows > PAD_ROWS_MAX ? max_rows : PAD_ROWS_MAX;
+}
+
+size_t linear_int8_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
+                             size_t max_strided_out)
+{
+    if (!bert_int8_available(NULL, 0))
+        return 0;
+    return src_rows(max_rows) * max_in +
+           sizeof(float) * (max_rows * (max_strided_out + 1) + PAD_ROWS_MAX * max_out);
+}
+
+struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in, size_t max_out,
                                             size_t max_strided_out)
 {
     if (!bert_int8_available(NULL, 0))
@@ -258,13 +309,15 @@ struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in,
     struct linear_int8_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return NULL;
-    ctx->src_cap = max_rows * max_in;
+    ctx->src_cap = src_rows(max_rows) * max_in;
     ctx->rows_cap = max_rows;
     ctx->acc_cap = max_rows * max_strided_out;
+    ctx->pad_cap = PAD_ROWS_MAX * max_out;
     ctx->src = malloc(ctx->src_cap ? ctx->src_cap : 1);
     ctx->row_scale = malloc((max_rows ? max_rows : 1) * sizeof *ctx->row_scale);
     ctx->acc = malloc((ctx->acc_cap ? ctx->acc_cap : 1) * sizeof *ctx->acc);
-    if (ctx->src == NULL || ctx->row_scale == NULL || ctx->acc == NULL ||
+    ctx->pad_acc = malloc((ctx->pad_cap ? ctx->pad_cap : 1) * sizeof *ctx->pad_acc);
+    if (ctx->src == NULL || ctx->row_scale == NULL || ctx->acc == NULL || ctx->pad_acc == NULL ||
         dnnl_stream_create(&ctx->stream, dnnl.engine, dnnl_stream_default_flags) != dnnl_success) {
         linear_int8_ctx_free(ctx);
         return NULL;
@@ -283,6 +336,7 @@ void linear_int8_ctx_free(struct linear_int8_ctx *ctx)
     free(ctx->src);
     free(ctx->row_scale);
     free(ctx->acc);
+    free(ctx->pad_acc);
     free(ctx);
 }
 
@@ -308,19 +362,25 @@ bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_i
                               const float *x, size_t rows, size_t in, size_t out, float *y,
                               size_t ldy, const struct linear_int8_epilogue *ep)
 {
-    float *acc = ldy == out ? y : ctx->acc;
+    /* Padded, the product runs on zero rows past x's, into a buffer of its
+     * own; its first `rows` rows are y's. */
+    const size_t run_rows = rows < w->min_rows ? w->min_rows : rows;
+    const bool padded = run_rows > rows;
+    float *acc = padded ? ctx->pad_acc : ldy == out ? y : ctx->acc;
     const bool reuse = ctx->kept == x && ctx->kept_rows == rows && ctx->kept_in == in;
     ctx->kept = NULL;
-    if (rows == 0 || w->in != in || w->out != out || rows * in > ctx->src_cap ||
-        rows > ctx->rows_cap || (acc == ctx->acc && rows * out > ctx->acc_cap))
+    if (rows == 0 || w->in != in || w->out != out || run_rows * in > ctx->src_cap ||
+        rows > ctx->rows_cap || (acc == ctx->acc && rows * out > ctx->acc_cap) ||
+        (padded && run_rows * out > ctx->pad_cap))
         return false;
-    struct onednn_slot *s = slot_for(ctx, w, rows);
+    struct onednn_slot *s = slot_for(ctx, w, run_rows);
     if (s == NULL)
         return false;
     /* The compute team already runs one pass per core (linear_bf16.c). */
     omp_set_num_threads(1);
     for (size_t r = 0; !reuse && r < rows; r++)
         ctx->row_scale[r] = quantize_row(x + r * in, in, ctx->src + r * in);
+    memset(ctx->src + rows * in, 0, (run_rows - rows) * in);
     prof_lap(BERT_OP_CONVERT);
     dnnl_memory_set_data_handle(s->src, ctx->src);
     dnnl_memory_set_data_handle(s->dst, acc);
@@ -400,10 +460,28 @@ void linear_int8_weight_free(struct linear_int8_weight *p)
     (void)p;
 }
 
-struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in,
+size_t linear_int8_weight_min_rows(const struct linear_int8_weight *w)
+{
+    (void)w;
+    return 0;
+}
+
+void linear_int8_weight_pad_to(struct linear_int8_weight *w, size_t rows)
+{
+    (void)w, (void)rows;
+}
+
+size_t linear_int8_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
+                             size_t max_strided_out)
+{
+    (void)max_rows, (void)max_in, (void)max_out, (void)max_strided_out;
+    return 0;
+}
+
+struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in, size_t max_out,
                                             size_t max_strided_out)
 {
-    (void)max_rows, (void)max_in, (void)max_strided_out;
+    (void)max_rows, (void)max_in, (void)max_out, (void)max_strided_out;
     return NULL;
 }
 

@@ -37,14 +37,30 @@ struct linear_int8_weight *linear_int8_pack_stacked(const float *const *parts, s
 /* NULL is a no-op. */
 void linear_int8_weight_free(struct linear_int8_weight *p);
 
+/* Products of fewer rows than this run on zero rows added up to it, the
+ * results the same: with AMX, oneDNN 2.6 has only a reference kernel for a
+ * product of a few rows in the layout it picks for many, and the engine
+ * would run such a product (a lone short input, or a few rows per team
+ * member) in f32. Found when the weight is packed: 1 (no padding) where
+ * every row count has a kernel, as with VNNI; at most 64; 0 where even 64
+ * rows have none (fewer are then refused). */
+size_t linear_int8_weight_min_rows(const struct linear_int8_weight *w);
+/* For tests: pad products of fewer than `rows` rows (at most 64) as if
+ * oneDNN had no kernel for them; before the weight is shared. */
+void linear_int8_weight_pad_to(struct linear_int8_weight *w, size_t rows);
+
 /* One team member's state: a oneDNN stream, its cache of primitives by
- * shape, room to quantize up to `max_rows` x `max_in` activations and to
- * hold `max_rows` x `max_strided_out` products whose output rows are
- * strided (ldy > out). Used by one thread at a time. NULL when out of
- * memory or int8 is unavailable. */
+ * shape, room to quantize up to `max_rows` x `max_in` activations, to hold
+ * `max_rows` x `max_strided_out` products whose output rows are strided
+ * (ldy > out) and a padded product (linear_int8_weight_min_rows) up to
+ * `max_out` wide. Used by one thread at a time. NULL when out of memory or
+ * int8 is unavailable. */
 struct linear_int8_ctx;
-struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in,
+struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in, size_t max_out,
                                             size_t max_strided_out);
+/* Bytes of the buffers such a context holds (0 where int8 is unavailable). */
+size_t linear_int8_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
+                             size_t max_strided_out);
 /* NULL is a no-op. */
 void linear_int8_ctx_free(struct linear_int8_ctx *ctx);
 

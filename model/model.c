@@ -162,7 +162,8 @@ enum bert_status bert_model_use_int8(struct bert_model *m, struct bert_int8_info
                               n.dense);
     m->int8 = true;
     if (info != NULL)
-        *info = (struct bert_int8_info){bert_int8_isa(), n.dense, n.packed, n.released_bytes};
+        *info = (struct bert_int8_info){bert_int8_isa(), n.dense, n.packed, n.released_bytes,
+                                        n.pad_rows};
     return BERT_OK;
 }
 

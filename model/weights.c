@@ -793,6 +793,10 @@ struct bert_pack_counts bert_weights_pack(struct bert_weights *w, const struct b
                 counts.released_bytes += bytes;
         }
         counts.packed += stacked || (kind == BERT_PACK_BF16 ? d->bf16 != NULL : d->int8 != NULL);
+        const struct linear_int8_weight *q =
+            kind != BERT_PACK_INT8 ? NULL : stacked ? refs[i].qkv_of->qkv.int8 : d->int8;
+        if (q != NULL && linear_int8_weight_min_rows(q) > counts.pad_rows)
+            counts.pad_rows = linear_int8_weight_min_rows(q);
     }
     free(refs);
     return counts;

@@ -98,6 +98,8 @@ struct bert_pack_counts {
     size_t packed;         /* of which now have a packed copy */
     size_t packed_bytes;   /* the f32 packed copies' bytes (f32) */
     size_t released_bytes; /* f32 bytes of the mapping given back (f32, int8) */
+    size_t pad_rows;       /* int8: the most rows any product of fewer is padded to
+                              (linear_int8_weight_min_rows; 1 or 0: none) */
 };
 
 /* Give every dense layer the encoder runs its bf16 (linear_bf16.h) or int8

@@ -292,6 +292,11 @@ static bool use_int8(struct server *s)
             "in f32; %zu MiB of mapped f32 weights released%s",
             info.isa, info.packed, info.dense, info.released_bytes >> 20,
             info.released_bytes ? "" : " (F16/BF16 checkpoint: its f32 copy stays resident)");
+    if (info.pad_rows > 1)
+        log_msg(LOG_INFO,
+                "int8 products of fewer than %zu rows run padded to %zu with zero rows: oneDNN "
+                "has no %s kernel for fewer in the weights' layout",
+                info.pad_rows, info.pad_rows, info.isa);
     return true;
 }
 

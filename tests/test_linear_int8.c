@@ -2,7 +2,9 @@
  * (tests/golden/make_int8_goldens.py -> tests/data/golden-int8/linear.json):
  * row counts across oneDNN's kernel tails, an all-zero row and channel,
  * contiguous and strided output rows (the padding left untouched), a row
- * that is not finite, and the refusals that send a product back to f32.
+ * that is not finite, the refusals that send a product back to f32, and
+ * products padded with zero rows (as on AMX for a few rows) giving the same
+ * bits.
  * Skipped (exit 77) where int8 cannot run.
  *
  * Usage: test_linear_int8 GOLDEN_JSON */
@@ -39,6 +41,35 @@ static float *floats_of(json_t *a)
     return v;
 }
 
+/* The product of x again with zero rows added up to 64 (rows < 64): the
+ * same bits in y's rows, its padding untouched, nothing beyond. */
+static void check_padded(struct linear_int8_weight *p, struct linear_int8_ctx *ctx,
+                         const float *x, size_t rows, size_t in, size_t out, const float *y,
+                         size_t ldy)
+{
+    const size_t was = linear_int8_weight_min_rows(p);
+    if (rows >= 64)
+        return;
+    linear_int8_weight_pad_to(p, 64);
+    CHECK_INT_EQ(linear_int8_weight_min_rows(p), 64);
+    float *padded = malloc((rows * ldy + 1) * sizeof *padded);
+    for (size_t i = 0; i < rows * ldy + 1; i++)
+        padded[i] = 1e30f;
+    CHECK(linear_int8_run(ctx, p, x, rows, in, out, padded, ldy));
+    size_t differ = 0, touched = 0;
+    for (size_t r = 0; r < rows; r++) {
+        differ += memcmp(padded + r * ldy, y + r * ldy, out * sizeof *y) != 0;
+        for (size_t k = out; k < ldy; k++)
+            touched += padded[r * ldy + k] != 1e30f;
+    }
+    touched += padded[rows * ldy] != 1e30f;
+    printf("%zux%zu -> %zu padded to 64 rows: %zu rows differ\n", rows, in, out, differ);
+    CHECK_INT_EQ(differ, 0);
+    CHECK_INT_EQ(touched, 0);
+    linear_int8_weight_pad_to(p, was);
+    free(padded);
+}
+
 /* One case with output rows `ldy` apart (ldy >= out; the gap is padding). */
 static void check_case(json_t *c, size_t ldy_extra)
 {
@@ -53,13 +84,13 @@ static void check_case(json_t *c, size_t ldy_extra)
     for (size_t i = 0; i < rows * ldy; i++)
         y[i] = 1e30f;
     struct linear_int8_weight *p = linear_int8_pack(w, out, in);
-    struct linear_int8_ctx *ctx = linear_int8_ctx_new(rows, in, out);
+    struct linear_int8_ctx *ctx = linear_int8_ctx_new(rows, in, out, out);
     CHECK(p != NULL && ctx != NULL);
     const bool ran = p != NULL && ctx != NULL && linear_int8_run(ctx, p, x, rows, in, out, y, ldy);
     if (!ran && p != NULL && ctx != NULL && rows < AMX_FEW_ROWS &&
         strstr(bert_int8_isa(), "AMX") != NULL) {
-        printf("%zux%zu -> %zu: refused on %s (the engine runs it in f32)\n", rows, in, out,
-               bert_int8_isa());
+        printf("%zux%zu -> %zu: refused on %s, padded to %zu rows (the engine runs it in f32)\n",
+               rows, in, out, bert_int8_isa(), linear_int8_weight_min_rows(p));
     } else if (p != NULL && ctx != NULL) {
         CHECK(ran);
         double worst = 0.0, top = 0.0;
@@ -78,6 +109,7 @@ static void check_case(json_t *c, size_t ldy_extra)
         CHECK(worst <= REL_TOL * top);
         CHECK(top > 0.0);
         CHECK_INT_EQ(padding, 0);
+        check_padded(p, ctx, x, rows, in, out, y, ldy);
         /* A row that is not finite stays so (the engine's non-finite check
          * must see it); the other rows keep their values. */
         x[0] = NAN;

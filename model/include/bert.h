@@ -260,6 +260,8 @@ struct bert_int8_info {
     size_t dense;          /* dense layers the encoder runs */
     size_t packed;         /* of which run int8; the others (no fast kernel) f32 */
     size_t released_bytes; /* f32 weight bytes the process no longer keeps resident */
+    size_t pad_rows;       /* products of fewer rows run padded to this many (AMX: oneDNN
+                              has kernels only for more there); 1 or 0: none padded */
 };
 
 /* Run the encoder's dense layers in int8: each weight is quantized now,
