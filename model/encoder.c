@@ -44,8 +44,8 @@ static bool member_contexts_new(struct bert_scratch *s, const struct bert_model 
             s->int8[m] = linear_int8_ctx_new(rows, max_in, max_out, strided);
             s->bytes += linear_int8_ctx_bytes(rows, max_in, max_out, strided);
         } else {
-            s->bf16[m] = linear_bf16_ctx_new(rows, max_in);
-            s->bytes += linear_bf16_ctx_bytes(rows, max_in);
+            s->bf16[m] = linear_bf16_ctx_new(rows, max_in, max_out, strided);
+            s->bytes += linear_bf16_ctx_bytes(rows, max_in, max_out, strided);
         }
         if (model->int8 ? s->int8[m] == NULL : s->bf16[m] == NULL)
             return false;
@@ -248,7 +248,7 @@ static void encode_member(void *arg, size_t member, size_t n_members)
 {
     const struct encode_job *job = arg;
     struct bert_share p = bert_share_of(job->b->n_tokens, member, n_members);
-    p.bf16 = job->s->bf16 ? job->s->bf16[member] : NULL;
+    bert_share_use_bf16(&p, job->s->bf16 ? job->s->bf16[member] : NULL);
     p.f32_buf = job->s->f32_buf ? job->s->f32_buf + member * LINEAR_F32_BUFFER_FLOATS : NULL;
     bert_share_use_int8(&p, job->s->int8 ? job->s->int8[member] : NULL);
     /* Rows kept from the last pass came from buffers this one overwrites. */

@@ -28,6 +28,13 @@ void bert_share_use_int8(struct bert_share *p, struct linear_int8_ctx *ctx)
         p->by_rows = true;
 }
 
+void bert_share_use_bf16(struct bert_share *p, struct linear_bf16_ctx *ctx)
+{
+    p->bf16 = ctx;
+    if (ctx != NULL && !linear_bf16_ctx_splits_cols(ctx))
+        p->by_rows = true;
+}
+
 void bert_share_cols(const struct bert_share *p, size_t out, size_t *c0, size_t *c1)
 {
     if (p->by_rows) {

@@ -49,6 +49,11 @@ struct bert_share bert_share_of(size_t rows, size_t member, size_t n_members);
  * ranges, and with no packing per call, few rows lose nothing by it. */
 void bert_share_use_int8(struct bert_share *p, struct linear_int8_ctx *ctx);
 
+/* Give the share its member's bf16 context; on oneDNN's kernels (AMX) the
+ * share then splits by rows whatever their number, as for int8: they cannot
+ * split columns, and a few rows' products would run in f32. */
+void bert_share_use_bf16(struct bert_share *p, struct linear_bf16_ctx *ctx);
+
 /* y (rows, out) = x (rows, in) W^T for this member's share: in int8 (or
  * bf16) when both the weight and the member have an int8 (bf16) side and
  * the member's share is rows (for bf16 on our own kernel, columns too),

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +20,16 @@
 #include "simd.h"
 
 /* Packed weights are made for this many rows; oneDNN's AMX kernels keep the
- * same blocked weight layout for every row count, so one copy serves all. */
+ * same blocked weight layout for every row count but a few (onednn.h),
+ * so one copy serves all. */
 #define PACK_ROWS 256
 /* A context's cache of ready primitives, by shape. */
 #define CACHE_SLOTS 128
 
 struct linear_bf16_weight {
     size_t out, in;
+    size_t min_rows;            /* oneDNN's: products of fewer rows are padded to this
+                                   many; 0: none can be (they are refused) */
     dnnl_memory_t mem;          /* bf16, oneDNN's layout (AMX) */
     dnnl_memory_desc_t md;
     struct linear_bf16_avx512_weight *own; /* or our panels (AVX512_BF16 alone) */
@@ -43,10 +47,21 @@ static struct {
     char why[160];  /* why none can, when !usable */
 } backend = {.once = PTHREAD_ONCE_INIT};
 
+/* linear_bf16_use_onednn: oneDNN's kernels where ours would run. */
+static atomic_bool prefer_onednn;
+
+/* Whether weights packed and contexts made now use our kernel. */
+static bool own_kernel(void)
+{
+    return backend.own && !atomic_load(&prefer_onednn);
+}
+
 struct linear_bf16_ctx {
     dnnl_stream_t stream;
-    uint16_t *src;              /* (max_rows * max_in) bf16 activations */
-    size_t src_cap;
+    uint16_t *src;              /* (src_rows(max_rows) * max_in) bf16 activations */
+    float *out;                 /* a padded product's output, or a strided one's:
+                                   out_floats(...) floats */
+    size_t src_cap, out_cap;
     struct onednn_slot slots[CACHE_SLOTS];
     uint32_t *own_buf;          /* our kernel's block of x (LINEAR_BF16_AVX512_BUFFER_WORDS) */
 };
@@ -109,6 +124,22 @@ bool bert_bf16_available(char *why, size_t why_len)
     return backend.usable;
 }
 
+bool linear_bf16_use_onednn(bool on)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_once(&backend.once, init_once);
+    pthread_mutex_lock(&lock);
+    if (on && backend.usable && backend.engine == NULL &&
+        dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_bf16 &&
+        dnnl_engine_create(&backend.engine, dnnl_cpu, 0) != dnnl_success)
+        backend.engine = NULL;
+    const bool ok = !on || backend.engine != NULL;
+    if (ok)
+        atomic_store(&prefer_onednn, on);
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
 void linear_bf16_weight_free(struct linear_bf16_weight *p)
 {
     if (p == NULL)
@@ -130,7 +161,7 @@ struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t i
         return NULL;
     p->out = out;
     p->in = in;
-    if (backend.own) {
+    if (own_kernel()) {
         p->own = linear_bf16_avx512_pack(w, out, in);
         if (p->own == NULL) {
             free(p);
@@ -151,6 +182,7 @@ struct linear_bf16_weight *linear_bf16_pack(const float *w, size_t out, size_t i
         dnnl_primitive_desc_create(&pd, &mm, NULL, backend.engine, NULL) || onednn_is_reference(pd))
         goto done;
     p->md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    p->min_rows = onednn_min_rows(backend.engine, dnnl_bf16, in, out, &p->md);
     /* torch's (out, in) row-major is the "ba" layout of dims (in, out). */
     ok = !dnnl_memory_desc_init_by_tag(&user_md, 2, wd, dnnl_f32, dnnl_ba) &&
          onednn_reorder_new(backend.engine, &user_md, (void *)w, &p->md, &p->mem);
@@ -179,14 +211,31 @@ struct linear_bf16_weight *linear_bf16_pack_stacked(const float *const *parts, s
     return p;
 }
 
-struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in)
+/* Room for converted activations: padded products read ONEDNN_PAD_ROWS_MAX rows. */
+static size_t src_rows(size_t max_rows)
+{
+    return max_rows > ONEDNN_PAD_ROWS_MAX ? max_rows : ONEDNN_PAD_ROWS_MAX;
+}
+
+/* Room for outputs that land in the context first: a padded product's
+ * (ONEDNN_PAD_ROWS_MAX rows, up to max_out wide) or a strided one's (oneDNN 2.6
+ * has only reference kernels for strided outputs: NomicBERT's two
+ * feed-forward halves, Q/K/V when they are not stacked). */
+static size_t out_floats(size_t max_rows, size_t max_out, size_t max_strided_out)
+{
+    const size_t padded = ONEDNN_PAD_ROWS_MAX * max_out, strided = max_rows * max_strided_out;
+    return padded > strided ? padded : strided;
+}
+
+struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in, size_t max_out,
+                                            size_t max_strided_out)
 {
     if (!bert_bf16_available(NULL, 0))
         return NULL;
     struct linear_bf16_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return NULL;
-    if (backend.own) {
+    if (own_kernel()) {
         ctx->own_buf = aligned_alloc(64, LINEAR_BF16_AVX512_BUFFER_WORDS * sizeof(uint32_t));
         if (ctx->own_buf == NULL) {
             free(ctx);
@@ -194,22 +243,42 @@ struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in)
         }
         return ctx;
     }
-    ctx->src_cap = max_rows * max_in;
+    ctx->src_cap = src_rows(max_rows) * max_in;
+    ctx->out_cap = out_floats(max_rows, max_out, max_strided_out);
     ctx->src = malloc(ctx->src_cap * sizeof *ctx->src);
-    if (ctx->src == NULL || dnnl_stream_create(&ctx->stream, backend.engine,
-                                               dnnl_stream_default_flags) != dnnl_success) {
+    ctx->out = malloc((ctx->out_cap ? ctx->out_cap : 1) * sizeof *ctx->out);
+    if (ctx->src == NULL || ctx->out == NULL ||
+        dnnl_stream_create(&ctx->stream, backend.engine, dnnl_stream_default_flags) !=
+            dnnl_success) {
         linear_bf16_ctx_free(ctx);
         return NULL;
     }
     return ctx;
 }
 
-size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in)
+size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
+                             size_t max_strided_out)
 {
     if (!bert_bf16_available(NULL, 0))
         return 0;
-    return backend.own ? LINEAR_BF16_AVX512_BUFFER_WORDS * sizeof(uint32_t)
-                    : max_rows * max_in * sizeof(uint16_t);
+    return own_kernel() ? LINEAR_BF16_AVX512_BUFFER_WORDS * sizeof(uint32_t)
+                        : src_rows(max_rows) * max_in * sizeof(uint16_t) +
+                              out_floats(max_rows, max_out, max_strided_out) * sizeof(float);
+}
+
+bool linear_bf16_ctx_splits_cols(const struct linear_bf16_ctx *ctx)
+{
+    return ctx->own_buf != NULL;
+}
+
+size_t linear_bf16_weight_min_rows(const struct linear_bf16_weight *w)
+{
+    return w->own != NULL ? 1 : w->min_rows;
+}
+
+void linear_bf16_weight_pad_to(struct linear_bf16_weight *w, size_t rows)
+{
+    w->min_rows = rows <= ONEDNN_PAD_ROWS_MAX ? rows : ONEDNN_PAD_ROWS_MAX;
 }
 
 void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)
@@ -221,32 +290,25 @@ void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)
     if (ctx->stream)
         dnnl_stream_destroy(ctx->stream);
     free(ctx->src);
+    free(ctx->out);
     free(ctx->own_buf);
     free(ctx);
 }
 
-/* A primitive for (weight layout, rows, ldy), from the cache or made now.
+/* A primitive for (weight layout, rows), from the cache or made now.
  * Weights of one shape share a layout, so they share primitives. */
 static struct onednn_slot *slot_for(struct linear_bf16_ctx *ctx,
-                                    const struct linear_bf16_weight *p, size_t rows, size_t ldy)
+                                    const struct linear_bf16_weight *p, size_t rows)
 {
     bool ready;
     struct onednn_slot *s =
-        onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, ldy, &p->md, &ready);
+        onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, p->out, &p->md, &ready);
     if (ready)
         return s;
-    dnnl_memory_desc_t src_md, dst_md;
-    dnnl_dims_t sd = {(dnnl_dim_t)rows, (dnnl_dim_t)p->in}, dd = {(dnnl_dim_t)rows,
-                                                                  (dnnl_dim_t)p->out};
-    dnnl_dims_t dst_strides = {(dnnl_dim_t)ldy, 1};
-    dnnl_matmul_desc_t mm;
-    dnnl_primitive_desc_t pd = NULL;
-    bool ok = !dnnl_memory_desc_init_by_tag(&src_md, 2, sd, dnnl_bf16, dnnl_ab) &&
-              !dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, dnnl_f32, dst_strides) &&
-              !dnnl_matmul_desc_init(&mm, &src_md, &p->md, NULL, &dst_md) &&
-              !dnnl_primitive_desc_create(&pd, &mm, NULL, backend.engine, NULL) &&
-              !onednn_is_reference(pd) &&
-              onednn_slot_fill(s, backend.engine, pd, p->out, p->in, rows, ldy, &p->md);
+    dnnl_primitive_desc_t pd =
+        onednn_matmul_pd(backend.engine, dnnl_bf16, rows, p->in, p->out, &p->md);
+    bool ok = pd != NULL && onednn_slot_fill(s, backend.engine, pd, p->out, p->in, rows, p->out,
+                                             &p->md);
     if (pd)
         dnnl_primitive_desc_destroy(pd);
     return ok ? s : NULL;
@@ -262,9 +324,13 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
         linear_bf16_avx512_run(w->own, x, rows, 0, out, y, ldy, bias, ctx->own_buf);
         return true;
     }
-    if (rows * in > ctx->src_cap)
+    /* Padded, the product runs on zero rows past x's; padded or strided,
+     * into the context's buffer, and its first `rows` rows are copied to y. */
+    const size_t run_rows = rows < w->min_rows ? w->min_rows : rows;
+    const bool via_buffer = run_rows > rows || ldy != out;
+    if (run_rows * in > ctx->src_cap || (via_buffer && run_rows * out > ctx->out_cap))
         return false;
-    struct onednn_slot *s = slot_for(ctx, w, rows, ldy);
+    struct onednn_slot *s = slot_for(ctx, w, run_rows);
     if (s == NULL)
         return false;
     /* The compute team already runs one pass per core: oneDNN's own OpenMP
@@ -272,14 +338,17 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
      * member's thread is not the one that made its context.) */
     omp_set_num_threads(1);
     to_bf16(x, rows * in, ctx->src);
+    memset(ctx->src + rows * in, 0, (run_rows - rows) * in * sizeof *ctx->src);
     prof_lap(BERT_OP_CONVERT);
     dnnl_memory_set_data_handle(s->src, ctx->src);
-    dnnl_memory_set_data_handle(s->dst, y);
+    dnnl_memory_set_data_handle(s->dst, via_buffer ? ctx->out : y);
     dnnl_exec_arg_t args[3] = {
         {DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, s->dst}};
     if (dnnl_primitive_execute(s->prim, ctx->stream, 3, args) != dnnl_success ||
         dnnl_stream_wait(ctx->stream) != dnnl_success)
         return false;
+    for (size_t r = 0; via_buffer && r < rows; r++)
+        memcpy(y + r * ldy, ctx->out + r * out, out * sizeof *y);
     if (bias != NULL) {
         prof_lap(BERT_OP_DENSE);
         kernel_add_bias(y, bias, rows, out, ldy);
@@ -331,16 +400,40 @@ void linear_bf16_weight_free(struct linear_bf16_weight *p)
     (void)p;
 }
 
-struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in)
+struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in, size_t max_out,
+                                            size_t max_strided_out)
 {
-    (void)max_rows, (void)max_in;
+    (void)max_rows, (void)max_in, (void)max_out, (void)max_strided_out;
     return NULL;
 }
 
-size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in)
+size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
+                             size_t max_strided_out)
 {
-    (void)max_rows, (void)max_in;
+    (void)max_rows, (void)max_in, (void)max_out, (void)max_strided_out;
     return 0;
+}
+
+bool linear_bf16_ctx_splits_cols(const struct linear_bf16_ctx *ctx)
+{
+    (void)ctx;
+    return false;
+}
+
+size_t linear_bf16_weight_min_rows(const struct linear_bf16_weight *w)
+{
+    (void)w;
+    return 0;
+}
+
+void linear_bf16_weight_pad_to(struct linear_bf16_weight *w, size_t rows)
+{
+    (void)w, (void)rows;
+}
+
+bool linear_bf16_use_onednn(bool on)
+{
+    return !on;
 }
 
 void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)

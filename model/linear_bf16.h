@@ -41,14 +41,41 @@ struct linear_bf16_weight *linear_bf16_pack_stacked(const float *const *parts, s
 /* NULL is a no-op. */
 void linear_bf16_weight_free(struct linear_bf16_weight *p);
 
+/* For tests: with `on`, weights packed and contexts made from now on use
+ * oneDNN's kernels where ours would run (AVX512_BF16 without AMX), so that
+ * the path AMX machines take runs on these too; false (nothing changed)
+ * where oneDNN has no bf16 kernels here. Weights and the contexts they run
+ * with must come from the same setting: switch only with none alive. */
+bool linear_bf16_use_onednn(bool on);
+
+/* Products of fewer rows than this run on oneDNN's kernels on zero rows
+ * added up to it, the results the same: with AMX, oneDNN 2.6 has only a
+ * reference kernel for a product of a few rows in the layout it picks for
+ * many, and such a product (a lone short input, a few rows per team member)
+ * ran in f32. Found when the weight is packed: 1 (no padding) where every
+ * row count has a kernel, and for our kernel's weights; at most 64; 0 where
+ * even 64 rows have none (fewer are then refused). */
+size_t linear_bf16_weight_min_rows(const struct linear_bf16_weight *w);
+/* For tests: pad oneDNN's products of fewer than `rows` rows (at most 64)
+ * as if it had no kernel for them; before the weight is shared. */
+void linear_bf16_weight_pad_to(struct linear_bf16_weight *w, size_t rows);
+
 /* One team member's state: a oneDNN stream, its cache of primitives by
- * shape, and room to convert up to `max_rows` x `max_in` activations.
- * Used by one thread at a time. NULL when out of memory or bf16 is
- * unavailable. */
+ * shape, room to convert up to `max_rows` x `max_in` activations, for a
+ * padded product's output up to `max_out` wide and for `max_rows` x
+ * `max_strided_out` products whose output rows are strided (ldy > out:
+ * oneDNN 2.6 has only reference kernels for those, so they land here first);
+ * or our kernel's block of x. Used by one thread at a time. NULL when out of
+ * memory or bf16 is unavailable. */
 struct linear_bf16_ctx;
-struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in);
+struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in, size_t max_out,
+                                            size_t max_strided_out);
 /* Bytes of the buffers such a context holds (0 where bf16 is unavailable). */
-size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in);
+size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
+                             size_t max_strided_out);
+/* Whether the context's products can be split by columns
+ * (linear_bf16_run_cols): ours can; oneDNN's run whole rows only. */
+bool linear_bf16_ctx_splits_cols(const struct linear_bf16_ctx *ctx);
 /* NULL is a no-op. */
 void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx);
 

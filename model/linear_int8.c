@@ -26,11 +26,6 @@ typedef int8_t vq16 __attribute__((vector_size(VLANES)));
 #define PACK_ROWS 256
 /* A context's cache of ready primitives, by shape. */
 #define CACHE_SLOTS 128
-/* The most rows a product is padded to: with AMX, oneDNN 2.6 has only
- * reference kernels for a few rows in the weights' layout (for 256 rows),
- * so such products run on zero rows added up to a count it has a kernel
- * for (linear_int8_weight.min_rows), which pack_parts finds among these. */
-#define PAD_ROWS_MAX 64
 /* Symmetric int8: [-127, 127], so that -q is always representable. */
 #define QMAX 127.0f
 
@@ -38,7 +33,7 @@ struct linear_int8_weight {
     size_t out, in;
     float *scale;               /* (out) per output channel */
     size_t min_rows;            /* products of fewer rows are padded to this many;
-                                   0: none can be (fewer than PAD_ROWS_MAX are
+                                   0: none can be (fewer than ONEDNN_PAD_ROWS_MAX are
                                    then refused where oneDNN has no kernel) */
     dnnl_memory_t mem;          /* s8, oneDNN's layout (with its compensation) */
     dnnl_memory_desc_t md;
@@ -59,7 +54,7 @@ struct linear_int8_ctx {
     int8_t *src;                /* (src_rows(max_rows) * max_in) quantized activations */
     float *row_scale;           /* (max_rows) */
     float *acc;                 /* (max_rows * max_strided_out) products bound for strided rows */
-    float *pad_acc;             /* (PAD_ROWS_MAX * max_out) padded products */
+    float *pad_acc;             /* (ONEDNN_PAD_ROWS_MAX * max_out) padded products */
     size_t src_cap, rows_cap, acc_cap, pad_cap;
     /* The y whose rows src and row_scale hold quantized (an epilogue's
      * keep_quantized), with their count and width; NULL: none. */
@@ -118,20 +113,7 @@ static float quantize_row(const float *x, size_t n, int8_t *q)
 static dnnl_primitive_desc_t matmul_pd(size_t rows, size_t in, size_t out,
                                        const dnnl_memory_desc_t *wei_md)
 {
-    dnnl_memory_desc_t src_md, dst_md;
-    dnnl_dims_t sd = {(dnnl_dim_t)rows, (dnnl_dim_t)in}, dd = {(dnnl_dim_t)rows, (dnnl_dim_t)out};
-    dnnl_matmul_desc_t mm;
-    dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_memory_desc_init_by_tag(&src_md, 2, sd, dnnl_s8, dnnl_ab) ||
-        dnnl_memory_desc_init_by_tag(&dst_md, 2, dd, dnnl_f32, dnnl_ab) ||
-        dnnl_matmul_desc_init(&mm, &src_md, wei_md, NULL, &dst_md) ||
-        dnnl_primitive_desc_create(&pd, &mm, NULL, dnnl.engine, NULL))
-        return NULL;
-    if (onednn_is_reference(pd)) {
-        dnnl_primitive_desc_destroy(pd);
-        return NULL;
-    }
-    return pd;
+    return onednn_matmul_pd(dnnl.engine, dnnl_s8, rows, in, out, wei_md);
 }
 
 static dnnl_primitive_desc_t matmul_pd_any(size_t rows, size_t in, size_t out)
@@ -213,22 +195,6 @@ static void quantize_weight(const float *w, size_t out, size_t in, float *scale,
     }
 }
 
-/* The fewest rows to pad a product with a weight in layout `md` to: the
- * smallest power of two up to PAD_ROWS_MAX from which on each has a kernel
- * (all of them with VNNI: 1, no padding); 0 when PAD_ROWS_MAX has none. */
-static size_t min_rows_for(size_t in, size_t out, const dnnl_memory_desc_t *md)
-{
-    size_t min = 0;
-    for (size_t r = PAD_ROWS_MAX; r >= 1; r /= 2) {
-        dnnl_primitive_desc_t pd = matmul_pd(r, in, out, md);
-        if (pd == NULL)
-            break;
-        dnnl_primitive_desc_destroy(pd);
-        min = r;
-    }
-    return min;
-}
-
 /* The weight (n_parts * out_each, in) of the parts stacked row-wise. */
 static struct linear_int8_weight *pack_parts(const float *const *parts, size_t n_parts,
                                              size_t out_each, size_t in)
@@ -245,7 +211,7 @@ static struct linear_int8_weight *pack_parts(const float *const *parts, size_t n
         p->out = out;
         p->in = in;
         p->md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-        p->min_rows = min_rows_for(in, out, &p->md);
+        p->min_rows = onednn_min_rows(dnnl.engine, dnnl_s8, in, out, &p->md);
         for (size_t k = 0; k < n_parts; k++)
             quantize_weight(parts[k], out_each, in, p->scale + k * out_each,
                             q + k * out_each * in);
@@ -283,13 +249,13 @@ size_t linear_int8_weight_min_rows(const struct linear_int8_weight *w)
 
 void linear_int8_weight_pad_to(struct linear_int8_weight *w, size_t rows)
 {
-    w->min_rows = rows <= PAD_ROWS_MAX ? rows : PAD_ROWS_MAX;
+    w->min_rows = rows <= ONEDNN_PAD_ROWS_MAX ? rows : ONEDNN_PAD_ROWS_MAX;
 }
 
-/* Room for quantized activations: padded products read PAD_ROWS_MAX rows. */
+/* Room for quantized activations: padded products read ONEDNN_PAD_ROWS_MAX rows. */
 static size_t src_rows(size_t max_rows)
 {
-    return max_rows > PAD_ROWS_MAX ? max_rows : PAD_ROWS_MAX;
+    return max_rows > ONEDNN_PAD_ROWS_MAX ? max_rows : ONEDNN_PAD_ROWS_MAX;
 }
 
 size_t linear_int8_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
@@ -298,7 +264,7 @@ size_t linear_int8_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
     if (!bert_int8_available(NULL, 0))
         return 0;
     return src_rows(max_rows) * max_in +
-           sizeof(float) * (max_rows * (max_strided_out + 1) + PAD_ROWS_MAX * max_out);
+           sizeof(float) * (max_rows * (max_strided_out + 1) + ONEDNN_PAD_ROWS_MAX * max_out);
 }
 
 struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in, size_t max_out,
@@ -312,7 +278,7 @@ struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in, size
     ctx->src_cap = src_rows(max_rows) * max_in;
     ctx->rows_cap = max_rows;
     ctx->acc_cap = max_rows * max_strided_out;
-    ctx->pad_cap = PAD_ROWS_MAX * max_out;
+    ctx->pad_cap = ONEDNN_PAD_ROWS_MAX * max_out;
     ctx->src = malloc(ctx->src_cap ? ctx->src_cap : 1);
     ctx->row_scale = malloc((max_rows ? max_rows : 1) * sizeof *ctx->row_scale);
     ctx->acc = malloc((ctx->acc_cap ? ctx->acc_cap : 1) * sizeof *ctx->acc);

@@ -11,6 +11,40 @@ bool onednn_is_reference(const_dnnl_primitive_desc_t pd)
            impl == NULL || strncmp(impl, "ref", 3) == 0;
 }
 
+dnnl_primitive_desc_t onednn_matmul_pd(dnnl_engine_t engine, dnnl_data_type_t src_dt,
+                                       size_t rows, size_t in, size_t out,
+                                       const dnnl_memory_desc_t *wei_md)
+{
+    dnnl_memory_desc_t src_md, dst_md;
+    dnnl_dims_t sd = {(dnnl_dim_t)rows, (dnnl_dim_t)in}, dd = {(dnnl_dim_t)rows, (dnnl_dim_t)out};
+    dnnl_matmul_desc_t mm;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_memory_desc_init_by_tag(&src_md, 2, sd, src_dt, dnnl_ab) ||
+        dnnl_memory_desc_init_by_tag(&dst_md, 2, dd, dnnl_f32, dnnl_ab) ||
+        dnnl_matmul_desc_init(&mm, &src_md, wei_md, NULL, &dst_md) ||
+        dnnl_primitive_desc_create(&pd, &mm, NULL, engine, NULL))
+        return NULL;
+    if (onednn_is_reference(pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return NULL;
+    }
+    return pd;
+}
+
+size_t onednn_min_rows(dnnl_engine_t engine, dnnl_data_type_t src_dt, size_t in, size_t out,
+                       const dnnl_memory_desc_t *wei_md)
+{
+    size_t min = 0;
+    for (size_t r = ONEDNN_PAD_ROWS_MAX; r >= 1; r /= 2) {
+        dnnl_primitive_desc_t pd = onednn_matmul_pd(engine, src_dt, r, in, out, wei_md);
+        if (pd == NULL)
+            break;
+        dnnl_primitive_desc_destroy(pd);
+        min = r;
+    }
+    return min;
+}
+
 void onednn_slot_clear(struct onednn_slot *s)
 {
     if (s->prim)

@@ -1,7 +1,8 @@
 /* What the two oneDNN product paths (linear_bf16.c, linear_int8.c) share:
- * the check for oneDNN's slow reference kernels, a cache slot holding a
- * ready matmul primitive for one shape, and the one-off reorder of a weight
- * into the layout a primitive chose. Built only with oneDNN
+ * the check for oneDNN's slow reference kernels, the matmul descriptor and
+ * the fewest rows it has a kernel for in a weight's layout, a cache slot
+ * holding a ready matmul primitive for one shape, and the one-off reorder
+ * of a weight into the layout a primitive chose. Built only with oneDNN
  * (BERT_HAVE_DNNL). */
 #ifndef BERT_ONEDNN_H
 #define BERT_ONEDNN_H
@@ -17,6 +18,25 @@
  * OpenBLAS in f32, for what its fast kernels lack on this CPU: true for
  * such a descriptor (or one that cannot be queried). */
 bool onednn_is_reference(const_dnnl_primitive_desc_t pd);
+
+/* The most rows a product is padded to. With AMX, oneDNN 2.6 has only
+ * reference kernels for a product of a few rows in the weight layout it
+ * picks for many (both paths pack for 256 rows); such products run on zero
+ * rows added up to a count it has a kernel for (onednn_min_rows). */
+#define ONEDNN_PAD_ROWS_MAX 64
+
+/* A matmul descriptor `src_dt` (rows, in) x the weight in layout `wei_md`
+ * (in, out) -> f32 (rows, out), contiguous; NULL when oneDNN has only a
+ * reference kernel for it (or fails). */
+dnnl_primitive_desc_t onednn_matmul_pd(dnnl_engine_t engine, dnnl_data_type_t src_dt,
+                                       size_t rows, size_t in, size_t out,
+                                       const dnnl_memory_desc_t *wei_md);
+
+/* The fewest rows to pad such a product to: the smallest power of two up to
+ * ONEDNN_PAD_ROWS_MAX from which on each has a kernel (1 where all have, as
+ * with VNNI or AVX512_BF16); 0 when ONEDNN_PAD_ROWS_MAX has none. */
+size_t onednn_min_rows(dnnl_engine_t engine, dnnl_data_type_t src_dt, size_t in, size_t out,
+                       const dnnl_memory_desc_t *wei_md);
 
 /* A matmul primitive ready for one shape: (rows, in) x weights of layout
  * `wmd` (in, out) -> (rows, out) with output rows `ldy` apart; src and dst

@@ -11,6 +11,11 @@ set_tests_properties(test_linear_f32 PROPERTIES SKIP_RETURN_CODE 77)
 # every block shape, pairing and panel remainder; skipped where the CPU has none.
 bert_add_test(NAME test_linear_bf16 SOURCES test_linear_bf16.c LIBS bert_internal TIMEOUT 120 LABELS unit)
 set_tests_properties(test_linear_bf16 PROPERTIES SKIP_RETURN_CODE 77)
+# The same products on oneDNN's bf16 kernels (model/linear_bf16.c), AMX's
+# path, on any CPU where oneDNN has them: padding and strided outputs.
+bert_add_test(NAME test_linear_bf16_onednn SOURCES test_linear_bf16_onednn.c LIBS bert_internal
+              TIMEOUT 120 LABELS unit)
+set_tests_properties(test_linear_bf16_onednn PROPERTIES SKIP_RETURN_CODE 77)
 # The int8 dense layer (model/linear_int8.c) against the float64 reference
 # of tests/golden/make_int8_goldens.py; skipped where int8 cannot run.
 bert_add_test(NAME test_linear_int8 SOURCES test_linear_int8.c LIBS bert_internal PkgConfig::JANSSON

@@ -166,7 +166,8 @@ static void check_padded(struct linear_int8_ctx *ctx, const float *x)
     float *w2 = random_floats(OUT * MID, 0.2f);
     float *h = malloc(ROWS * MID * sizeof *h), *h_padded = malloc(ROWS * MID * sizeof *h);
     float *y = malloc(ROWS * OUT * sizeof *y), *y_padded = malloc(ROWS * OUT * sizeof *y);
-    struct linear_int8_weight *p1 = linear_int8_pack(w1, MID, IN), *p2 = linear_int8_pack(w2, OUT, MID);
+    struct linear_int8_weight *p1 = linear_int8_pack(w1, MID, IN);
+    struct linear_int8_weight *p2 = linear_int8_pack(w2, OUT, MID);
     CHECK(p1 != NULL && p2 != NULL && h != NULL && h_padded != NULL && y != NULL &&
           y_padded != NULL);
     const struct linear_int8_epilogue ep = {
