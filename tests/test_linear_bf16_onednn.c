@@ -5,7 +5,9 @@
  * first; their padding must stay untouched), a bias added as one float
  * addition after each sum; and products padded with zero rows (as on AMX
  * for a few rows, linear_bf16_weight_min_rows) giving the same bits.
- * Skipped (exit 77) where oneDNN has no bf16 kernels. */
+ * Skipped (exit 77) where oneDNN has no bf16 kernels. On AMX, which no
+ * session has run this on yet, a shape or row count oneDNN refuses is
+ * reported, not failed (the engine would run it in f32). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,13 +39,20 @@ static void check_shape(size_t rows, size_t in, size_t out, size_t ldy)
     float *y = malloc(rows * ldy * sizeof *y), *y2 = malloc(rows * ldy * sizeof *y2);
     struct linear_bf16_weight *p = linear_bf16_pack(w, out, in);
     struct linear_bf16_ctx *ctx = linear_bf16_ctx_new(rows, in, out, out);
-    CHECK(p != NULL && ctx != NULL);
-    if (p == NULL || ctx == NULL || x == NULL || w == NULL || bias == NULL || y == NULL ||
-        y2 == NULL)
+    CHECK(ctx != NULL && x != NULL && w != NULL && bias != NULL && y != NULL && y2 != NULL);
+    if (ctx == NULL || x == NULL || w == NULL || bias == NULL || y == NULL || y2 == NULL)
         goto done;
     CHECK(!linear_bf16_ctx_splits_cols(ctx));
     fill_untouched(y, rows * ldy);
-    CHECK(linear_bf16_run(ctx, p, x, rows, in, out, y, ldy, NULL));
+    const bool ran = p != NULL && linear_bf16_run(ctx, p, x, rows, in, out, y, ldy, NULL);
+    if (!ran && strcmp(bert_bf16_isa(), "AMX") == 0) {
+        printf("%zu x %zu -> %zu: refused on AMX (padded below %zu)\n", rows, in, out,
+               p != NULL ? linear_bf16_weight_min_rows(p) : 0);
+        goto done;
+    }
+    CHECK(ran);
+    if (!ran)
+        goto done;
     /* The products of bf16 values are exact in f32; only the f32 sums
      * round, terms below 0.25 in magnitude. */
     size_t stray = 0;
@@ -55,8 +64,9 @@ static void check_shape(size_t rows, size_t in, size_t out, size_t ldy)
     fill_untouched(y2, rows * ldy);
     CHECK(linear_bf16_run(ctx, p, x, rows, in, out, y2, ldy, bias));
     CHECK_INT_EQ(linear_check_bias(y, y2, bias, rows, ldy, 0, out), 0);
-    /* Padded with zero rows up to 64: the same bits, nothing else written. */
-    if (rows < 64) {
+    /* Padded with zero rows up to 64: the same bits, nothing else written
+     * (where 64 rows have a kernel). */
+    if (rows < 64 && linear_bf16_weight_min_rows(p) != 0) {
         const size_t was = linear_bf16_weight_min_rows(p);
         linear_bf16_weight_pad_to(p, 64);
         CHECK_INT_EQ(linear_bf16_weight_min_rows(p), 64);

@@ -170,6 +170,13 @@ static void check_padded(struct linear_int8_ctx *ctx, const float *x)
     struct linear_int8_weight *p2 = linear_int8_pack(w2, OUT, MID);
     CHECK(p1 != NULL && p2 != NULL && h != NULL && h_padded != NULL && y != NULL &&
           y_padded != NULL);
+    if (p1 == NULL || p2 == NULL || linear_int8_weight_min_rows(p1) == 0 ||
+        linear_int8_weight_min_rows(p2) == 0) { /* 0: not even 64 rows have a kernel */
+        linear_int8_weight_free(p1);
+        linear_int8_weight_free(p2);
+        free(w1), free(b1), free(w2), free(h), free(h_padded), free(y), free(y_padded);
+        return;
+    }
     const struct linear_int8_epilogue ep = {
         .bias = b1, .activate = true, .act = BERT_ACTIVATION_GELU, .keep_quantized = true};
     CHECK(linear_int8_run_epilogue(ctx, p1, x, ROWS, IN, MID, h, MID, &ep));
