@@ -32,10 +32,9 @@ float kernel_activation(float v, enum bert_activation act)
     return activation16(vf16_splat(v), act)[0];
 }
 
-/* One row of kernel_add_layernorm; also in bf16 to `bf16` unless NULL. */
+/* One row of kernel_add_layernorm. */
 VINLINE void add_layernorm_row(float *row, const float *res, const float *bias,
-                               const float *gamma, const float *beta, size_t n, float eps,
-                               uint16_t *bf16)
+                               const float *gamma, const float *beta, size_t n, float eps)
 {
     const size_t nv = n - n % VLANES;
     vf16 acc = {0};
@@ -63,18 +62,11 @@ VINLINE void add_layernorm_row(float *row, const float *res, const float *bias,
     for (size_t i = nv; i < n; i++)
         var += (row[i] - mean) * (row[i] - mean);
     const float inv = 1.0f / sqrtf((var + vf16_sum(vacc)) / (float)n + eps);
-    for (size_t i = 0; i < nv; i += VLANES) {
-        const vf16 y = (vf16_load(row + i) - mean) * inv * vf16_load(gamma + i) +
-                       vf16_load(beta + i);
-        vf16_store(row + i, y);
-        if (bf16)
-            vf16_store_bf16(bf16 + i, y);
-    }
-    for (size_t i = nv; i < n; i++) {
+    for (size_t i = 0; i < nv; i += VLANES)
+        vf16_store(row + i, (vf16_load(row + i) - mean) * inv * vf16_load(gamma + i) +
+                                vf16_load(beta + i));
+    for (size_t i = nv; i < n; i++)
         row[i] = (row[i] - mean) * inv * gamma[i] + beta[i];
-        if (bf16)
-            bf16[i] = vmath_bf16(row[i]);
-    }
 }
 
 BERT_HOT
@@ -85,19 +77,7 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
     prof_lap(BERT_OP_OTHER);
     for (size_t r = 0; r < rows; r++)
         add_layernorm_row(x + r * n, residual ? residual + r * n : NULL, bias, gamma, beta, n,
-                          eps, NULL);
-    prof_lap(BERT_OP_NORM);
-}
-
-BERT_HOT
-void kernel_add_layernorm_bf16(float *x, const float *residual, const float *bias,
-                               const float *gamma, const float *beta, size_t rows, size_t n,
-                               float eps, uint16_t *bf16)
-{
-    prof_lap(BERT_OP_OTHER);
-    for (size_t r = 0; r < rows; r++)
-        add_layernorm_row(x + r * n, residual ? residual + r * n : NULL, bias, gamma, beta, n,
-                          eps, bf16 + r * n);
+                          eps);
     prof_lap(BERT_OP_NORM);
 }
 
@@ -105,30 +85,22 @@ BERT_HOT
 void kernel_add_layernorm_row(float *x, const float *residual, const float *gamma,
                               const float *beta, size_t n, float eps)
 {
-    add_layernorm_row(x, residual, NULL, gamma, beta, n, eps, NULL);
+    add_layernorm_row(x, residual, NULL, gamma, beta, n, eps);
 }
 
 /* The loops below are inlined twice: once with the exact GELU as a
  * constant (the common case: its constants stay in registers, no switch
  * per vector), once for the rest. */
 VINLINE void bias_activation_rows(float *x, const float *bias, size_t rows, size_t n, size_t ld,
-                                  enum bert_activation act, uint16_t *bf16)
+                                  enum bert_activation act)
 {
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ld;
-        uint16_t *out = bf16 ? bf16 + r * n : NULL;
-        for (size_t i = 0; i < nv; i += VLANES) {
-            const vf16 y = activation16(vf16_load(row + i) + vf16_load(bias + i), act);
-            vf16_store(row + i, y);
-            if (out)
-                vf16_store_bf16(out + i, y);
-        }
-        for (size_t i = nv; i < n; i++) {
+        for (size_t i = 0; i < nv; i += VLANES)
+            vf16_store(row + i, activation16(vf16_load(row + i) + vf16_load(bias + i), act));
+        for (size_t i = nv; i < n; i++)
             row[i] = activation16(vf16_splat(row[i] + bias[i]), act)[0];
-            if (out)
-                out[i] = vmath_bf16(row[i]);
-        }
     }
 }
 
@@ -138,21 +110,9 @@ void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, 
 {
     prof_lap(BERT_OP_OTHER);
     if (act == BERT_ACTIVATION_GELU)
-        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU, NULL);
+        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU);
     else
-        bias_activation_rows(x, bias, rows, n, ld, act, NULL);
-    prof_lap(BERT_OP_ACTIVATION);
-}
-
-BERT_HOT
-void kernel_bias_activation_bf16(float *x, const float *bias, size_t rows, size_t n,
-                                 enum bert_activation act, uint16_t *bf16)
-{
-    prof_lap(BERT_OP_OTHER);
-    if (act == BERT_ACTIVATION_GELU)
-        bias_activation_rows(x, bias, rows, n, n, BERT_ACTIVATION_GELU, bf16);
-    else
-        bias_activation_rows(x, bias, rows, n, n, act, bf16);
+        bias_activation_rows(x, bias, rows, n, ld, act);
     prof_lap(BERT_OP_ACTIVATION);
 }
 

@@ -4,7 +4,6 @@
 #define BERT_KERNELS_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "bert.h"
 
@@ -15,13 +14,6 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
                           const float *gamma, const float *beta, size_t rows, size_t n,
                           float eps);
 
-/* The same, each finished row also rounded to bf16 into `bf16` (rows x n,
- * row-major), as linear_bf16's oneDNN path rounds its inputs: the next
- * product then reads them instead of converting x again. */
-void kernel_add_layernorm_bf16(float *x, const float *residual, const float *bias,
-                               const float *gamma, const float *beta, size_t rows, size_t n,
-                               float eps, uint16_t *bf16);
-
 /* One row of it, without the bias and without lapping the profile (for
  * epilogues that run row by row). */
 void kernel_add_layernorm_row(float *x, const float *residual, const float *gamma,
@@ -30,10 +22,6 @@ void kernel_add_layernorm_row(float *x, const float *residual, const float *gamm
 /* x[r] = act(x[r] + bias) for each row of width n, rows ld floats apart. */
 void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
                             enum bert_activation act);
-/* The same for contiguous rows (ld == n), each finished row also rounded
- * to bf16 into `bf16` (rows x n), as kernel_add_layernorm_bf16. */
-void kernel_bias_activation_bf16(float *x, const float *bias, size_t rows, size_t n,
-                                 enum bert_activation act, uint16_t *bf16);
 
 /* x[r] += bias for rows of width n with row stride ld. */
 void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t ld);

@@ -130,17 +130,6 @@ void bert_linear_share(const struct bert_share *p, const float *x, size_t in,
     linear_share(p, x, in, d, out, y, ldy, NULL);
 }
 
-/* Where this member's rows of y (width out) go next into a bf16 product on
- * oneDNN's kernels, the buffer to write them in bf16 as they are finished
- * (linear_bf16_keep), so that product need not convert them; NULL
- * otherwise (our kernel converts as it packs). */
-static uint16_t *keep_bf16(const struct bert_share *p, const float *y, size_t out)
-{
-    if (p->bf16 == NULL || !p->by_rows || p->r1 <= p->r0)
-        return NULL;
-    return linear_bf16_keep(p->bf16, y + p->r0 * out, p->r1 - p->r0, out);
-}
-
 void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t in,
                             const struct bert_dense *d, size_t out, float *y, size_t ldy,
                             const float *bias, const enum bert_activation *act, bool feeds_next)
@@ -162,10 +151,7 @@ void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t i
     size_t c0, c1;
     bert_share_cols(p, out, &c0, &c1);
     const size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : p->rows;
-    uint16_t *keep = feeds_next && act != NULL && ldy == out ? keep_bf16(p, y, out) : NULL;
-    if (keep != NULL)
-        kernel_bias_activation_bf16(y + r0 * ldy, bias, nr, out, *act, keep);
-    else if (act != NULL)
+    if (act != NULL)
         kernel_bias_activation(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy, *act);
     else
         kernel_add_bias(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy);
@@ -191,13 +177,8 @@ void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t i
     bert_linear_share(p, x, in, d, out, y, out);
     if (!p->by_rows)
         bert_team_barrier(n->team);
-    uint16_t *keep = feeds_next ? keep_bf16(p, y, out) : NULL;
-    if (keep != NULL)
-        kernel_add_layernorm_bf16(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma,
-                                  n->beta, rows, out, n->eps, keep);
-    else
-        kernel_add_layernorm(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma,
-                             n->beta, rows, out, n->eps);
+    kernel_add_layernorm(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma, n->beta,
+                         rows, out, n->eps);
 }
 
 void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,

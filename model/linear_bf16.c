@@ -16,8 +16,8 @@
 #include "linear_bf16_avx512.h"
 #include "onednn.h"
 #include "profile.h"
+#include "safetensors.h"
 #include "simd.h"
-#include "vmath.h"
 
 /* Packed weights are made for this many rows; oneDNN's AMX kernels keep the
  * same blocked weight layout for every row count but a few (onednn.h),
@@ -62,10 +62,6 @@ struct linear_bf16_ctx {
     float *out;                 /* a padded product's output, or a strided one's:
                                    out_floats(...) floats */
     size_t src_cap, out_cap;
-    /* The y whose rows src holds in bf16 (linear_bf16_keep), with their
-     * count and width; NULL: none. */
-    const float *kept;
-    size_t kept_rows, kept_in;
     struct onednn_slot slots[CACHE_SLOTS];
     uint32_t *own_buf;          /* our kernel's block of x (LINEAR_BF16_AVX512_BUFFER_WORDS) */
 };
@@ -75,11 +71,19 @@ struct linear_bf16_ctx {
 BERT_HOT
 static void to_bf16(const float *x, size_t n, uint16_t *out)
 {
-    const size_t nv = n - n % VLANES;
-    for (size_t i = 0; i < nv; i += VLANES)
-        vf16_store_bf16(out + i, vf16_load(x + i));
+    typedef uint32_t vu16 __attribute__((vector_size(64)));
+    const size_t nv = n - n % 16;
+    for (size_t i = 0; i < nv; i += 16) {
+        vu16 b;
+        memcpy(&b, x + i, sizeof b);
+        vu16 nan = (b & 0x7fffffffu) > 0x7f800000u;
+        vu16 r = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+        r = (nan & ((b >> 16) | 0x40u)) | (~nan & r);
+        for (int k = 0; k < 16; k++)
+            out[i + k] = (uint16_t)r[k];
+    }
     for (size_t i = nv; i < n; i++)
-        out[i] = vmath_bf16(x[i]);
+        out[i] = bert_f32_to_bf16(x[i]);
 }
 
 static void init_once(void)
@@ -267,24 +271,6 @@ bool linear_bf16_ctx_splits_cols(const struct linear_bf16_ctx *ctx)
     return ctx->own_buf != NULL;
 }
 
-uint16_t *linear_bf16_keep(struct linear_bf16_ctx *ctx, const float *y, size_t rows,
-                           size_t width)
-{
-    ctx->kept = NULL;
-    if (ctx->own_buf != NULL || rows == 0 || rows * width > ctx->src_cap)
-        return NULL;
-    ctx->kept = y;
-    ctx->kept_rows = rows;
-    ctx->kept_in = width;
-    return ctx->src;
-}
-
-void linear_bf16_forget(struct linear_bf16_ctx *ctx)
-{
-    if (ctx != NULL)
-        ctx->kept = NULL;
-}
-
 size_t linear_bf16_weight_min_rows(const struct linear_bf16_weight *w)
 {
     return w->own != NULL ? 1 : w->min_rows;
@@ -332,8 +318,6 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
                      const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy,
                      const float *bias)
 {
-    const bool reuse = ctx->kept == x && ctx->kept_rows == rows && ctx->kept_in == in;
-    ctx->kept = NULL;
     if (rows == 0 || w->in != in || w->out != out)
         return false;
     if (w->own != NULL) { /* converts x as it packs it: no separate pass */
@@ -353,8 +337,7 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
      * threads inside each member would oversubscribe them. (Per call: a
      * member's thread is not the one that made its context.) */
     omp_set_num_threads(1);
-    if (!reuse)
-        to_bf16(x, rows * in, ctx->src);
+    to_bf16(x, rows * in, ctx->src);
     memset(ctx->src + rows * in, 0, (run_rows - rows) * in * sizeof *ctx->src);
     prof_lap(BERT_OP_CONVERT);
     dnnl_memory_set_data_handle(s->src, ctx->src);
@@ -435,18 +418,6 @@ bool linear_bf16_ctx_splits_cols(const struct linear_bf16_ctx *ctx)
 {
     (void)ctx;
     return false;
-}
-
-uint16_t *linear_bf16_keep(struct linear_bf16_ctx *ctx, const float *y, size_t rows,
-                           size_t width)
-{
-    (void)ctx, (void)y, (void)rows, (void)width;
-    return NULL;
-}
-
-void linear_bf16_forget(struct linear_bf16_ctx *ctx)
-{
-    (void)ctx;
 }
 
 size_t linear_bf16_weight_min_rows(const struct linear_bf16_weight *w)

@@ -73,18 +73,6 @@ struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in, size
 /* Bytes of the buffers such a context holds (0 where bf16 is unavailable). */
 size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
                              size_t max_strided_out);
-/* For the product that reads y next: keep its `rows` x `width` floats in
- * bf16 in the context, written by the caller into the buffer returned (as
- * kernel_add_layernorm_bf16 does while it finishes them), and the context's
- * next linear_bf16_run whose x is y (same rows, in == width) reads them
- * instead of converting y again: the caller must not change y in between.
- * Any other run, and linear_bf16_forget, drop them. NULL (nothing kept)
- * where the context's kernel converts as it packs (ours) or has no room. */
-uint16_t *linear_bf16_keep(struct linear_bf16_ctx *ctx, const float *y, size_t rows,
-                           size_t width);
-/* Drop kept rows (a new pass may write new values where they came from). */
-void linear_bf16_forget(struct linear_bf16_ctx *ctx);
-
 /* Whether the context's products can be split by columns
  * (linear_bf16_run_cols): ours can; oneDNN's run whole rows only. */
 bool linear_bf16_ctx_splits_cols(const struct linear_bf16_ctx *ctx);

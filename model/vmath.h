@@ -179,31 +179,10 @@ VINLINE vf16 vf16_tanh(vf16 x)
     return vf16_copysign(y, x);
 }
 
-/* x rounded to bf16 (to nearest even; a NaN stays a NaN, quieted) into
- * out[0..16): the top half of each float. */
-VINLINE void vf16_store_bf16(uint16_t *out, vf16 x)
-{
-    typedef uint32_t vu16 __attribute__((vector_size(VLANES * sizeof(uint32_t))));
-    vu16 b;
-    memcpy(&b, &x, sizeof b);
-    const vu16 nan = (b & 0x7fffffffu) > 0x7f800000u;
-    vu16 r = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
-    r = (nan & ((b >> 16) | 0x40u)) | (~nan & r);
-    for (int k = 0; k < VLANES; k++)
-        out[k] = (uint16_t)r[k];
-}
-
 /* Scalar twins through a one-lane vector, so tails round exactly the same. */
 VINLINE float vmath_exp(float x)
 {
     return vf16_exp(vf16_splat(x))[0];
-}
-
-VINLINE uint16_t vmath_bf16(float x)
-{
-    uint16_t out[VLANES];
-    vf16_store_bf16(out, vf16_splat(x));
-    return out[0];
 }
 
 VINLINE float vmath_erf(float x)
