@@ -106,17 +106,23 @@ def checkpoint(out, geom):
     return folder
 
 
-def ensure_onnx_package():
-    if subprocess.run([sys.executable, "-c", "import onnx"], capture_output=True).returncode:
-        log("[setup] torch.onnx.export needs python3-onnx: apt-get install -y python3-onnx")
-        subprocess.run(["apt-get", "install", "-y", "python3-onnx"], check=True,
+def ensure_export_packages():
+    """torch.onnx.export needs Debian's python3-torch and python3-onnx (a
+    fresh machine has neither; without them export_onnx.py dies on its import)."""
+    missing = [pkg for module, pkg in (("torch", "python3-torch"), ("onnx", "python3-onnx"))
+               if subprocess.run([sys.executable, "-c", f"import {module}"],
+                                 capture_output=True).returncode]
+    if missing:
+        log(f"[setup] torch.onnx.export needs {' and '.join(missing)}: "
+            f"apt-get install -y {' '.join(missing)}")
+        subprocess.run(["apt-get", "install", "-y", *missing], check=True,
                        stdout=subprocess.DEVNULL)
 
 
 def onnx_exports(out, geom, ckpt):
     folder = os.path.join(out, "onnx", geom)
     if not all(os.path.exists(os.path.join(folder, f"{t}.onnx")) for t in ("embed", "fill-mask", "classify")):
-        ensure_onnx_package()
+        ensure_export_packages()
         log(f"[setup] exporting {geom} to ONNX (checked against bert within 1e-4)")
         log(run([sys.executable, os.path.join(HERE, "export_onnx.py"), "--model", ckpt,
                  "--out", folder, "--bert", BERT], stderr=subprocess.DEVNULL).strip())
@@ -517,7 +523,7 @@ def modernbert_bench(args, env):
              "--ln-range", "0.1"])
     onnx = os.path.join(args.out, "onnx", "modernbert")
     if not os.path.exists(os.path.join(onnx, "embed.onnx")):
-        ensure_onnx_package()
+        ensure_export_packages()
         log("[setup] exporting ModernBERT-base to ONNX (checked against bert within 1e-4)")
         log(run([sys.executable, os.path.join(HERE, "export_onnx.py"), "--model", ckpt, "--out", onnx,
                  "--heads", "embed", "--bert", BERT], stderr=subprocess.DEVNULL).strip())
