@@ -95,6 +95,10 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     /* The widest product written into strided rows: Q, K and V (H), and
      * NomicBERT's two feed-forward halves side by side in ffn (I each). */
     const size_t strided = c->family == BERT_FAMILY_NOMIC_BERT && inter > H ? inter : H;
+    /* The widest product of all: no dense output is wider than the
+     * buffer it is written to (ffn, qkv, tmp). */
+    const size_t widest_ffn_qkv = FF > QKV ? FF : QKV;
+    const size_t widest = widest_ffn_qkv > HE ? widest_ffn_qkv : HE;
     s->attn_floats = round_floats(c->family == BERT_FAMILY_DEBERTA_V2
                                       ? family_deberta_workspace_floats(c, max_seq_len)
                                       : attention_workspace_floats(max_seq_len, H / c->num_heads));
@@ -118,8 +122,7 @@ struct bert_scratch *bert_scratch_new(const struct bert_model *model, size_t max
     s->bytes = total * sizeof(float);
     if (mem == NULL || s->masks == NULL || s->prof == NULL ||
         ((model->bf16 || model->int8) &&
-         !member_contexts_new(s, model, T, HE > inter ? HE : inter,
-                              FF > QKV ? (FF > HE ? FF : HE) : (QKV > HE ? QKV : HE), strided))) {
+         !member_contexts_new(s, model, T, HE > inter ? HE : inter, widest, strided))) {
         bert_scratch_free(s);
         bert_error_set(err, BERT_E_NOMEM, "out of memory allocating %zu MiB of scratch",
                        total * sizeof(float) >> 20);

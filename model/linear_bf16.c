@@ -58,9 +58,9 @@ static bool own_kernel(void)
 
 struct linear_bf16_ctx {
     dnnl_stream_t stream;
-    uint16_t *src;              /* (src_rows(max_rows) * max_in) bf16 activations */
-    float *out;                 /* a padded product's output, or a strided one's:
-                                   out_floats(...) floats */
+    uint16_t *src;              /* (onednn_src_rows(max_rows) * max_in) bf16 activations */
+    float *out;                 /* a padded product's output, or a strided one's
+                                   (onednn_out_floats) */
     size_t src_cap, out_cap;
     struct onednn_slot slots[CACHE_SLOTS];
     uint32_t *own_buf;          /* our kernel's block of x (LINEAR_BF16_AVX512_BUFFER_WORDS) */
@@ -211,22 +211,6 @@ struct linear_bf16_weight *linear_bf16_pack_stacked(const float *const *parts, s
     return p;
 }
 
-/* Room for converted activations: padded products read ONEDNN_PAD_ROWS_MAX rows. */
-static size_t src_rows(size_t max_rows)
-{
-    return max_rows > ONEDNN_PAD_ROWS_MAX ? max_rows : ONEDNN_PAD_ROWS_MAX;
-}
-
-/* Room for outputs that land in the context first: a padded product's
- * (ONEDNN_PAD_ROWS_MAX rows, up to max_out wide) or a strided one's (oneDNN 2.6
- * has only reference kernels for strided outputs: NomicBERT's two
- * feed-forward halves, Q/K/V when they are not stacked). */
-static size_t out_floats(size_t max_rows, size_t max_out, size_t max_strided_out)
-{
-    const size_t padded = ONEDNN_PAD_ROWS_MAX * max_out, strided = max_rows * max_strided_out;
-    return padded > strided ? padded : strided;
-}
-
 struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in, size_t max_out,
                                             size_t max_strided_out)
 {
@@ -243,8 +227,8 @@ struct linear_bf16_ctx *linear_bf16_ctx_new(size_t max_rows, size_t max_in, size
         }
         return ctx;
     }
-    ctx->src_cap = src_rows(max_rows) * max_in;
-    ctx->out_cap = out_floats(max_rows, max_out, max_strided_out);
+    ctx->src_cap = onednn_src_rows(max_rows) * max_in;
+    ctx->out_cap = onednn_out_floats(max_rows, max_out, max_strided_out);
     ctx->src = malloc(ctx->src_cap * sizeof *ctx->src);
     ctx->out = malloc((ctx->out_cap ? ctx->out_cap : 1) * sizeof *ctx->out);
     if (ctx->src == NULL || ctx->out == NULL ||
@@ -262,8 +246,8 @@ size_t linear_bf16_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
     if (!bert_bf16_available(NULL, 0))
         return 0;
     return own_kernel() ? LINEAR_BF16_AVX512_BUFFER_WORDS * sizeof(uint32_t)
-                        : src_rows(max_rows) * max_in * sizeof(uint16_t) +
-                              out_floats(max_rows, max_out, max_strided_out) * sizeof(float);
+                        : onednn_src_rows(max_rows) * max_in * sizeof(uint16_t) +
+                              onednn_out_floats(max_rows, max_out, max_strided_out) * sizeof(float);
 }
 
 bool linear_bf16_ctx_splits_cols(const struct linear_bf16_ctx *ctx)

@@ -51,11 +51,11 @@ static struct {
 
 struct linear_int8_ctx {
     dnnl_stream_t stream;
-    int8_t *src;                /* (src_rows(max_rows) * max_in) quantized activations */
+    int8_t *src;                /* (onednn_src_rows(max_rows) * max_in) quantized activations */
     float *row_scale;           /* (max_rows) */
-    float *acc;                 /* (max_rows * max_strided_out) products bound for strided rows */
-    float *pad_acc;             /* (ONEDNN_PAD_ROWS_MAX * max_out) padded products */
-    size_t src_cap, rows_cap, acc_cap, pad_cap;
+    float *acc;                 /* products bound for strided rows, or padded ones
+                                   (onednn_out_floats) */
+    size_t src_cap, rows_cap, acc_cap;
     /* The y whose rows src and row_scale hold quantized (an epilogue's
      * keep_quantized), with their count and width; NULL: none. */
     const float *kept;
@@ -252,19 +252,13 @@ void linear_int8_weight_pad_to(struct linear_int8_weight *w, size_t rows)
     w->min_rows = rows <= ONEDNN_PAD_ROWS_MAX ? rows : ONEDNN_PAD_ROWS_MAX;
 }
 
-/* Room for quantized activations: padded products read ONEDNN_PAD_ROWS_MAX rows. */
-static size_t src_rows(size_t max_rows)
-{
-    return max_rows > ONEDNN_PAD_ROWS_MAX ? max_rows : ONEDNN_PAD_ROWS_MAX;
-}
-
 size_t linear_int8_ctx_bytes(size_t max_rows, size_t max_in, size_t max_out,
                              size_t max_strided_out)
 {
     if (!bert_int8_available(NULL, 0))
         return 0;
-    return src_rows(max_rows) * max_in +
-           sizeof(float) * (max_rows * (max_strided_out + 1) + ONEDNN_PAD_ROWS_MAX * max_out);
+    return onednn_src_rows(max_rows) * max_in +
+           sizeof(float) * (max_rows + onednn_out_floats(max_rows, max_out, max_strided_out));
 }
 
 struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in, size_t max_out,
@@ -275,15 +269,13 @@ struct linear_int8_ctx *linear_int8_ctx_new(size_t max_rows, size_t max_in, size
     struct linear_int8_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return NULL;
-    ctx->src_cap = src_rows(max_rows) * max_in;
+    ctx->src_cap = onednn_src_rows(max_rows) * max_in;
     ctx->rows_cap = max_rows;
-    ctx->acc_cap = max_rows * max_strided_out;
-    ctx->pad_cap = ONEDNN_PAD_ROWS_MAX * max_out;
+    ctx->acc_cap = onednn_out_floats(max_rows, max_out, max_strided_out);
     ctx->src = malloc(ctx->src_cap ? ctx->src_cap : 1);
     ctx->row_scale = malloc((max_rows ? max_rows : 1) * sizeof *ctx->row_scale);
     ctx->acc = malloc((ctx->acc_cap ? ctx->acc_cap : 1) * sizeof *ctx->acc);
-    ctx->pad_acc = malloc((ctx->pad_cap ? ctx->pad_cap : 1) * sizeof *ctx->pad_acc);
-    if (ctx->src == NULL || ctx->row_scale == NULL || ctx->acc == NULL || ctx->pad_acc == NULL ||
+    if (ctx->src == NULL || ctx->row_scale == NULL || ctx->acc == NULL ||
         dnnl_stream_create(&ctx->stream, dnnl.engine, dnnl_stream_default_flags) != dnnl_success) {
         linear_int8_ctx_free(ctx);
         return NULL;
@@ -302,7 +294,6 @@ void linear_int8_ctx_free(struct linear_int8_ctx *ctx)
     free(ctx->src);
     free(ctx->row_scale);
     free(ctx->acc);
-    free(ctx->pad_acc);
     free(ctx);
 }
 
@@ -328,16 +319,14 @@ bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_i
                               const float *x, size_t rows, size_t in, size_t out, float *y,
                               size_t ldy, const struct linear_int8_epilogue *ep)
 {
-    /* Padded, the product runs on zero rows past x's, into a buffer of its
-     * own; its first `rows` rows are y's. */
+    /* Padded, the product runs on zero rows past x's; padded or strided,
+     * into the context's buffer, whose first `rows` rows are y's. */
     const size_t run_rows = rows < w->min_rows ? w->min_rows : rows;
-    const bool padded = run_rows > rows;
-    float *acc = padded ? ctx->pad_acc : ldy == out ? y : ctx->acc;
+    float *acc = run_rows > rows || ldy != out ? ctx->acc : y;
     const bool reuse = ctx->kept == x && ctx->kept_rows == rows && ctx->kept_in == in;
     ctx->kept = NULL;
     if (rows == 0 || w->in != in || w->out != out || run_rows * in > ctx->src_cap ||
-        rows > ctx->rows_cap || (acc == ctx->acc && rows * out > ctx->acc_cap) ||
-        (padded && run_rows * out > ctx->pad_cap))
+        rows > ctx->rows_cap || (acc == ctx->acc && run_rows * out > ctx->acc_cap))
         return false;
     struct onednn_slot *s = slot_for(ctx, w, run_rows);
     if (s == NULL)

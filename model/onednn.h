@@ -25,6 +25,23 @@ bool onednn_is_reference(const_dnnl_primitive_desc_t pd);
  * rows added up to a count it has a kernel for (onednn_min_rows). */
 #define ONEDNN_PAD_ROWS_MAX 64
 
+/* Rows of activations a member's context makes room for, `max_rows` at
+ * most in a share: padded products read ONEDNN_PAD_ROWS_MAX. */
+static inline size_t onednn_src_rows(size_t max_rows)
+{
+    return max_rows > ONEDNN_PAD_ROWS_MAX ? max_rows : ONEDNN_PAD_ROWS_MAX;
+}
+
+/* Floats of a context's buffer for products that land there before their
+ * rows: a padded one (ONEDNN_PAD_ROWS_MAX rows, up to max_out wide) or one
+ * whose output rows are strided, up to max_rows x max_strided_out (oneDNN
+ * 2.6 has only reference kernels for strided outputs). */
+static inline size_t onednn_out_floats(size_t max_rows, size_t max_out, size_t max_strided_out)
+{
+    const size_t padded = ONEDNN_PAD_ROWS_MAX * max_out, strided = max_rows * max_strided_out;
+    return padded > strided ? padded : strided;
+}
+
 /* A matmul descriptor `src_dt` (rows, in) x the weight in layout `wei_md`
  * (in, out) -> f32 (rows, out), contiguous; NULL when oneDNN has only a
  * reference kernel for it (or fails). */
