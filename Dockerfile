@@ -32,7 +32,7 @@ FROM debian:${DEBIAN_RELEASE} AS build
 # built here).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      build-essential cmake pkg-config libjansson-dev libuv1-dev libmicrohttpd-dev \
+      build-essential cmake pkg-config libjansson-dev libuv1-dev \
       libopenblas-dev libutf8proc-dev libdnnl-dev python3-minimal \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -55,7 +55,7 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
 FROM debian:${DEBIAN_RELEASE}-slim AS runtime
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libjansson4 libuv1 libmicrohttpd12 libopenblas0-pthread libutf8proc2 libdnnl2 libgomp1 curl \
+      libjansson4 libuv1 libopenblas0-pthread libutf8proc2 libdnnl2 libgomp1 curl \
  && rm -rf /var/lib/apt/lists/*
 # A fixed numeric user, so Kubernetes' runAsNonRoot can check it.
 RUN groupadd --system --gid 10001 bertserve \

@@ -5,8 +5,8 @@
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-runtime="libjansson4 libuv1 libmicrohttpd12 libopenblas0-pthread libutf8proc2 libdnnl2 libgomp1 curl"
-build="build-essential cmake pkg-config libjansson-dev libuv1-dev libmicrohttpd-dev \
+runtime="libjansson4 libuv1 libopenblas0-pthread libutf8proc2 libdnnl2 libgomp1 curl"
+build="build-essential cmake pkg-config libjansson-dev libuv1-dev \
   libopenblas-dev libutf8proc-dev libdnnl-dev"
 tests="python3 clang libclang-rt-14-dev valgrind nginx curl python3-yaml strace systemd"
 case "${BERT_DEPS:-all}" in

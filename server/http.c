@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <microhttpd.h>
 
 #include "http_framing.h"
 #include "http_internal.h"
@@ -117,9 +116,9 @@ static void answer_models(struct http_request *hr)
 }
 
 /* Compare without leaking the key's length or content through timing. */
-static bool key_matches(const char *given, const char *key)
+static bool key_matches(const char *given, size_t gl, const char *key)
 {
-    size_t gl = strlen(given), kl = strlen(key);
+    size_t kl = strlen(key);
     unsigned char diff = gl != kl;
     for (size_t i = 0; i < kl; i++)
         diff |= (unsigned char)(key[i] ^ (i < gl ? given[i] : 0));
@@ -128,16 +127,16 @@ static bool key_matches(const char *given, const char *key)
 
 /* Probes stay open; with a key set every other path needs it, unknown ones
  * included, so 404 and 405 cannot map the routes for a client without it. */
-static bool authorized(struct http_request *hr)
+static bool authorized(struct http_request *hr, const struct http_head *head)
 {
     const char *key = hr->http->settings.api_key;
     if (key == NULL || key[0] == '\0' || hr->ep == EP_HEALTH || hr->ep == EP_READY ||
         hr->ep == EP_METRICS)
         return true;
-    const char *auth = MHD_lookup_connection_value(hr->conn, MHD_HEADER_KIND, "Authorization");
-    if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+    const struct http_span *auth = http_head_find(head, "Authorization");
+    if (auth == NULL || auth->len < 7 || strncasecmp(auth->p, "Bearer ", 7) != 0)
         return false;
-    return key_matches(auth + 7, key);
+    return key_matches(auth->p + 7, auth->len - 7, key);
 }
 
 /* ---- handlers ------------------------------------------------------------- */
@@ -207,51 +206,18 @@ static void handle_inference(struct http_request *hr)
 
 /* ---- the request head ------------------------------------------------------- */
 
-struct head_check {
-    struct http_framing framing;
-    struct http_head_walk walk;
-};
-
-static enum MHD_Result check_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    size_t key_size, const char *value, size_t value_size)
+/* The framing rules of http_framing.h across the head's header lines. */
+static bool framing_ok(struct http_request *hr, const struct http_head *head, bool escaped_nul)
 {
-    struct head_check *c = cls;
-    (void)kind;
-    http_head_walk_span(&c->walk, key, key_size);
-    http_head_walk_span(&c->walk, value, value_size);
-    http_framing_header(&c->framing, key, key_size, value, value_size);
-    return MHD_YES;
-}
-
-/* The framing rules of http_framing.h. libmicrohttpd 1.0 refuses NUL bytes
- * in the head itself and keeps it differently; 0.9.x needs the walk. */
-static bool framing_ok(struct http_request *hr, const char *method, const char *version)
-{
-    struct head_check c;
-    http_framing_begin(&c.framing, version);
-#if MHD_VERSION < 0x01000000
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(hr->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-    http_head_walk_begin(&c.walk, method, ci ? ci->header_size : 0);
-    http_head_walk_span(&c.walk, method, strlen(method));
-    http_head_walk_span(&c.walk, hr->raw_uri, (size_t)(hr->raw_uri_end - hr->raw_uri));
-    http_head_walk_span(&c.walk, version, strlen(version));
-#else
-    http_head_walk_begin(&c.walk, NULL, 0);
-#endif
-    MHD_get_connection_values_n(hr->conn, MHD_HEADER_KIND, check_header, &c);
-    enum http_framing_verdict verdict = http_framing_end(&c.framing);
-#if MHD_VERSION < 0x01000000
-    if (!http_head_walk_end(&c.walk)) {
+    struct http_framing f;
+    http_framing_begin(&f, head->minor == 0 ? "HTTP/1.0" : "HTTP/1.1");
+    for (size_t i = 0; i < head->n_headers; i++)
+        http_framing_header(&f, head->names[i].p, head->names[i].len, head->values[i].p,
+                            head->values[i].len);
+    enum http_framing_verdict verdict = http_framing_end(&f);
+    if (escaped_nul) {
         verdict = HTTP_FRAMING_BAD_REQUEST;
-        snprintf(c.framing.reason, sizeof c.framing.reason,
-                 "the request head has a NUL byte (or a header line folded onto the next)");
-    }
-#endif
-    if (hr->escaped_nul) {
-        verdict = HTTP_FRAMING_BAD_REQUEST;
-        snprintf(c.framing.reason, sizeof c.framing.reason,
-                 "the request target has an escaped NUL byte (%%00)");
+        snprintf(f.reason, sizeof f.reason, "the request target has an escaped NUL byte (%%00)");
     }
     if (verdict == HTTP_FRAMING_OK)
         return true;
@@ -259,28 +225,49 @@ static bool framing_ok(struct http_request *hr, const char *method, const char *
     http_respond_errorf(hr,
                         verdict == HTTP_FRAMING_NOT_IMPLEMENTED ? PROTO_ERR_NOT_IMPLEMENTED
                                                                 : PROTO_ERR_MALFORMED,
-                        "%s", c.framing.reason);
+                        "%s", f.reason);
     return false;
 }
 
-/* strlcpy: src cut to fit dst (size > 0), always terminated. */
-static void copy_text(char *dst, size_t size, const char *src)
+/* strlcpy for a span: cut to fit dst (size > 0), always terminated. */
+static void copy_span(char *dst, size_t size, struct http_span src)
 {
-    size_t n = strnlen(src, size - 1);
-    memcpy(dst, src, n);
+    size_t n = src.len < size - 1 ? src.len : size - 1;
+    memcpy(dst, src.p, n);
     dst[n] = '\0';
 }
 
-/* The head is in: refuse what needs no body (connection limit, framing,
- * key, size by Content-Length) before the body is read. */
-static void on_head(struct http_request *hr, const char *url, const char *method,
-                    const char *version)
+void http_on_bad_head(struct http_request *hr, const struct http_parse_error *err)
+{
+    hr->state = HTTP_REQUEST_BODY;
+    hr->close_after = true;
+    copy_span(hr->method, sizeof hr->method, (struct http_span){"-", 1});
+    copy_span(hr->path, sizeof hr->path, (struct http_span){"-", 1});
+    /* 414 and 431 say "too large", 505 "not implemented", in our envelope. */
+    enum proto_error_kind kind = err->status == 400   ? PROTO_ERR_MALFORMED
+                                 : err->status == 505 ? PROTO_ERR_NOT_IMPLEMENTED
+                                                      : PROTO_ERR_TOO_LARGE;
+    struct proto_error e;
+    proto_error_set(&e, kind, "%s", err->reason);
+    size_t len;
+    char *body = proto_error_body(PROTO_ROUTE_COUNT, &e, &len);
+    if (body != NULL)
+        http_respond(hr, err->status, "application/json", body, len, false, e.message);
+}
+
+void http_on_head(struct http_request *hr, const struct http_head *head)
 {
     struct http *h = hr->http;
     hr->state = HTTP_REQUEST_BODY;
-    copy_text(hr->method, sizeof hr->method, method);
-    copy_text(hr->path, sizeof hr->path, url);
+    char url[HTTP_TARGET_MAX + 1];
+    bool escaped_nul = !http_target_path(head->target, url, sizeof url);
+    copy_span(hr->method, sizeof hr->method, head->method);
+    copy_span(hr->path, sizeof hr->path, (struct http_span){url, strlen(url)});
     resolve(hr, url);
+    const char *cors = h->settings.cors_allow_origin;
+    const struct http_span *origin = http_head_find(head, "Origin");
+    if (cors != NULL && cors[0] != '\0' && origin != NULL)
+        hr->origin = strndup(origin->p, origin->len);
     if (hr->hc) {
         if (hr->hc->over_limit && http_conns_make_room(h, true))
             hr->hc->over_limit = false;
@@ -292,31 +279,31 @@ static void on_head(struct http_request *hr, const char *url, const char *method
             return;
         }
     }
-    if (!framing_ok(hr, method, version))
+    if (!framing_ok(hr, head, escaped_nul))
         return;
     if (http_cors_preflight(hr)) {
-        http_respond(hr, 204, NULL, NULL, 0, false, NULL);
+        http_respond_head(hr, head, 204, NULL, NULL, 0, false, NULL);
         return;
     }
-    if (!authorized(hr)) {
+    if (!authorized(hr, head)) {
         http_respond_errorf(hr, PROTO_ERR_UNAUTHORIZED,
                             "missing or wrong API key (send Authorization: Bearer <key>)");
         return;
     }
-    const char *cl = MHD_lookup_connection_value(hr->conn, MHD_HEADER_KIND, "Content-Length");
-    if (cl != NULL && strtoull(cl, NULL, 10) > h->settings.max_body_bytes)
+    const struct http_span *cl = http_head_find(head, "Content-Length");
+    if (cl != NULL && strtoull(cl->p, NULL, 10) > h->settings.max_body_bytes)
         http_respond_errorf(hr, PROTO_ERR_TOO_LARGE,
-                            "the request body is %s bytes, more than max_body_bytes (%zu)", cl,
-                            h->settings.max_body_bytes);
+                            "the request body is %.*s bytes, more than max_body_bytes (%zu)",
+                            (int)cl->len, cl->p, h->settings.max_body_bytes);
 }
 
-static void append_body(struct http_request *hr, const char *data, size_t len)
+bool http_on_body(struct http_request *hr, const char *data, size_t len)
 {
     size_t limit = hr->http->settings.max_body_bytes;
     if (hr->body_too_large || hr->body_len + len > limit) {
         hr->body_too_large = true;
         hr->discarded += len;
-        return;
+        return hr->discarded / DISCARD_FACTOR <= limit;
     }
     if (hr->body_len + len + 1 > hr->body_cap) {
         size_t cap = hr->body_cap ? hr->body_cap : 4096;
@@ -327,7 +314,7 @@ static void append_body(struct http_request *hr, const char *data, size_t len)
         char *body = realloc(hr->body, cap);
         if (body == NULL) {
             hr->body_too_large = true;
-            return;
+            return true;
         }
         hr->body = body;
         hr->body_cap = cap;
@@ -335,9 +322,10 @@ static void append_body(struct http_request *hr, const char *data, size_t len)
     memcpy(hr->body + hr->body_len, data, len);
     hr->body_len += len;
     hr->body[hr->body_len] = '\0';
+    return true;
 }
 
-static void on_complete_body(struct http_request *hr)
+void http_on_request(struct http_request *hr)
 {
     if (hr->ep == EP_NOT_FOUND)
         http_respond_errorf(hr, PROTO_ERR_NOT_FOUND, "no route %s %.64s", hr->method, hr->path);
@@ -352,74 +340,6 @@ static void on_complete_body(struct http_request *hr)
         handle_inference(hr);
     else
         handle_get(hr);
-}
-
-/* ---- libmicrohttpd callbacks ------------------------------------------------ */
-
-/* The request line is in (headers not yet): the request object starts here,
- * while the target is still as the client sent it. */
-static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
-{
-    struct http_request *hr = http_request_new(cls, conn, uri);
-    return hr;
-}
-
-static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
-                                 void **con_cls)
-{
-    struct http *h = cls;
-    struct http_request *hr = *con_cls;
-    (void)conn;
-    if (hr == NULL)
-        return MHD_NO; /* out of memory at the request line */
-    switch (hr->state) {
-    case HTTP_REQUEST_HEAD:
-        on_head(hr, url, method, version);
-        return MHD_YES;
-    case HTTP_REQUEST_BODY:
-        break;
-    case HTTP_REQUEST_ANSWERED:
-        return MHD_YES;
-    default: /* abandoned, or cut off without an answer: close */
-        return MHD_NO;
-    }
-    if (*upload_data_size > 0) {
-        append_body(hr, upload_data, *upload_data_size);
-        *upload_data_size = 0;
-        return hr->discarded / DISCARD_FACTOR > h->settings.max_body_bytes ? MHD_NO : MHD_YES;
-    }
-    on_complete_body(hr);
-    /* Answered, or suspended until it is; otherwise no answer could be made
-     * (out of memory): close. */
-    return hr->state == HTTP_REQUEST_BODY || hr->state == HTTP_REQUEST_ABANDONED ? MHD_NO
-                                                                                 : MHD_YES;
-}
-
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode code)
-{
-    struct http_request *hr = *con_cls;
-    (void)cls;
-    (void)conn;
-    (void)code;
-    if (hr == NULL)
-        return;
-    *con_cls = NULL;
-    http_request_mhd_done(hr);
-}
-
-static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[512];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    size_t n = strlen(msg);
-    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-        msg[--n] = '\0';
-    log_msg(LOG_DEBUG, "libmicrohttpd: %s", msg);
 }
 
 /* ---- start and stop ----------------------------------------------------------- */
@@ -452,7 +372,7 @@ bool http_port_free(const struct http_settings *s, char *err, size_t err_len)
         snprintf(err, err_len, "cannot open a socket: %s", strerror(errno));
         return false;
     }
-    int on = 1; /* as libmicrohttpd's own: a port with connections in TIME_WAIT is free */
+    int on = 1; /* as the listener's own: a port with connections in TIME_WAIT is free */
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     socklen_t len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                : sizeof(struct sockaddr_in);
@@ -461,6 +381,35 @@ bool http_port_free(const struct http_settings *s, char *err, size_t err_len)
         snprintf(err, err_len, "cannot listen on %s:%u (%s)", s->host, s->port, strerror(errno));
     close(fd);
     return ok;
+}
+
+/* A listening socket on the address: SO_REUSEADDR (a port with connections
+ * in TIME_WAIT is free), SO_REUSEPORT when the loops share the port, IPv6
+ * sockets for IPv6 only. Returns -1 with a message in err. */
+static int listen_on(const struct http_settings *s, const struct sockaddr_storage *addr,
+                     bool reuse_port, char *err, size_t err_len)
+{
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, err_len, "cannot open a socket: %s", strerror(errno));
+        return -1;
+    }
+    int on = 1;
+    bool ok = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0 &&
+              (!reuse_port || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) == 0) &&
+              (addr->ss_family != AF_INET6 ||
+               setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) == 0);
+    socklen_t len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                : sizeof(struct sockaddr_in);
+    if (ok)
+        ok = bind(fd, (const struct sockaddr *)addr, len) == 0 &&
+             listen(fd, HTTP_LISTEN_BACKLOG) == 0;
+    if (!ok) {
+        snprintf(err, err_len, "cannot listen on %s:%u (%s)", s->host, s->port, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 struct http *http_open(const struct http_settings *s, bool reuse_port, char *err,
@@ -475,27 +424,8 @@ struct http *http_open(const struct http_settings *s, bool reuse_port, char *err
         return NULL;
     }
     h->settings = *s;
-    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    if (addr.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    unsigned timeout_s = (s->request_timeout_ms + 999) / 1000;
-    size_t max = s->max_connections;
-    /* The option only when asked for: given as "no", it also drops the
-     * SO_REUSEADDR libmicrohttpd sets by default. */
-    struct MHD_OptionItem reuse[] = {
-        {reuse_port ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END, 1, NULL},
-        {MHD_OPTION_END, 0, NULL}};
-    h->daemon = MHD_start_daemon(
-        flags, s->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(max + HTTP_CONNECTION_RESERVE(max)),
-        MHD_OPTION_NOTIFY_CONNECTION, http_conns_notify, h, MHD_OPTION_URI_LOG_CALLBACK,
-        on_request_line, h, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_ARRAY, reuse, MHD_OPTION_END);
-    if (h->daemon == NULL) {
-        snprintf(err, err_len, "cannot listen on %s:%u (%s)", s->host, s->port,
-                 reuse_port ? "in use, no permission, or SO_REUSEPORT refused?"
-                            : "in use, or no permission?");
+    h->listen_fd = listen_on(s, &addr, reuse_port, err, err_len);
+    if (h->listen_fd < 0) {
         free(h);
         return NULL;
     }
@@ -511,15 +441,15 @@ void http_attach(struct http *h, uv_loop_t *loop, struct http_server *server,
     h->open_conns = open_conns;
     h->on_drained = on_drained;
     h->on_drained_arg = arg;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
-    http_loop_start(h, info->epoll_fd);
+    uv_check_init(loop, &h->after_reads);
+    h->after_reads.data = h;
+    http_conn_listen(h);
     http_conns_start(h);
     http_respond_init(h);
     uv_timer_init(loop, &h->drain_timer);
     h->drain_timer.data = h;
     uv_async_init(loop, &h->done.async, http_request_on_completions);
     h->done.async.data = h;
-    http_loop_run(h);
 }
 
 void http_set_engine(struct http *h, const struct http_engine *engine)
@@ -544,8 +474,8 @@ void http_check_drained(struct http *h)
     if (in_flight > 0 || h->live > 0)
         return;
     h->drained = true;
-    /* Never from here directly: this can run inside MHD_run (a request's
-     * completion callback), and on_drained stops the daemon. */
+    /* Never from here directly: this can run inside a connection's
+     * callbacks, and on_drained closes the connections. */
     uv_timer_start(&h->drain_timer, drain_done, 0, 0);
 }
 
@@ -560,7 +490,6 @@ static void drain_tick(uv_timer_t *timer)
     log_msg(LOG_WARN, "drain timed out after %u ms; closing %zu unfinished requests",
             h->settings.shutdown_timeout_ms, h->live);
     http_request_cut_off_all(h);
-    http_loop_run(h);
     h->drained = true;
     uv_timer_start(&h->drain_timer, drain_done, 0, 0);
 }
@@ -585,9 +514,9 @@ void http_close_daemon(struct http *h)
 {
     uv_timer_stop(&h->drain_timer);
     http_conns_stop(h);
-    MHD_stop_daemon(h->daemon); /* frees the answers still queued */
-    h->daemon = NULL;
-    http_loop_stop(h);
+    http_conn_stop(h); /* the answers still being written are freed as they close */
+    uv_check_stop(&h->after_reads);
+    uv_close((uv_handle_t *)&h->after_reads, NULL);
     http_respond_stop(h);
     uv_close((uv_handle_t *)&h->drain_timer, NULL);
 }
@@ -604,8 +533,8 @@ void http_free(struct http *h)
 {
     if (h == NULL)
         return;
-    if (h->daemon != NULL) /* opened, never attached */
-        MHD_stop_daemon(h->daemon);
+    if (h->listen_fd >= 0) /* opened, never attached */
+        close(h->listen_fd);
     completions_destroy(&h->done);
     free(h);
 }

@@ -1,4 +1,4 @@
-/* The HTTP front end: libmicrohttpd driven from libuv loops. Connection
+/* The HTTP front end: HTTP/1.1 on libuv loops. Connection
  * limits and deadlines, message framing, routing, auth, body limits, the
  * hand-off of inference requests to the prepare stage (prepare.h: parsing,
  * tokenisation and admission run there), suspension of connections waiting
@@ -6,7 +6,7 @@
  * http_internal.h maps its files.
  *
  * Threading: `loop_threads` event loops, each on its own thread with its
- * own libuv loop and its own libmicrohttpd daemon on the same port
+ * own libuv loop and its own listening socket on the same port
  * (SO_REUSEPORT: the kernel spreads new connections over them). The first
  * loop is the caller's; the functions here run on its thread. A connection
  * and its requests stay with the loop that accepted it: the prepare threads

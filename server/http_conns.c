@@ -1,10 +1,9 @@
-/* Connections: each open one is tracked (MHD's socket context) for the
- * total request deadline and the connection limit.
+/* Connections: each open one is tracked for the total request deadline
+ * and the connection limit.
  *
- * libmicrohttpd's own timeout is an idle timeout, which a client sending a
- * byte a second never trips; the sweep here enforces request_timeout_ms on
- * the whole request. There is no call to close an MHD connection from
- * outside, so its socket is shut down: MHD sees the hang-up and closes it.
+ * An idle timeout alone is never tripped by a client sending a byte a
+ * second; the sweep here enforces request_timeout_ms on the whole request
+ * (and on idle keep-alive connections).
  *
  * At the connection limit, a connection that is idle (no request begun:
  * never used, or between keep-alive requests) with nothing unread in its
@@ -23,13 +22,17 @@
 
 #include "log.h"
 
+/* A connection answered with close is closed this long after its answer
+ * went out if the client has not closed its side by then. */
+#define LINGER_MS 2000
+
 /* To make room for a new connection, an idle one must have been idle this
  * long: a client that has just connected is about to send its request. To
  * make room for a request that has arrived, any idle connection goes. */
 #define IDLE_GRACE_MS 1000
 
 /* Descriptors besides client connections, per loop: the listening socket,
- * two epoll sets, libuv's signal pipe and async handles, the log, the
+ * the epoll set, libuv's signal pipe and async handles, the log, the
  * checkpoint. */
 #define FD_MARGIN 32
 
@@ -69,45 +72,40 @@ static size_t open_count(const struct http *h)
     return atomic_load_explicit(h->open_conns, memory_order_relaxed);
 }
 
-/* Shut the connection's socket down; MHD notices and closes it. */
-static bool cut(struct http *h, struct http_conn *hc)
+static int fd_of(struct http_conn *hc)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(hc->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci == NULL)
-        return false;
-    shutdown(ci->connect_fd, SHUT_RDWR);
-    hc->cut = true;
-    h->n_cut++;
-    atomic_fetch_sub_explicit(h->open_conns, 1, memory_order_relaxed);
-    idle_unlink(h, hc);
-    return true;
+    uv_os_fd_t fd;
+    return uv_fileno((uv_handle_t *)&hc->tcp, &fd) == 0 ? fd : -1;
 }
 
-/* Shut down the connections whose client has gone: their requests' bytes
- * and FIN can arrive as one event, after which MHD waits for more. */
+/* Close the connections whose client has gone while their request is on
+ * the loop: a close the loop has not read yet (its events come in the
+ * same poll as the request that needs the room). */
 static size_t cut_departed(struct http *h)
 {
     size_t n = 0;
-    for (struct http_conn *hc = h->conns; hc != NULL; hc = hc->next) {
-        if (hc->waiting || hc->cut)
+    struct http_conn *next;
+    for (struct http_conn *hc = h->conns; hc != NULL; hc = next) {
+        next = hc->next;
+        if (hc->waiting)
             continue;
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(hc->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (ci != NULL && srv_client_left(ci->connect_fd) && cut(h, hc))
+        int fd = fd_of(hc);
+        if (fd >= 0 && srv_client_left(fd)) {
+            http_conn_close(hc);
             n++;
+        }
     }
     return n;
 }
 
-/* Whether bytes wait unread in the connection's socket: a request on its
- * way, which its connection must not be closed under. */
+/* Whether bytes wait unread: a request on its way, which its connection
+ * must not be closed under. */
 static bool has_unread_bytes(struct http_conn *hc)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(hc->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int fd = fd_of(hc);
     char byte;
-    return ci != NULL && recv(ci->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+    return hc->in_len > 0 ||
+           (fd >= 0 && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0);
 }
 
 bool http_conns_make_room(struct http *h, bool for_request)
@@ -122,10 +120,8 @@ bool http_conns_make_room(struct http *h, bool for_request)
             break; /* the rest are younger still */
         if (has_unread_bytes(hc))
             continue;
-        if (cut(h, hc))
-            h->evictions++;
-        else
-            idle_unlink(h, hc);
+        http_conn_close(hc);
+        h->evictions++;
     }
     /* Before a request is refused, connections whose clients left go
      * (the sweep would close them within its period anyway). */
@@ -151,74 +147,65 @@ void http_conns_busy(struct http *h, struct http_conn *hc)
 void http_conns_idle(struct http *h, struct http_conn *hc)
 {
     hc->t_start = srv_now_ns();
-    if (!hc->cut && !hc->idle)
+    if (!hc->closed && !hc->idle && hc->phase != HTTP_CONN_CLOSING)
         idle_link(h, hc);
 }
 
-void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
-                       enum MHD_ConnectionNotificationCode code)
+void http_conns_opened(struct http *h, struct http_conn *hc)
 {
-    struct http *h = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        struct http_conn *hc = calloc(1, sizeof *hc);
-        *socket_context = hc;
-        if (hc == NULL)
-            return;
-        hc->conn = conn;
-        hc->t_start = srv_now_ns();
-        hc->next = h->conns;
-        if (h->conns)
-            h->conns->prev = hc;
-        h->conns = hc;
-        atomic_fetch_add_explicit(h->open_conns, 1, memory_order_relaxed);
-        idle_link(h, hc);
-        hc->over_limit = !http_conns_make_room(h, false);
-        return;
-    }
-    struct http_conn *hc = *socket_context;
-    if (hc == NULL)
-        return;
+    hc->t_start = srv_now_ns();
+    hc->next = h->conns;
+    if (h->conns)
+        h->conns->prev = hc;
+    h->conns = hc;
+    atomic_fetch_add_explicit(h->open_conns, 1, memory_order_relaxed);
+    idle_link(h, hc);
+    hc->over_limit = !http_conns_make_room(h, false);
+}
+
+void http_conns_closing(struct http *h, struct http_conn *hc)
+{
     if (hc->prev)
         hc->prev->next = hc->next;
-    else
+    else if (h->conns == hc)
         h->conns = hc->next;
+    else
+        return; /* accepted without being tracked */
     if (hc->next)
         hc->next->prev = hc->prev;
+    hc->prev = hc->next = NULL;
     idle_unlink(h, hc);
-    if (hc->cut)
-        h->n_cut--;
-    else
-        atomic_fetch_sub_explicit(h->open_conns, 1, memory_order_relaxed);
-    h->conn_closed = true;
-    free(hc);
-    *socket_context = NULL;
+    atomic_fetch_sub_explicit(h->open_conns, 1, memory_order_relaxed);
 }
 
 /* A request (headers, body, and writing the answer; not the time with the
- * prepare stage or the workers) must finish within request_timeout_ms, and
- * a connection whose client left is closed at once. With epoll's edge
- * triggers, a request's bytes and the client's FIN that arrive together are
- * one event: MHD reads the bytes and would notice the hang-up only at the
- * idle timeout, so the sweep peeks. Connections held past the limit while
- * nothing was idle long enough are closed here once something is. */
+ * prepare stage or the workers) must finish within request_timeout_ms, as
+ * must an idle connection's wait for its next request; a connection
+ * answered with close lingers LINGER_MS at most. Connections held past the
+ * limit while nothing was idle long enough are closed here once something
+ * is, and a connection that waited in libuv for lack of memory is taken. */
 static void on_deadline_timer(uv_timer_t *timer)
 {
     struct http *h = timer->data;
     uint64_t now = srv_now_ns();
     uint64_t limit = (uint64_t)h->settings.request_timeout_ms * 1000000u;
-    size_t cut_before = h->n_cut;
-    for (struct http_conn *hc = h->conns; hc != NULL; hc = hc->next) {
-        if (hc->waiting || hc->cut || now - hc->t_start <= limit)
+    uint64_t linger = (uint64_t)LINGER_MS * 1000000u;
+    struct http_conn *next;
+    for (struct http_conn *hc = h->conns; hc != NULL; hc = next) {
+        next = hc->next;
+        uint64_t age = now - hc->t_start;
+        if (hc->waiting || age <= (hc->phase == HTTP_CONN_CLOSING ? linger : limit))
             continue;
-        if (!hc->idle)
+        if (!hc->idle && hc->phase != HTTP_CONN_CLOSING)
             log_msg(LOG_INFO, "closing a connection whose request took more than "
                     "request_timeout_ms (%u ms)", h->settings.request_timeout_ms);
-        cut(h, hc);
+        http_conn_close(hc);
     }
-    cut_departed(h);
     http_conns_make_room(h, false);
-    if (h->n_cut != cut_before)
-        http_loop_run(h);
+    if (h->accept_waiting && h->listening) {
+        h->accept_waiting = false;
+        http_conn_accept(h);
+    }
 }
 
 void http_conns_start(struct http *h)
@@ -236,8 +223,8 @@ void http_conns_stop(struct http *h)
     uv_close((uv_handle_t *)&h->deadline_timer, NULL);
 }
 
-/* Descriptors `loops` daemons may hold for max_connections m: each daemon
- * accepts up to m + the reserve (the kernel may send it every connection). */
+/* Descriptors `loops` loops may hold for max_connections m: each accepts
+ * up to m + the reserve (the kernel may send it every connection). */
 static size_t fds_needed(size_t m, unsigned loops)
 {
     return (m + HTTP_CONNECTION_RESERVE(m) + FD_MARGIN) * loops;

@@ -6,6 +6,7 @@
  * standard, "CORS-preflight fetch"). */
 #include "http_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -33,11 +34,6 @@ static const char *allowed_origin(const char *list, const char *origin)
     return NULL;
 }
 
-static const char *request_origin(const struct http_request *hr)
-{
-    return MHD_lookup_connection_value(hr->conn, MHD_HEADER_KIND, "Origin");
-}
-
 bool http_cors_preflight(const struct http_request *hr)
 {
     const char *list = hr->http->settings.cors_allow_origin;
@@ -45,15 +41,16 @@ bool http_cors_preflight(const struct http_request *hr)
            hr->ep != EP_NOT_FOUND;
 }
 
-void http_cors_headers(const struct http_request *hr, struct MHD_Response *resp)
+void http_cors_headers(const struct http_request *hr, const struct http_head *head,
+                       struct http_answer *a)
 {
-    const char *origin = allowed_origin(hr->http->settings.cors_allow_origin, request_origin(hr));
+    const char *origin = allowed_origin(hr->http->settings.cors_allow_origin, hr->origin);
     if (origin == NULL)
         return;
-    MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+    http_answer_header(a, "Access-Control-Allow-Origin", origin);
     if (strcmp(origin, "*") != 0)
-        MHD_add_response_header(resp, "Vary", "Origin");
-    MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+        http_answer_header(a, "Vary", "Origin");
+    http_answer_header(a, "Access-Control-Expose-Headers",
                             "x-queue-time, x-inference-time, x-total-time, x-truncated-inputs, "
                             "Retry-After");
     if (!http_cors_preflight(hr))
@@ -62,10 +59,12 @@ void http_cors_headers(const struct http_request *hr, struct MHD_Response *resp)
                                           "GET, HEAD, POST, OPTIONS"};
     const char *allow = http_allow_header(hr);
     size_t k = strcmp(allow, "POST") == 0 ? 2 : strcmp(allow, "GET, HEAD") == 0 ? 1 : 3;
-    MHD_add_response_header(resp, "Access-Control-Allow-Methods", methods[k]);
-    const char *asked =
-        MHD_lookup_connection_value(hr->conn, MHD_HEADER_KIND, "Access-Control-Request-Headers");
-    MHD_add_response_header(resp, "Access-Control-Allow-Headers",
-                            asked ? asked : "Content-Type, Authorization");
-    MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    http_answer_header(a, "Access-Control-Allow-Methods", methods[k]);
+    const struct http_span *asked =
+        head ? http_head_find(head, "Access-Control-Request-Headers") : NULL;
+    char *echo = asked ? strndup(asked->p, asked->len) : NULL;
+    http_answer_header(a, "Access-Control-Allow-Headers",
+                       echo ? echo : "Content-Type, Authorization");
+    free(echo);
+    http_answer_header(a, "Access-Control-Max-Age", "600");
 }

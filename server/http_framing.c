@@ -136,39 +136,3 @@ enum http_framing_verdict http_framing_end(struct http_framing *f)
                f->hosts);
     return f->verdict;
 }
-
-void http_head_walk_begin(struct http_head_walk *w, const char *head, size_t len)
-{
-    w->pos = head;
-    w->end = head + len;
-    w->clean = true;
-}
-
-/* Only separators libmicrohttpd wrote, or whitespace it skipped. */
-static bool gap_is_clean(const char *from, const char *to)
-{
-    for (const char *p = from; p < to; p++)
-        if (*p != '\0' && *p != ' ' && *p != '\t')
-            return false;
-    return true;
-}
-
-void http_head_walk_span(struct http_head_walk *w, const char *start, size_t len)
-{
-    if (!w->clean)
-        return;
-    /* Compared as integers: the span may lie in another object entirely. */
-    uintptr_t s = (uintptr_t)start, pos = (uintptr_t)w->pos, end = (uintptr_t)w->end;
-    if (s < pos || s > end || len > end - s || !gap_is_clean(w->pos, start)) {
-        w->clean = false;
-        return;
-    }
-    w->pos = start + len;
-}
-
-bool http_head_walk_end(struct http_head_walk *w)
-{
-    if (w->clean && !gap_is_clean(w->pos, w->end))
-        w->clean = false;
-    return w->clean;
-}

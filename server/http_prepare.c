@@ -3,9 +3,9 @@
  *
  * What needs no parse is refused here first: under overload a refusal is
  * all most clients get, and it must stay cheap. Every other request is
- * suspended and queued; the queue goes to the prepare threads after each
- * MHD_run, so a loop iteration that reads many requests hands them over
- * with one lock and at most one wake-up. */
+ * queued; the queue goes to the prepare threads in the loop's check phase,
+ * after its reads, so a loop iteration that reads many requests hands them
+ * over with one lock and at most one wake-up. */
 #include "http_internal.h"
 
 void http_prepare(struct http_request *hr)
@@ -24,11 +24,13 @@ void http_prepare(struct http_request *hr)
         return;
     }
     struct srv_request *r = &hr->srv;
-    /* MHD does not watch a suspended connection: the worker that takes the
-     * request peeks at its socket and drops the request if the client left. */
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(hr->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    r->client_fd = ci ? ci->connect_fd : -1;
+    /* The loop sees a client leave only while it reads the socket, which
+     * it stops while pipelined bytes pile up: the worker that takes the
+     * request also peeks at it and drops the request if the client left. */
+    uv_os_fd_t fd = -1;
+    if (hr->hc == NULL || uv_fileno((uv_handle_t *)&hr->hc->tcp, &fd) != 0)
+        fd = -1;
+    r->client_fd = fd;
     r->input = hr->body ? hr->body : "";
     r->input_len = hr->body_len;
     r->next = NULL;
@@ -38,6 +40,7 @@ void http_prepare(struct http_request *hr)
     else
         h->to_prepare = r;
     h->to_prepare_tail = r;
+    http_conn_defer(h);
 }
 
 void http_prepare_flush(struct http *h)

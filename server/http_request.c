@@ -1,7 +1,7 @@
-/* A request's lifecycle on the loop: created when its request line is in,
- * moved through the states of http_internal.h, suspended while another
- * thread holds it, and released at one point, once MHD and every other
- * thread are done with it. */
+/* A request's lifecycle on the loop: created when its head is in, moved
+ * through the states of http_internal.h, on the suspended list while
+ * another thread holds it, and released at one point, once its connection
+ * and every other thread are done with it. */
 #include "http_internal.h"
 
 #include <stdlib.h>
@@ -10,14 +10,13 @@
 #include "log.h"
 #include "pool.h"
 
-struct http_request *http_request_new(struct http *h, struct MHD_Connection *conn,
-                                      const char *raw_uri)
+struct http_request *http_request_new(struct http *h, struct http_conn *hc)
 {
     struct http_request *hr = calloc(1, sizeof *hr);
     if (hr == NULL)
         return NULL;
     hr->http = h;
-    hr->conn = conn;
+    hr->hc = hc;
     hr->state = HTTP_REQUEST_HEAD;
     hr->t_received = srv_now_ns();
     if (!srv_request_init(&hr->srv)) {
@@ -25,16 +24,6 @@ struct http_request *http_request_new(struct http *h, struct MHD_Connection *con
         return NULL;
     }
     hr->srv.done = &h->done; /* whichever thread finishes it, it comes back to this loop */
-    /* The target exactly as received: libmicrohttpd later cuts it at '?'
-     * and decodes it in place, and a decoded %00 would cut it unseen. */
-    hr->raw_uri = raw_uri;
-    hr->raw_uri_end = raw_uri + strlen(raw_uri);
-    hr->escaped_nul = strstr(raw_uri, "%00") != NULL;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    hr->hc = ci ? ci->socket_context : NULL;
-    if (hr->hc)
-        http_conns_busy(h, hr->hc);
     h->live++;
     return hr;
 }
@@ -75,37 +64,38 @@ void http_request_set_state(struct http_request *hr, enum http_request_state nex
         suspended_link(hr);
         if (hr->hc)
             hr->hc->waiting = true;
-        MHD_suspend_connection(hr->conn);
     } else {
         suspended_unlink(hr);
         if (hr->hc) { /* writing the answer gets a deadline of its own */
             hr->hc->waiting = false;
             hr->hc->t_start = srv_now_ns();
         }
-        MHD_resume_connection(hr->conn);
     }
+    if (next == HTTP_REQUEST_ABANDONED && hr->hc)
+        http_conn_close(hr->hc);
 }
 
-/* The one release point: MHD is done and no other thread holds it. */
+/* The one release point: its connection is done and no other thread holds
+ * it. */
 void http_request_maybe_release(struct http_request *hr)
 {
-    if (hr->conn != NULL || is_suspended(hr->state) || hr->state == HTTP_REQUEST_CUT_OFF)
+    if (hr->hc != NULL || is_suspended(hr->state) || hr->state == HTTP_REQUEST_CUT_OFF)
         return;
     struct http *h = hr->http;
     srv_request_destroy(&hr->srv);
     free(hr->srv.body); /* its job was freed by the thread that handed it back */
     free(hr->body);
+    free(hr->origin);
     free(hr);
     h->live--;
     http_check_drained(h);
 }
 
-void http_request_mhd_done(struct http_request *hr)
+void http_request_conn_done(struct http_request *hr)
 {
     if (hr->hc) /* a kept-alive connection's next request gets a fresh deadline */
         http_conns_idle(hr->http, hr->hc);
     hr->hc = NULL; /* the connection may close before the workers finish */
-    hr->conn = NULL;
     srv_request_let_go(&hr->srv);
     http_request_maybe_release(hr);
 }
@@ -159,7 +149,6 @@ void http_request_on_completions(uv_async_t *async)
         r = next;
     }
     log_release();
-    http_loop_run(h);
     http_check_drained(h);
 }
 
@@ -168,7 +157,7 @@ void http_request_cut_off_all(struct http *h)
     while (h->suspended != NULL) {
         struct http_request *hr = h->suspended;
         atomic_store(&hr->srv.orphaned, true); /* the workers drop what is left of it */
-        srv_request_let_go(&hr->srv);          /* answering it lets MHD close the socket */
+        srv_request_let_go(&hr->srv);          /* its connection may close once answered */
         http_respond_errorf(hr, PROTO_ERR_UNAVAILABLE, "the server shut down before answering");
         if (is_suspended(hr->state)) /* no answer could be made (out of memory): close */
             http_request_set_state(hr, HTTP_REQUEST_CUT_OFF);

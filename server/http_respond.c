@@ -1,8 +1,9 @@
-/* Answers: every response goes through http_respond, which adds the
- * headers, queues it, writes the request's log line and counts it. The
- * bytes of rendered answers are given back to the response budget when
- * libmicrohttpd frees them, and after large answers the allocator is asked
- * to return its free memory to the system. */
+/* Answers: every response goes through http_respond, which writes its
+ * status line and headers, hands it to the connection, writes the
+ * request's log line and counts it. The bytes of rendered answers are given
+ * back to the response budget once they are written (or their connection
+ * closes), and after large answers the allocator is asked to return its
+ * free memory to the system. */
 #include "http_internal.h"
 
 #include <stdarg.h>
@@ -50,28 +51,20 @@ static bool results_are_ours(const struct http_request *hr)
     return hr->state != HTTP_REQUEST_OFF_LOOP;
 }
 
-static void add_timing_headers(struct MHD_Response *resp, const struct http_request *hr,
+static void add_timing_headers(struct http_answer *a, const struct http_request *hr,
                                uint64_t now)
 {
     const struct srv_request *r = &hr->srv;
     uint64_t start = results_are_ours(hr) ? atomic_load(&r->t_compute_start) : 0;
     char v[24];
-    MHD_add_response_header(resp, "x-queue-time",
-                            ms_text(v, hr->t_received, start ? start : hr->t_received));
-    MHD_add_response_header(resp, "x-inference-time",
-                            ms_text(v, start, start ? r->t_compute_end : start));
-    MHD_add_response_header(resp, "x-total-time", ms_text(v, hr->t_received, now));
+    http_answer_header(a, "x-queue-time",
+                       ms_text(v, hr->t_received, start ? start : hr->t_received));
+    http_answer_header(a, "x-inference-time", ms_text(v, start, start ? r->t_compute_end : start));
+    http_answer_header(a, "x-total-time", ms_text(v, hr->t_received, now));
     v[23] = '\0';
     size_t truncated = results_are_ours(hr) ? r->n_truncated : 0;
-    MHD_add_response_header(resp, "x-truncated-inputs", digits_before(v + 23, truncated));
+    http_answer_header(a, "x-truncated-inputs", digits_before(v + 23, truncated));
 }
-
-/* A budgeted answer: what to give back when MHD frees it. */
-struct budgeted_body {
-    struct http *http;
-    char *body;
-    size_t len;
-};
 
 static void on_trim_timer(uv_timer_t *timer)
 {
@@ -85,63 +78,137 @@ static void on_trim_timer(uv_timer_t *timer)
  * it had mapped on its own raises the size it maps blocks at: after 24
  * clients that never read their 13 MB answers had left, the process stayed
  * at 168 MiB against a warm baseline of 62; with the trim, 75. */
-static void free_budgeted(void *cls)
+void http_answer_give_back(struct http_answer *a)
 {
-    struct budgeted_body *b = cls;
-    struct http *h = b->http;
-    response_budget_give(h->engine.answers, b->len);
-    h->freed_since_trim += b->len;
-    free(b->body);
-    free(b);
-    if (h->freed_since_trim >= TRIM_AFTER_BYTES && !uv_is_active((uv_handle_t *)&h->trim_timer)) {
+    struct http *h = a->http;
+    response_budget_give(h->engine.answers, a->body_len);
+    h->freed_since_trim += a->body_len;
+    free(a->body);
+    if (h->freed_since_trim >= TRIM_AFTER_BYTES && !uv_is_active((uv_handle_t *)&h->trim_timer) &&
+        !uv_is_closing((uv_handle_t *)&h->trim_timer)) {
         h->freed_since_trim = 0;
         uv_timer_start(&h->trim_timer, on_trim_timer, TRIM_DELAY_MS, 0);
     }
 }
 
-static struct MHD_Response *make_response(struct http *h, char *body, size_t len,
-                                          bool budgeted)
+static const char *reason_phrase(int status)
 {
-    if (!budgeted)
-        return MHD_create_response_from_buffer_with_free_callback(len, body, free);
-    struct budgeted_body *b = malloc(sizeof *b);
-    if (b == NULL)
-        return NULL;
-    *b = (struct budgeted_body){.http = h, .body = body, .len = len};
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer_with_free_callback_cls(len, body, free_budgeted, b);
-    if (resp == NULL)
-        free(b);
-    return resp;
+    switch (status) {
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Status";
+    }
 }
 
-void http_respond(struct http_request *hr, int status, const char *content_type, char *body,
-                  size_t len, bool budgeted, const char *error)
+static bool answer_append(struct http_answer *a, const char *text, size_t n)
+{
+    if (a->head_len + n > a->head_cap) {
+        size_t cap = a->head_cap * 2;
+        while (cap < a->head_len + n)
+            cap *= 2;
+        char *head = realloc(a->head, cap);
+        if (head == NULL)
+            return false;
+        a->head = head;
+        a->head_cap = cap;
+    }
+    memcpy(a->head + a->head_len, text, n);
+    a->head_len += n;
+    return true;
+}
+
+bool http_answer_header(struct http_answer *a, const char *name, const char *value)
+{
+    return answer_append(a, name, strlen(name)) && answer_append(a, ": ", 2) &&
+           answer_append(a, value, strlen(value)) && answer_append(a, "\r\n", 2);
+}
+
+/* RFC 9110 6.6.1: the Date header, written once a second. */
+static const char *date_line(struct http *h)
+{
+    time_t now = time(NULL);
+    if (now != h->date_second) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(h->date, sizeof h->date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        h->date_second = now;
+    }
+    return h->date;
+}
+
+/* The status line and the headers every answer has; false when out of
+ * memory. */
+static bool answer_begin(struct http_answer *a, struct http *h, int status,
+                         const char *content_type)
+{
+    a->head_cap = 512;
+    a->head = malloc(a->head_cap);
+    if (a->head == NULL)
+        return false;
+    char line[64];
+    int n = snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, reason_phrase(status));
+    return answer_append(a, line, (size_t)n) && http_answer_header(a, "Date", date_line(h)) &&
+           (content_type == NULL || http_answer_header(a, "Content-Type", content_type));
+}
+
+void http_respond_head(struct http_request *hr, const struct http_head *head, int status,
+                       const char *content_type, char *body, size_t len, bool budgeted,
+                       const char *error)
 {
     struct http *h = hr->http;
     uint64_t now = srv_now_ns();
-    struct MHD_Response *resp = make_response(h, body, len, budgeted);
-    if (resp == NULL) {
-        if (budgeted)
+    struct http_answer *a = calloc(1, sizeof *a);
+    if (a != NULL) {
+        *a = (struct http_answer){.http = h, .body = body, .body_len = len,
+                                  .budgeted = budgeted,
+                                  .send_body = !hr->head_only && status != 204};
+        body = NULL;
+    }
+    bool ok = a != NULL && answer_begin(a, h, status, content_type);
+    if (ok) {
+        http_cors_headers(hr, head, a);
+        if (hr->ep == EP_INFERENCE)
+            add_timing_headers(a, hr, now);
+        if (status == 429 || status == 503)
+            http_answer_header(a, "Retry-After", "1");
+        if (status == 401)
+            http_answer_header(a, "WWW-Authenticate", "Bearer");
+        if (status == 405)
+            http_answer_header(a, "Allow", http_allow_header(hr));
+        a->close = h->draining || hr->close_after || hr->body_unread;
+        if (a->close)
+            http_answer_header(a, "Connection", "close");
+        else if (hr->keep_alive_10)
+            http_answer_header(a, "Connection", "keep-alive");
+        char v[24];
+        v[23] = '\0';
+        if (status != 204)
+            http_answer_header(a, "Content-Length", digits_before(v + 23, len));
+        ok = answer_append(a, "\r\n", 2);
+    }
+    if (!ok) {
+        if (a != NULL)
+            http_answer_free(a);
+        else if (budgeted) {
             response_budget_give(h->engine.answers, len);
-        free(body);
+            free(body);
+        } else
+            free(body);
         return;
     }
-    if (content_type != NULL)
-        MHD_add_response_header(resp, "Content-Type", content_type);
-    http_cors_headers(hr, resp);
-    if (hr->ep == EP_INFERENCE)
-        add_timing_headers(resp, hr, now);
-    if (status == 429 || status == 503)
-        MHD_add_response_header(resp, "Retry-After", "1");
-    if (status == 401)
-        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-    if (status == 405)
-        MHD_add_response_header(resp, "Allow", http_allow_header(hr));
-    if (h->draining || hr->close_after)
-        MHD_add_response_header(resp, "Connection", "close");
-    MHD_queue_response(hr->conn, (unsigned)status, resp);
-    MHD_destroy_response(resp);
 
     const struct srv_request *r = &hr->srv;
     bool ours = results_are_ours(hr);
@@ -159,6 +226,16 @@ void http_respond(struct http_request *hr, int status, const char *content_type,
     });
     metrics_request(hr->mroute, status, http_ms_between(hr->t_received, now) / 1e3);
     http_request_set_state(hr, HTTP_REQUEST_ANSWERED);
+    if (hr->hc != NULL)
+        http_conn_send(hr->hc, a);
+    else
+        http_answer_free(a);
+}
+
+void http_respond(struct http_request *hr, int status, const char *content_type, char *body,
+                  size_t len, bool budgeted, const char *error)
+{
+    http_respond_head(hr, NULL, status, content_type, body, len, budgeted, error);
 }
 
 void http_respond_error(struct http_request *hr, const struct proto_error *err)

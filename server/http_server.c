@@ -1,8 +1,9 @@
 /* The loop threads: `loop_threads` copies of the front end (struct http),
- * each with its own libuv loop, libmicrohttpd daemon, connections, timers
+ * each with its own libuv loop, listening socket, connections, timers
  * and completion queue, bound to one port with SO_REUSEPORT. One loop
  * thread saturates near 25k short requests/s (BENCHMARKS.md), most of it
- * libmicrohttpd's own work per request: more loops spread that over cores.
+ * the system calls and bookkeeping of each request's bytes: more loops
+ * spread that over cores.
  *
  * The first loop is the caller's (it also handles the signals); each other
  * one runs on a thread of its own and takes commands (drain, quiesce, stop)

@@ -29,7 +29,7 @@ struct srv_request {
     enum proto_route route;
     /* The client's socket (-1: unknown or let go), peeked by the worker
      * that takes the request. The loop lets go of it (srv_request_let_go)
-     * before libmicrohttpd may close it; the lock orders a worker's peek
+     * before its connection may close; the lock orders a worker's peek
      * before that close, so no peek ever reads a closed or reused fd. */
     pthread_mutex_t client_lock;
     int client_fd;
@@ -65,7 +65,7 @@ void srv_request_destroy(struct srv_request *req);
  * false once the loop has let the socket go. Any thread; never blocks. */
 bool srv_request_client_left(struct srv_request *req);
 
-/* The loop gives up the request's socket before libmicrohttpd may close
+/* The loop gives up the request's socket before its connection may close
  * it: returns after any peek in progress, and later peeks see none. */
 void srv_request_let_go(struct srv_request *req);
 

@@ -7,7 +7,7 @@
  *
  * The renderer (a worker, or the loop for routes without a forward pass)
  * reserves an answer's bytes once it knows them; the loop gives them back
- * when libmicrohttpd frees the answer (written, or its connection closed).
+ * when the loop frees the answer (written, or its connection closed).
  *
  * Threading: any thread; lock-free. */
 #ifndef SRV_RESPONSE_BUDGET_H

@@ -20,9 +20,10 @@ if(BERT_FUZZ)
   endif()
 endif()
 
-# name:library pairs; toml.c and http_framing.c live in the server library.
+# name:library pairs; toml.c, http_framing.c and http_parse.c live in the
+# server library.
 foreach(pair request:bertproto tokenizer:berttok toml:bertsrv config_json:bert_internal
-             safetensors:bert_internal http_framing:bertsrv)
+             safetensors:bert_internal http_framing:bertsrv http_parse:bertsrv)
   string(REPLACE ":" ";" parts ${pair})
   list(GET parts 0 name)
   list(GET parts 1 lib)

@@ -1,6 +1,8 @@
 # The framing rules (request smuggling) without a server.
 bert_add_test(NAME test_http_framing SOURCES test_http_framing.c LIBS bertsrv TIMEOUT 60
               LABELS unit)
+# The request parser (head, target path, chunked bodies) without a server.
+bert_add_test(NAME test_http_parse SOURCES test_http_parse.c LIBS bertsrv TIMEOUT 60 LABELS unit)
 
 # HTTP integration tests: a real bertserve on a free loopback port, driven by
 # stdlib-only Python (tests/http/harness.py).

@@ -1,9 +1,9 @@
 /* The framing rules of server/http_framing.c without a server: every
  * request-smuggling form of issue 18 is refused with its status and
- * reason, the forms clients really send pass, and the NUL walk over a
- * head laid out as libmicrohttpd 0.9.x keeps it finds hidden bytes. The
- * HTTP tests (tests/http/test_hostile.py) send the same forms over a
- * socket to a real server. */
+ * reason, and the forms clients really send pass. The line syntax has
+ * its own test (test_http_parse.c); the HTTP tests
+ * (tests/http/test_hostile.py) send the same forms over a socket to a
+ * real server. */
 #include <string.h>
 
 #include "check.h"
@@ -102,59 +102,6 @@ static void test_host(void)
     EXPECT("HTTP/1.0", BAD, "this one has 2", {"Host", "a"}, {"Host", "b"});
 }
 
-/* A head as libmicrohttpd 0.9.x keeps it: CR LF, the spaces around the
- * target and each colon overwritten by NULs; the strings it hands out
- * point into it. */
-static const char clean_head[] = "POST\0/embed?x=1\0HTTP/1.1\0\0Host\0 x\0\0"
-                                 "Content-Length\0 \t15\0\0\0\0";
-
-static bool walk(const char *head, size_t len, const char *const *strings, size_t n)
-{
-    struct http_head_walk w;
-    http_head_walk_begin(&w, head, len);
-    for (size_t i = 0; i < n; i++)
-        http_head_walk_span(&w, strings[i], strlen(strings[i]));
-    return http_head_walk_end(&w);
-}
-
-static void test_head_walk(void)
-{
-    const char *h = clean_head;
-    size_t len = sizeof clean_head - 1;
-    const char *strings[] = {h, h + 5, h + 16, h + 26, h + 32, h + 35, h + 52};
-    CHECK_STR_EQ(strings[2], "HTTP/1.1");
-    CHECK_STR_EQ(strings[5], "Content-Length");
-    CHECK_STR_EQ(strings[6], "15");
-    CHECK(walk(h, len, strings, 7));
-    /* Out of order, or a string outside the head (a folded line's copy). */
-    const char *swapped[] = {h, h + 5, h + 16, h + 32, h + 26, h + 35, h + 52};
-    CHECK(!walk(h, len, swapped, 7));
-    const char *elsewhere[] = {h, h + 5, h + 16, "Host", h + 32, h + 35, h + 52};
-    CHECK(!walk(h, len, elsewhere, 7));
-
-    /* "Bearer KEY\0junk": libmicrohttpd hands out "Bearer KEY". */
-    static const char key_head[] = "GET\0/info\0HTTP/1.1\0\0Authorization\0 Bearer KEY\0junk\0\0"
-                                   "Host\0 x\0\0\0\0";
-    const char *k = key_head;
-    const char *key_strings[] = {k, k + 4, k + 10, k + 20, k + 35, k + 52, k + 58};
-    CHECK_STR_EQ(key_strings[4], "Bearer KEY");
-    CHECK_STR_EQ(key_strings[5], "Host");
-    CHECK(!walk(k, sizeof key_head - 1, key_strings, 7));
-
-    /* "/health\0/../x": the target handed out is "/health". */
-    static const char path_head[] = "GET\0/health\0/../x\0HTTP/1.1\0\0Host\0 x\0\0\0\0";
-    const char *p = path_head;
-    const char *path_strings[] = {p, p + 4, p + 18, p + 28, p + 34};
-    CHECK_STR_EQ(path_strings[2], "HTTP/1.1");
-    CHECK(!walk(p, sizeof path_head - 1, path_strings, 5));
-
-    /* Bytes after the last header, before the blank line. */
-    static const char tail_head[] = "GET\0/\0HTTP/1.1\0\0Host\0 x\0junk\0\0\0\0";
-    const char *t = tail_head;
-    const char *tail_strings[] = {t, t + 4, t + 6, t + 16, t + 22};
-    CHECK(!walk(t, sizeof tail_head - 1, tail_strings, 5));
-}
-
 int main(void)
 {
     test_what_clients_send();
@@ -162,6 +109,5 @@ int main(void)
     test_content_length_values();
     test_transfer_codings();
     test_host();
-    test_head_walk();
     return check_exit();
 }

@@ -1,7 +1,5 @@
 /* The framing rules (server/http_framing.c) on arbitrary request heads: the
- * first line is the HTTP version, each further line "name:value" a header.
- * The NUL walk is checked against a property: walking the NUL-separated
- * strings of any buffer, in order, finds nothing hidden. */
+ * first line is the HTTP version, each further line "name:value" a header. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,23 +29,8 @@ static void check_framing(const char *text, size_t size)
         abort(); /* every refusal says why */
 }
 
-static void check_walk(const char *buf, size_t size)
-{
-    struct http_head_walk w;
-    http_head_walk_begin(&w, buf, size);
-    for (size_t i = 0; i < size;) {
-        size_t n = strnlen(buf + i, size - i);
-        if (n > 0)
-            http_head_walk_span(&w, buf + i, n);
-        i += n + 1;
-    }
-    if (!http_head_walk_end(&w))
-        abort();
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     check_framing((const char *)data, size);
-    check_walk((const char *)data, size);
     return 0;
 }

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(request tokenizer toml config_json safetensors http_framing)
+[ ${#targets[@]} -gt 0 ] || targets=(request tokenizer toml config_json safetensors http_framing http_parse)
 build=build-fuzz
 mkdir -p "$build"
 CC=clang cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBERT_SANITIZE=ON -DBERT_FUZZ=ON \

@@ -215,9 +215,10 @@ class DrainTimeOut(unittest.TestCase):
 
 class Flood(unittest.TestCase):
     """Issue 18: 16 clients send max-size /embed requests (32 inputs of about
-    480 tokens, 80 KB) as fast as they are answered. libmicrohttpd then
-    always has data waiting, and the loop's driver re-armed a 0 ms timer
-    that libuv 1.44 ran again and again in the same pass: worker
+    480 tokens, 80 KB) as fast as they are answered. libmicrohttpd (the
+    first front end) then always had data waiting, and the loop's driver
+    re-armed a 0 ms timer that libuv 1.44 ran again and again in the same
+    pass: worker
     completions and signals were not seen until the flood stopped. The
     flood is refused after tokenizing (over max_queue_tokens), so a small
     request waits for no large forward pass, even in a sanitizer build; the

@@ -375,7 +375,8 @@ class ApiKey(unittest.TestCase):
             # Probes stay open, wrong methods on them included.
             self.assertEqual(s.request("POST", "/health")[0], 405)
             self.assertEqual(s.request("GET", "/metrics")[0], 200)
-            # A NUL after the key: libmicrohttpd 0.9 cut the value there.
+            # A NUL after the key: libmicrohttpd 0.9 (the first front end) cut the
+            # value there.
             body = b'{"inputs":"hi"}'
             with socket.create_connection(("127.0.0.1", s.port), timeout=10) as sock:
                 sock.sendall(b"POST /tokenize HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
