@@ -306,7 +306,8 @@ bool http_on_body(struct http_request *hr, const char *data, size_t len)
         return hr->discarded / DISCARD_FACTOR <= limit;
     }
     if (hr->body_len + len + 1 > hr->body_cap) {
-        size_t cap = hr->body_cap ? hr->body_cap : 4096;
+        /* Most bodies arrive in one read: sized to it, grown by doubling. */
+        size_t cap = hr->body_cap ? hr->body_cap : len + 1;
         while (cap < hr->body_len + len + 1)
             cap *= 2;
         if (cap > limit + 1)

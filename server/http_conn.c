@@ -51,7 +51,8 @@ void http_answer_free(struct http_answer *a)
         http_answer_give_back(a);
     else
         free(a->body);
-    free(a->head);
+    if (a->head != a->room)
+        free(a->head);
     free(a);
 }
 

@@ -46,8 +46,9 @@ enum endpoint { EP_INFERENCE, EP_HEALTH, EP_READY, EP_INFO, EP_METRICS, EP_MODEL
 /* An answer: its head (status line and headers) and body, owned by the
  * connection that writes it and freed once written or abandoned. */
 struct http_answer {
-    char *head;
+    char *head;                  /* `room`, or malloc'd once the head outgrows it */
     size_t head_len, head_cap;
+    char room[320];              /* a typical head: an /embed answer's is ~220 bytes */
     char *body;
     size_t body_len;
     bool send_body;              /* false for HEAD and 204 */

@@ -119,9 +119,12 @@ static bool answer_append(struct http_answer *a, const char *text, size_t n)
         size_t cap = a->head_cap * 2;
         while (cap < a->head_len + n)
             cap *= 2;
-        char *head = realloc(a->head, cap);
+        char *head = malloc(cap);
         if (head == NULL)
             return false;
+        memcpy(head, a->head, a->head_len);
+        if (a->head != a->room)
+            free(a->head);
         a->head = head;
         a->head_cap = cap;
     }
@@ -154,13 +157,14 @@ static const char *date_line(struct http *h)
 static bool answer_begin(struct http_answer *a, struct http *h, int status,
                          const char *content_type)
 {
-    a->head_cap = 512;
-    a->head = malloc(a->head_cap);
-    if (a->head == NULL)
-        return false;
-    char line[64];
-    int n = snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\n", status, reason_phrase(status));
-    return answer_append(a, line, (size_t)n) && http_answer_header(a, "Date", date_line(h)) &&
+    a->head = a->room;
+    a->head_cap = sizeof a->room;
+    char code[4] = {(char)('0' + status / 100 % 10), (char)('0' + status / 10 % 10),
+                    (char)('0' + status % 10), ' '};
+    const char *reason = reason_phrase(status);
+    return answer_append(a, "HTTP/1.1 ", 9) && answer_append(a, code, 4) &&
+           answer_append(a, reason, strlen(reason)) && answer_append(a, "\r\n", 2) &&
+           http_answer_header(a, "Date", date_line(h)) &&
            (content_type == NULL || http_answer_header(a, "Content-Type", content_type));
 }
 
@@ -170,11 +174,17 @@ void http_respond_head(struct http_request *hr, const struct http_head *head, in
 {
     struct http *h = hr->http;
     uint64_t now = srv_now_ns();
-    struct http_answer *a = calloc(1, sizeof *a);
+    struct http_answer *a = malloc(sizeof *a);
     if (a != NULL) {
-        *a = (struct http_answer){.http = h, .body = body, .body_len = len,
-                                  .budgeted = budgeted,
-                                  .send_body = !hr->head_only && status != 204};
+        a->head = a->room;
+        a->head_len = 0;
+        a->head_cap = sizeof a->room;
+        a->body = body;
+        a->body_len = len;
+        a->send_body = !hr->head_only && status != 204;
+        a->budgeted = budgeted;
+        a->close = false;
+        a->http = h;
         body = NULL;
     }
     bool ok = a != NULL && answer_begin(a, h, status, content_type);
