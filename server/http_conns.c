@@ -167,10 +167,8 @@ void http_conns_closing(struct http *h, struct http_conn *hc)
 {
     if (hc->prev)
         hc->prev->next = hc->next;
-    else if (h->conns == hc)
-        h->conns = hc->next;
     else
-        return; /* accepted without being tracked */
+        h->conns = hc->next;
     if (hc->next)
         hc->next->prev = hc->prev;
     hc->prev = hc->next = NULL;
