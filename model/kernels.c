@@ -8,7 +8,8 @@
 #include "vmath.h"
 
 /* Exact GELU (Hendrycks & Gimpel 2016): x Phi(x) = x/2 (1 + erf(x / sqrt 2)),
- * Phi from erfc (vmath.h) so the lower tail keeps its precision; the tanh
+ * Phi from erfc (vmath.h) so the lower tail keeps its precision (rows
+ * rounded to bf16 or int8 next take the cheaper form below); the tanh
  * form for "gelu_new"; and the others config.json can name. */
 VINLINE vf16 activation16(vf16 v, enum bert_activation act)
 {
@@ -25,6 +26,13 @@ VINLINE vf16 activation16(vf16 v, enum bert_activation act)
         return vf16_tanh(v);
     }
     return v;
+}
+
+/* activation16 for an output rounded to bf16 or int8 next: the exact GELU
+ * without its lower tail's relative precision, which those formats drop. */
+VINLINE vf16 rounded_activation16(vf16 v, enum bert_activation act)
+{
+    return act == BERT_ACTIVATION_GELU ? vf16_gelu_coarse_tail(v) : activation16(v, act);
 }
 
 float kernel_activation(float v, enum bert_activation act)
@@ -88,19 +96,23 @@ void kernel_add_layernorm_row(float *x, const float *residual, const float *gamm
     add_layernorm_row(x, residual, NULL, gamma, beta, n, eps);
 }
 
-/* The loops below are inlined twice: once with the exact GELU as a
- * constant (the common case: its constants stay in registers, no switch
- * per vector), once for the rest. */
+/* The loops below are inlined twice per caller: once with the exact GELU
+ * as a constant (the common case: its constants stay in registers, no
+ * switch per vector), once for the rest. */
 VINLINE void bias_activation_rows(float *x, const float *bias, size_t rows, size_t n, size_t ld,
-                                  enum bert_activation act)
+                                  enum bert_activation act, bool rounded_next)
 {
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ld;
-        for (size_t i = 0; i < nv; i += VLANES)
-            vf16_store(row + i, activation16(vf16_load(row + i) + vf16_load(bias + i), act));
-        for (size_t i = nv; i < n; i++)
-            row[i] = activation16(vf16_splat(row[i] + bias[i]), act)[0];
+        for (size_t i = 0; i < nv; i += VLANES) {
+            const vf16 v = vf16_load(row + i) + vf16_load(bias + i);
+            vf16_store(row + i, rounded_next ? rounded_activation16(v, act) : activation16(v, act));
+        }
+        for (size_t i = nv; i < n; i++) {
+            const vf16 v = vf16_splat(row[i] + bias[i]);
+            row[i] = (rounded_next ? rounded_activation16(v, act) : activation16(v, act))[0];
+        }
     }
 }
 
@@ -110,9 +122,21 @@ void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, 
 {
     prof_lap(BERT_OP_OTHER);
     if (act == BERT_ACTIVATION_GELU)
-        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU);
+        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU, false);
     else
-        bias_activation_rows(x, bias, rows, n, ld, act);
+        bias_activation_rows(x, bias, rows, n, ld, act, false);
+    prof_lap(BERT_OP_ACTIVATION);
+}
+
+BERT_HOT
+void kernel_bias_activation_rounded(float *x, const float *bias, size_t rows, size_t n,
+                                    size_t ld, enum bert_activation act)
+{
+    prof_lap(BERT_OP_OTHER);
+    if (act == BERT_ACTIVATION_GELU)
+        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU, true);
+    else
+        bias_activation_rows(x, bias, rows, n, ld, act, true);
     prof_lap(BERT_OP_ACTIVATION);
 }
 
@@ -126,11 +150,11 @@ VINLINE void dequantize_row(float *y, const float *acc, size_t n, float row_scal
         vf16 v = vf16_load(acc + i) * (row_scale * vf16_load(col_scale + i));
         if (bias)
             v += vf16_load(bias + i);
-        vf16_store(y + i, activate ? activation16(v, act) : v);
+        vf16_store(y + i, activate ? rounded_activation16(v, act) : v);
     }
     for (size_t i = nv; i < n; i++) {
         float v = acc[i] * (row_scale * col_scale[i]) + (bias ? bias[i] : 0.0f);
-        y[i] = activate ? activation16(vf16_splat(v), act)[0] : v;
+        y[i] = activate ? rounded_activation16(vf16_splat(v), act)[0] : v;
     }
 }
 

@@ -23,6 +23,13 @@ void kernel_add_layernorm_row(float *x, const float *residual, const float *gamm
 void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, size_t ld,
                             enum bert_activation act);
 
+/* kernel_bias_activation for rows the next product rounds to bf16 or int8:
+ * the exact GELU to float precision on the scale of x, without its lower
+ * tail's relative precision, which those formats drop (vmath.h,
+ * vf16_gelu_coarse_tail: half the cost); other activations alike. */
+void kernel_bias_activation_rounded(float *x, const float *bias, size_t rows, size_t n,
+                                    size_t ld, enum bert_activation act);
+
 /* x[r] += bias for rows of width n with row stride ld. */
 void kernel_add_bias(float *x, const float *bias, size_t rows, size_t n, size_t ld);
 
@@ -32,7 +39,8 @@ void kernel_softmax_rows(float *x, size_t rows, size_t n, size_t ld);
 /* One int8 product row back to f32, with what follows it in one pass:
  * y[c] = acc[c] * (row_scale * col_scale[c]) + bias[c], then act(y[c])
  * when act is not NULL; bias may be NULL, acc may be y. The same values
- * as that dequantization followed by kernel_bias_activation. */
+ * as that dequantization followed by kernel_bias_activation_rounded (the
+ * row is quantized next). */
 void kernel_dequantize_row(float *y, const float *acc, size_t n, float row_scale,
                            const float *col_scale, const float *bias,
                            const enum bert_activation *act);

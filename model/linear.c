@@ -151,7 +151,10 @@ void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t i
     size_t c0, c1;
     bert_share_cols(p, out, &c0, &c1);
     const size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : p->rows;
-    if (act != NULL)
+    /* A bf16 product that feeds the next reads these rows in bf16. */
+    if (act != NULL && feeds_next && d->bf16 != NULL && p->bf16 != NULL)
+        kernel_bias_activation_rounded(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy, *act);
+    else if (act != NULL)
         kernel_bias_activation(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy, *act);
     else
         kernel_add_bias(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy);

@@ -1,7 +1,8 @@
 /* The fused int8 paths of model/linear_int8.c against the unfused ones
  * (whose products test_linear_int8 checks against float64):
  *   - an epilogue of bias and exact GELU against linear_int8_run followed
- *     by kernel_bias_activation: the same float operations, but the fused
+ *     by kernel_bias_activation_rounded (the GELU for rows quantized
+ *     next): the same float operations, but the fused
  *     pass may contract the bias add into the dequantizing multiply, so
  *     within 1e-6 of the largest output;
  *   - an epilogue of bias, residual and LayerNorm against
@@ -67,9 +68,10 @@ static void check_bias_gelu(struct linear_int8_ctx *ctx, const float *x)
         .bias = bias, .activate = true, .act = BERT_ACTIVATION_GELU};
     CHECK(linear_int8_run_epilogue(ctx, p, x, ROWS, IN, MID, fused, MID, &ep));
     CHECK(linear_int8_run(ctx, p, x, ROWS, IN, MID, plain, MID));
-    kernel_bias_activation(plain, bias, ROWS, MID, MID, BERT_ACTIVATION_GELU);
+    kernel_bias_activation_rounded(plain, bias, ROWS, MID, MID, BERT_ACTIVATION_GELU);
     const double e = rel_diff(fused, plain, ROWS * MID);
-    printf("bias + GELU epilogue vs run + kernel_bias_activation: %.3g of the largest\n", e);
+    printf("bias + GELU epilogue vs run + kernel_bias_activation_rounded: %.3g of the largest\n",
+           e);
     CHECK(e <= REL_TOL);
     linear_int8_weight_free(p);
     free(w), free(bias), free(fused), free(plain);

@@ -1,9 +1,10 @@
 /* The vector erf and exp (model/vmath.h) against libm's over dense ranges
  * (erf down to tiny arguments), erfc's exp against vf16_exp, and the exact GELU
- * kernel (model/kernels.c, the clone this CPU dispatches to) against
- * x Phi(x) in float64. The bounds
- * are float precision: a tanh form or Abramowitz & Stegun's 7.1.26 (1e-4
- * relative near 0, 1e-1 in GELU's lower tail) fails them. */
+ * kernels (model/kernels.c, the clones this CPU dispatches to) against
+ * x Phi(x) in float64: relative for f32 rows, absolute on the scale of x for
+ * rows rounded to bf16 or int8 next. The bounds are float precision: a tanh
+ * form or Abramowitz & Stegun's 7.1.26 (1e-4 relative near 0, 1e-1 in
+ * GELU's lower tail) fails them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,11 +133,61 @@ static void check_gelu(void)
     CHECK(isnan(kernel_activation(NAN, BERT_ACTIVATION_GELU)));
 }
 
+/* The GELU for rows rounded to bf16 or int8 next (kernel_dequantize_row
+ * with scales of 1 and no bias, and kernel_bias_activation_rounded with a
+ * zero bias: the clones this CPU dispatches to) against x Phi(x) in
+ * float64, absolute: within GELU_COARSE_ABS max(1, |x|) over [-12.5, 12.5]
+ * and at 1e6, and exactly 0 and x far out on either side. */
+#define GELU_COARSE_ABS 2.5e-7
+
+static void check_gelu_coarse_tail(void)
+{
+    enum { N = 25 * 4096 + 1 };
+    float *x = malloc(N * sizeof *x), *ones = malloc(N * sizeof *ones);
+    float *zero = calloc(N, sizeof *zero);
+    CHECK(x != NULL && ones != NULL && zero != NULL);
+    if (x == NULL || ones == NULL || zero == NULL) {
+        free(x), free(ones), free(zero);
+        return;
+    }
+    const enum bert_activation gelu = BERT_ACTIVATION_GELU;
+    double worst = 0.0, worst_at = 0.0; /* error / bound */
+    for (int run = 0; run < 4; run++) {
+        const double from = run < 2 ? -12.5 : 1e6;
+        for (int i = 0; i < N; i++)
+            x[i] = (float)(from + i / 4096.0), ones[i] = 1.0f;
+        if (run % 2 == 0)
+            kernel_dequantize_row(x, x, N, 1.0f, ones, NULL, &gelu);
+        else
+            kernel_bias_activation_rounded(x, zero, 1, N, N, gelu);
+        for (int i = 0; i < N; i++) {
+            const double v = (float)(from + i / 4096.0), want = v * 0.5 * erfc(-v / sqrt(2.0));
+            const double e = fabs(x[i] - want) / (GELU_COARSE_ABS * fmax(1.0, fabs(v)));
+            if (e > worst)
+                worst = e, worst_at = v;
+        }
+    }
+    printf("gelu for rows rounded next: worst absolute error / (%g max(1, |x|)) %.3g at %g\n",
+           GELU_COARSE_ABS, worst, worst_at);
+    CHECK(worst <= 1.0);
+    const float far[] = {-1e30f, -6.0f, 6.0f, 1e30f, 0.0f, NAN};
+    float y[6];
+    kernel_dequantize_row(y, far, 6, 1.0f, ones, NULL, &gelu);
+    CHECK(y[0] == 0.0f && y[1] == 0.0f && y[2] == 6.0f && y[3] == 1e30f && y[4] == 0.0f);
+    CHECK(isnan(y[5]));
+    memcpy(y, far, sizeof y);
+    kernel_bias_activation_rounded(y, zero, 1, 6, 6, gelu);
+    CHECK(y[0] == 0.0f && y[1] == 0.0f && y[2] == 6.0f && y[3] == 1e30f && y[4] == 0.0f);
+    CHECK(isnan(y[5]));
+    free(x), free(ones), free(zero);
+}
+
 int main(void)
 {
     check_erf();
     check_exp();
     check_exp_nonpositive();
     check_gelu();
+    check_gelu_coarse_tail();
     return check_exit();
 }
