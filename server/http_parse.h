@@ -42,9 +42,10 @@ struct http_parse_error {
 };
 
 /* Where the head ends in buf[0..len): returns its length through the blank
- * line's CRLF, 0 while it is incomplete, or -1 with `err` set (a bare LF or
- * CR, or no end within HTTP_HEAD_MAX: 431). `*scanned` (0 at first)
- * carries the bytes already searched between calls on a growing buffer. */
+ * line's CRLF, 0 while it is incomplete, or -1 with `err` set (a first byte
+ * that is not printable ASCII, such as a TLS handshake's; a bare LF or CR;
+ * no end within HTTP_HEAD_MAX: 431). `*scanned` (0 at first) carries the
+ * bytes already searched between calls on a growing buffer. */
 long http_head_end(const char *buf, size_t len, size_t *scanned, struct http_parse_error *err);
 
 /* Parse a complete head of `len` bytes (as http_head_end measured it).

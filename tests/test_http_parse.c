@@ -189,6 +189,12 @@ static void test_request_line_errors(void)
     EXPECT_REFUSED("GET / HTTP/2.0\r\n\r\n", 505, "HTTP/2.0 is not supported; use HTTP/1.1");
     EXPECT_REFUSED("GET / HTTP/0.9\r\n\r\n", 505, "HTTP/0.9 is not supported");
     EXPECT_REFUSED("PRI * HTTP/2.0\r\n\r\n", 505, "HTTP/2.0 is not supported");
+    /* Refused at the first byte, the head's end never seen. */
+    EXPECT_REFUSED("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 400,
+                   "the request starts with byte 0x16, a TLS handshake");
+    EXPECT_REFUSED("\x01GET / HTTP/1.1", 400, "must start with a method, got byte 0x01");
+    EXPECT_REFUSED("\xc3\xa9 / HTTP/1.1", 400, "must start with a method, got byte 0xC3");
+    EXPECT_REFUSED("\0GET / HTTP/1.1", 400, "must start with a method, got byte 0x00");
 }
 
 static void test_header_errors(void)

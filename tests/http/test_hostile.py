@@ -315,6 +315,17 @@ class Hostile(unittest.TestCase):
         self.assertEqual(err["error_type"], "not_implemented", err)
         self.assertIn("gzip", err["error"])
 
+    def test_a_tls_handshake_is_refused_at_once(self):
+        # A client that speaks TLS to this plain port: its ClientHello has no
+        # line end, so only its first byte can tell, well before the
+        # request deadline.
+        hello = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]) + \
+            bytes(range(32))
+        t0 = time.time()
+        err = self.expect_refused_and_closed(hello, 400)
+        self.assertLess(time.time() - t0, 2.0 * SLOW)
+        self.assertIn("TLS handshake", err["error"])
+
     def test_nul_in_the_head_is_refused(self):
         # libmicrohttpd 0.9, the first front end, cut strings at a NUL: the
         # first was routed as /health.
