@@ -281,12 +281,32 @@ const struct http_span *http_head_find(const struct http_head *h, const char *na
     return NULL;
 }
 
+/* Where the path of an absolute-form target ("http://host:port/path")
+ * starts, after its scheme and authority; 0 for any other form. */
+static size_t authority_end(struct http_span target)
+{
+    size_t i;
+    if (target.len >= 7 && strncasecmp(target.p, "http://", 7) == 0)
+        i = 7;
+    else if (target.len >= 8 && strncasecmp(target.p, "https://", 8) == 0)
+        i = 8;
+    else
+        return 0;
+    while (i < target.len && target.p[i] != '/' && target.p[i] != '?' && target.p[i] != '#')
+        i++;
+    return i;
+}
+
 bool http_target_path(struct http_span target, char *out, size_t size)
 {
     size_t n = 0;
+    const size_t start = authority_end(target);
+    /* RFC 9112 3.2.2: an absolute-form target with no path names "/". */
+    if (start > 0 && (start == target.len || target.p[start] != '/') && size > 1)
+        out[n++] = '/';
     /* The whole path is decoded, past what fits, so a NUL is found
      * wherever it is. */
-    for (size_t i = 0; i < target.len && target.p[i] != '?' && target.p[i] != '#'; i++) {
+    for (size_t i = start; i < target.len && target.p[i] != '?' && target.p[i] != '#'; i++) {
         unsigned char c = (unsigned char)target.p[i];
         if (c == '%' && i + 2 < target.len) {
             int hi = hex_value((unsigned char)target.p[i + 1]);

@@ -58,9 +58,11 @@ bool http_head_parse(struct http_head *h, const char *buf, size_t len,
 /* The value of the first header named `name` (any case), or NULL. */
 const struct http_span *http_head_find(const struct http_head *h, const char *name);
 
-/* The path of an origin-form target: the part before '?', percent-decoded
- * into out[size] (NUL-terminated, cut to fit). An escape that is not two
- * hex digits stays as sent. Returns false if it decodes to a NUL byte. */
+/* The path of an origin-form target, or of an absolute-form one
+ * ("http://host/path", which RFC 9112 3.2.2 has servers accept; "/" when
+ * it has no path): the part before '?', percent-decoded into out[size]
+ * (NUL-terminated, cut to fit). An escape that is not two hex digits stays
+ * as sent. Returns false if it decodes to a NUL byte. */
 bool http_target_path(struct http_span target, char *out, size_t size);
 
 /* A chunked body (RFC 9112 7.1), decoded as it arrives. Chunk extensions

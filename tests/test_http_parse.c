@@ -394,6 +394,13 @@ static void test_target_path(void)
     EXPECT_PATH("*", true, "*");
     EXPECT_PATH("", true, "");
     EXPECT_PATH("?q", true, "");
+    EXPECT_PATH("http://x/health?q=1", true, "/health");
+    EXPECT_PATH("HTTPS://x:8080/embed#f", true, "/embed");
+    EXPECT_PATH("http://x:8080", true, "/");
+    EXPECT_PATH("http://x?q", true, "/");
+    EXPECT_PATH("http://x/a%00", false, "");
+    EXPECT_PATH("ftp://x/health", true, "ftp://x/health");
+    EXPECT_PATH("http:/x", true, "http:/x");
     EXPECT_PATH("/health%00/../x", false, "");
     EXPECT_PATH("/%00", false, "");
 
