@@ -23,7 +23,7 @@ if(BERT_SANITIZE OR BERT_TSAN)
   list(APPEND HTTP_TEST_ENV "BERT_TEST_SANITIZED=1")
 endif()
 
-foreach(t routes load hostile faults pressure serving loops)
+foreach(t routes load hostile faults pressure serving loops chaos)
   add_test(NAME http_${t}
            COMMAND ${SYSTEM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/http/test_${t}.py
                    ${CMAKE_BINARY_DIR}/bin ${HTTP_MODEL})
