@@ -175,9 +175,9 @@ VINLINE vf16 vf16_normal_cdf(vf16 x)
 /* x Phi(x), the exact GELU, to float precision on the scale of x (absolute
  * error under 2.5e-7 max(1, |x|); tests/test_vmath.c) but not relative to a
  * tiny result in the lower tail, which vf16_normal_cdf keeps: for a path
- * that rounds the GELU's output to 8 bits next (int8's quantized
- * activations), where that precision never reaches anything, at half its
- * cost (no exp, one division). erf(u) = u P(w) / Q(w), w = u^2 / 16, with u
+ * that rounds the GELU's output to 8 or 16 bits next (int8's quantized
+ * activations, a bf16 product's input), where that precision never
+ * reaches anything, at half its cost (no exp, one division). erf(u) = u P(w) / Q(w), w = u^2 / 16, with u
  * clamped to +-3.92, beyond which erf rounds to +-1: P and Q of degree 5,
  * Q(0) = 1, fitted for this by iteratively reweighted least squares in
  * float64 (error 1.6e-8 on [0, 3.92]); 0 below -3.92. */
@@ -186,9 +186,11 @@ VINLINE vf16 vf16_gelu_coarse_tail(vf16 x)
     const vf16 s = x * 0.70710678118654752f;
     const vf16 u = vf16_min(vf16_max(s, vf16_splat(-3.92f)), vf16_splat(3.92f));
     const vf16 w = u * u * 0.0625f, w2 = w * w;
-    const vf16 p = ((2.133624025f * w + 18.84010592f) * w2 + (15.84402477f * w + 13.58336043f)) * w2 +
+    const vf16 p = ((2.133624025f * w + 18.84010592f) * w2 +
+                    (15.84402477f * w + 13.58336043f)) * w2 +
                    (3.084163356f * w + 1.128379022f);
-    const vf16 q = ((39.92035582f * w + 77.86197703f) * w2 + (62.14443214f * w + 29.46126202f)) * w2 +
+    const vf16 q = ((39.92035582f * w + 77.86197703f) * w2 +
+                    (62.14443214f * w + 29.46126202f)) * w2 +
                    (8.066575288f * w + 1.0f);
     /* 0 below the clamp whatever 1 + erf rounds to there (x may be huge);
      * NaN compares false and stays NaN. */

@@ -75,12 +75,11 @@ static int hex_value(unsigned char c)
 long http_head_end(const char *buf, size_t len, size_t *scanned, struct http_parse_error *err)
 {
     /* A request starts with its method: a first byte that is not even
-     * printable (a CR or LF is for the checks below), such as a TLS
-     * handshake's sent to this plain port, is refused at once, not when a
-     * head never ends. Printable ones get http_head_parse's reasons. */
-    const unsigned char first = len > 0 ? (unsigned char)buf[0] : 0;
-    if (*scanned == 0 && len > 0 && (first < 0x20 || first >= 0x7f) && first != '\r' &&
-        first != '\n') {
+     * printable (a CR or LF, or none yet, is for the checks below), such as
+     * a TLS handshake's sent to this plain port, is refused at once, not
+     * when a head never ends. Printable ones get http_head_parse's reasons. */
+    const unsigned char first = (unsigned char)(len > 0 ? buf[0] : '\r');
+    if (*scanned == 0 && (first < 0x20 || first >= 0x7f) && first != '\r' && first != '\n') {
         if (first == 0x16)
             refuse(err, 400, "the request starts with byte 0x16, a TLS handshake: this port "
                              "speaks plain HTTP/1.1 (terminate TLS in front of bertserve)");
