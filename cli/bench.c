@@ -194,6 +194,7 @@ struct bench_run {
     enum bert_task task;
     bool encode_only;
     bool profile; /* --profile: time op classes over the timed passes */
+    bool onednn;  /* --dtype bf16-onednn */
     int32_t *ids, *types, *top_ids;
     uint32_t *mask_positions;
     size_t *starts;
@@ -332,7 +333,10 @@ static void report(const char *name, const char *task_name, const struct bench_r
            times[0] * 1e3, times[repeat - 1] * 1e3, batch_p50 * 1e3,
            (double)w->n_tokens / median,
            encoder_flops(&r->m->config, w) / median / 1e9, (int)bert_scratch_threads(r->s),
-           r->m->int8 ? "int8" : r->m->bf16 ? "bf16" : "f32", bert_scratch_bytes(r->s),
+           r->m->int8   ? "int8"
+           : r->m->bf16 ? (r->onednn ? "bf16-onednn" : "bf16")
+                        : "f32",
+           bert_scratch_bytes(r->s),
            cpu_times[repeat / 2] * 1e3);
     if (r->profile)
         report_profile(r, w, repeat);
@@ -380,7 +384,9 @@ int cli_bench_command(int argc, char **argv)
         {"repeat", CLI_OPT_SIZE, &repeat, "timed passes over the workload (10)"},
         {"warmup", CLI_OPT_SIZE, &warmup, "untimed passes first (2)"},
         {"threads", CLI_OPT_SIZE, &threads, "compute threads (available CPUs)"},
-        {"dtype", CLI_OPT_STRING, &dtype, "f32, bf16 or int8 for the dense layers (f32)"},
+        {"dtype", CLI_OPT_STRING, &dtype,
+         "f32, bf16 or int8 for the dense layers, or bf16-onednn: bf16 on oneDNN's kernels, "
+         "as with AMX, where bertserve's own would run (f32)"},
         {"name", CLI_OPT_STRING, &name, "label for the output line"},
         {"profile", CLI_OPT_FLAG, &profile, "split the encoder's time by op class"},
     };
@@ -414,7 +420,14 @@ int cli_bench_command(int argc, char **argv)
     r.m = m;
     struct workload w = {0};
     int rc = CLI_EXIT_FAILURE;
-    rc = cli_apply_dtype("bench", m, dtype);
+    /* bf16-onednn measures AMX's code path on a CPU without AMX. */
+    r.onednn = strcmp(dtype, "bf16-onednn") == 0;
+    if (r.onednn && !bert_bf16_use_onednn(true)) {
+        fprintf(stderr, "bert bench: oneDNN has no bf16 kernels here\n");
+        bert_model_free(m);
+        return CLI_EXIT_FAILURE;
+    }
+    rc = cli_apply_dtype("bench", m, r.onednn ? "bf16" : dtype);
     if (rc != CLI_EXIT_OK) {
         bert_model_free(m);
         return rc;

@@ -256,6 +256,7 @@ static void encode_member(void *arg, size_t member, size_t n_members)
     bert_share_use_int8(&p, job->s->int8 ? job->s->int8[member] : NULL);
     /* Rows kept from the last pass came from buffers this one overwrites. */
     linear_int8_forget(p.int8);
+    linear_bf16_forget(p.bf16);
     bert_prof_begin(job->s->profiling ? &job->s->prof[member] : NULL);
     job->encode_member(job->model, job->s, job->b, &p);
     bert_prof_end();

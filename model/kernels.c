@@ -2,8 +2,10 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "profile.h"
+#include "safetensors.h"
 #include "simd.h"
 #include "vmath.h"
 
@@ -39,6 +41,61 @@ float kernel_activation(float v, enum bert_activation act)
 {
     return activation16(vf16_splat(v), act)[0];
 }
+
+/* kernel_to_bf16 without AVX512_BF16: round half to even by adding
+ * 0x7fff plus the lowest kept bit; a NaN keeps its top bits and becomes
+ * quiet. */
+static void to_bf16(const float *x, size_t n, uint16_t *out)
+{
+    typedef uint32_t vu16 __attribute__((vector_size(VLANES * sizeof(uint32_t))));
+    const size_t nv = n - n % VLANES;
+    for (size_t i = 0; i < nv; i += VLANES) {
+        vu16 b;
+        memcpy(&b, x + i, sizeof b);
+        const vu16 nan = (b & 0x7fffffffu) > 0x7f800000u;
+        vu16 r = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+        r = (nan & ((b >> 16) | 0x40u)) | (~nan & r);
+        for (int k = 0; k < VLANES; k++)
+            out[i + k] = (uint16_t)r[k];
+    }
+    for (size_t i = nv; i < n; i++)
+        out[i] = bert_f32_to_bf16(x[i]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* AVX512_BF16's conversion, which every CPU whose bf16 products run has
+ * (oneDNN's bf16 kernels need it, AMX or not): 32 floats an instruction,
+ * a fifth of to_bf16's cost. */
+__attribute__((target("avx512f,avx512bf16"))) static void to_bf16_native(const float *x,
+                                                                        size_t n, uint16_t *out)
+{
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 lo = _mm512_loadu_ps(x + i), hi = _mm512_loadu_ps(x + i + 16);
+        _mm512_storeu_si512(out + i, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+    for (; i + 16 <= n; i += 16) {
+        const __m256bh b = _mm512_cvtneps_pbh(_mm512_loadu_ps(x + i));
+        _mm256_storeu_si256((__m256i *)(out + i), (__m256i)b);
+    }
+    to_bf16(x + i, n - i, out + i);
+}
+
+void kernel_to_bf16(const float *x, size_t n, uint16_t *out)
+{
+    if (__builtin_cpu_supports("avx512bf16"))
+        to_bf16_native(x, n, out);
+    else
+        to_bf16(x, n, out);
+}
+#else
+void kernel_to_bf16(const float *x, size_t n, uint16_t *out)
+{
+    to_bf16(x, n, out);
+}
+#endif
 
 /* One row of kernel_add_layernorm. */
 VINLINE void add_layernorm_row(float *row, const float *res, const float *bias,
@@ -90,6 +147,20 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
 }
 
 BERT_HOT
+void kernel_add_layernorm_bf16(float *x, const float *residual, const float *bias,
+                               const float *gamma, const float *beta, size_t rows, size_t n,
+                               float eps, uint16_t *bf16)
+{
+    prof_lap(BERT_OP_OTHER);
+    for (size_t r = 0; r < rows; r++) {
+        add_layernorm_row(x + r * n, residual ? residual + r * n : NULL, bias, gamma, beta, n,
+                          eps);
+        kernel_to_bf16(x + r * n, n, bf16 + r * n);
+    }
+    prof_lap(BERT_OP_NORM);
+}
+
+BERT_HOT
 void kernel_add_layernorm_row(float *x, const float *residual, const float *gamma,
                               const float *beta, size_t n, float eps)
 {
@@ -100,7 +171,7 @@ void kernel_add_layernorm_row(float *x, const float *residual, const float *gamm
  * as a constant (the common case: its constants stay in registers, no
  * switch per vector), once for the rest. */
 VINLINE void bias_activation_rows(float *x, const float *bias, size_t rows, size_t n, size_t ld,
-                                  enum bert_activation act, bool rounded_next)
+                                  enum bert_activation act, bool rounded_next, uint16_t *bf16)
 {
     const size_t nv = n - n % VLANES;
     for (size_t r = 0; r < rows; r++) {
@@ -113,6 +184,8 @@ VINLINE void bias_activation_rows(float *x, const float *bias, size_t rows, size
             const vf16 v = vf16_splat(row[i] + bias[i]);
             row[i] = (rounded_next ? rounded_activation16(v, act) : activation16(v, act))[0];
         }
+        if (bf16 != NULL)
+            kernel_to_bf16(row, n, bf16 + r * n);
     }
 }
 
@@ -122,21 +195,21 @@ void kernel_bias_activation(float *x, const float *bias, size_t rows, size_t n, 
 {
     prof_lap(BERT_OP_OTHER);
     if (act == BERT_ACTIVATION_GELU)
-        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU, false);
+        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU, false, NULL);
     else
-        bias_activation_rows(x, bias, rows, n, ld, act, false);
+        bias_activation_rows(x, bias, rows, n, ld, act, false, NULL);
     prof_lap(BERT_OP_ACTIVATION);
 }
 
 BERT_HOT
 void kernel_bias_activation_rounded(float *x, const float *bias, size_t rows, size_t n,
-                                    size_t ld, enum bert_activation act)
+                                    size_t ld, enum bert_activation act, uint16_t *bf16)
 {
     prof_lap(BERT_OP_OTHER);
     if (act == BERT_ACTIVATION_GELU)
-        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU, true);
+        bias_activation_rows(x, bias, rows, n, ld, BERT_ACTIVATION_GELU, true, bf16);
     else
-        bias_activation_rows(x, bias, rows, n, ld, act, true);
+        bias_activation_rows(x, bias, rows, n, ld, act, true, bf16);
     prof_lap(BERT_OP_ACTIVATION);
 }
 

@@ -81,8 +81,10 @@ static bool bf16_share_bias(const struct bert_share *p, const float *x, size_t i
                             const struct bert_dense *d, size_t out, float *y, size_t ldy,
                             const float *bias)
 {
-    if (d->bf16 == NULL || p->bf16 == NULL)
+    if (d->bf16 == NULL || p->bf16 == NULL) {
+        linear_bf16_forget(p->bf16); /* this product runs f32: x may be made anew */
         return false;
+    }
     prof_lap(BERT_OP_OTHER);
     bool ran;
     if (p->by_rows) {
@@ -151,9 +153,13 @@ void bert_linear_share_bias(const struct bert_share *p, const float *x, size_t i
     size_t c0, c1;
     bert_share_cols(p, out, &c0, &c1);
     const size_t r0 = p->by_rows ? p->r0 : 0, nr = p->by_rows ? rows : p->rows;
-    /* A bf16 product that feeds the next reads these rows in bf16. */
+    /* A bf16 product that feeds the next reads these rows in bf16; on
+     * oneDNN's kernels it takes them as they are made. */
     if (act != NULL && feeds_next && d->bf16 != NULL && p->bf16 != NULL)
-        kernel_bias_activation_rounded(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy, *act);
+        kernel_bias_activation_rounded(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy, *act,
+                                       p->by_rows && ldy == out
+                                           ? linear_bf16_keep(p->bf16, y + r0 * ldy, nr, out)
+                                           : NULL);
     else if (act != NULL)
         kernel_bias_activation(y + r0 * ldy + c0, bias + c0, nr, c1 - c0, ldy, *act);
     else
@@ -180,8 +186,16 @@ void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t i
     bert_linear_share(p, x, in, d, out, y, out);
     if (!p->by_rows)
         bert_team_barrier(n->team);
-    kernel_add_layernorm(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma, n->beta,
-                         rows, out, n->eps);
+    /* The next product takes its bf16 rows as they are made (oneDNN). */
+    uint16_t *kept = feeds_next && p->by_rows && rows != 0 && d->bf16 != NULL && p->bf16 != NULL
+                         ? linear_bf16_keep(p->bf16, y + p->r0 * out, rows, out)
+                         : NULL;
+    if (kept != NULL)
+        kernel_add_layernorm_bf16(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma,
+                                  n->beta, rows, out, n->eps, kept);
+    else
+        kernel_add_layernorm(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma,
+                             n->beta, rows, out, n->eps);
 }
 
 void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,

@@ -16,7 +16,6 @@
 #include "linear_bf16_avx512.h"
 #include "onednn.h"
 #include "profile.h"
-#include "safetensors.h"
 #include "simd.h"
 
 /* Packed weights are made for this many rows; oneDNN's AMX kernels keep the
@@ -47,7 +46,7 @@ static struct {
     char why[160];  /* why none can, when !usable */
 } backend = {.once = PTHREAD_ONCE_INIT};
 
-/* linear_bf16_use_onednn: oneDNN's kernels where ours would run. */
+/* bert_bf16_use_onednn: oneDNN's kernels where ours would run. */
 static atomic_bool prefer_onednn;
 
 /* Whether weights packed and contexts made now use our kernel. */
@@ -62,29 +61,13 @@ struct linear_bf16_ctx {
     float *out;                 /* a padded product's output, or a strided one's
                                    (onednn_out_floats) */
     size_t src_cap, out_cap;
+    /* The x whose rows src holds in bf16 already (linear_bf16_keep), with
+     * their count and width; NULL: none. */
+    const float *kept;
+    size_t kept_rows, kept_in;
     struct onednn_slot slots[CACHE_SLOTS];
     uint32_t *own_buf;          /* our kernel's block of x (LINEAR_BF16_AVX512_BUFFER_WORDS) */
 };
-
-/* f32 -> bf16, round to nearest even (NaN kept a NaN), vectorised: this
- * runs over every activation entering a product. */
-BERT_HOT
-static void to_bf16(const float *x, size_t n, uint16_t *out)
-{
-    typedef uint32_t vu16 __attribute__((vector_size(64)));
-    const size_t nv = n - n % 16;
-    for (size_t i = 0; i < nv; i += 16) {
-        vu16 b;
-        memcpy(&b, x + i, sizeof b);
-        vu16 nan = (b & 0x7fffffffu) > 0x7f800000u;
-        vu16 r = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
-        r = (nan & ((b >> 16) | 0x40u)) | (~nan & r);
-        for (int k = 0; k < 16; k++)
-            out[i + k] = (uint16_t)r[k];
-    }
-    for (size_t i = nv; i < n; i++)
-        out[i] = bert_f32_to_bf16(x[i]);
-}
 
 static void init_once(void)
 {
@@ -124,7 +107,7 @@ bool bert_bf16_available(char *why, size_t why_len)
     return backend.usable;
 }
 
-bool linear_bf16_use_onednn(bool on)
+bool bert_bf16_use_onednn(bool on)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_once(&backend.once, init_once);
@@ -302,6 +285,8 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
                      const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy,
                      const float *bias)
 {
+    const bool reuse = ctx->kept == x && ctx->kept_rows == rows && ctx->kept_in == in;
+    ctx->kept = NULL;
     if (rows == 0 || w->in != in || w->out != out)
         return false;
     if (w->own != NULL) { /* converts x as it packs it: no separate pass */
@@ -321,7 +306,8 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
      * threads inside each member would oversubscribe them. (Per call: a
      * member's thread is not the one that made its context.) */
     omp_set_num_threads(1);
-    to_bf16(x, rows * in, ctx->src);
+    if (!reuse)
+        kernel_to_bf16(x, rows * in, ctx->src);
     memset(ctx->src + rows * in, 0, (run_rows - rows) * in * sizeof *ctx->src);
     prof_lap(BERT_OP_CONVERT);
     dnnl_memory_set_data_handle(s->src, ctx->src);
@@ -344,10 +330,28 @@ bool linear_bf16_run_cols(struct linear_bf16_ctx *ctx, const struct linear_bf16_
                           const float *x, size_t rows, size_t in, size_t c0, size_t c1, float *y,
                           size_t ldy, const float *bias)
 {
+    ctx->kept = NULL;
     if (w->own == NULL || rows == 0 || w->in != in || c1 > w->out || c0 % LINEAR_BF16_PANEL)
         return false;
     linear_bf16_avx512_run(w->own, x, rows, c0, c1, y, ldy, bias, ctx->own_buf);
     return true;
+}
+
+uint16_t *linear_bf16_keep(struct linear_bf16_ctx *ctx, const float *x, size_t rows, size_t in)
+{
+    ctx->kept = NULL;
+    if (ctx->own_buf != NULL || rows == 0 || rows * in > ctx->src_cap)
+        return NULL;
+    ctx->kept = x;
+    ctx->kept_rows = rows;
+    ctx->kept_in = in;
+    return ctx->src;
+}
+
+void linear_bf16_forget(struct linear_bf16_ctx *ctx)
+{
+    if (ctx != NULL)
+        ctx->kept = NULL;
 }
 
 #else /* !BERT_HAVE_DNNL */
@@ -415,7 +419,7 @@ void linear_bf16_weight_pad_to(struct linear_bf16_weight *w, size_t rows)
     (void)w, (void)rows;
 }
 
-bool linear_bf16_use_onednn(bool on)
+bool bert_bf16_use_onednn(bool on)
 {
     return !on;
 }
@@ -440,6 +444,17 @@ bool linear_bf16_run_cols(struct linear_bf16_ctx *ctx, const struct linear_bf16_
     (void)ctx, (void)w, (void)x, (void)rows, (void)in, (void)c0, (void)c1, (void)y, (void)ldy,
         (void)bias;
     return false;
+}
+
+uint16_t *linear_bf16_keep(struct linear_bf16_ctx *ctx, const float *x, size_t rows, size_t in)
+{
+    (void)ctx, (void)x, (void)rows, (void)in;
+    return NULL;
+}
+
+void linear_bf16_forget(struct linear_bf16_ctx *ctx)
+{
+    (void)ctx;
 }
 
 #endif

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "bert.h"
 
@@ -40,13 +41,6 @@ struct linear_bf16_weight *linear_bf16_pack_stacked(const float *const *parts, s
 
 /* NULL is a no-op. */
 void linear_bf16_weight_free(struct linear_bf16_weight *p);
-
-/* For tests: with `on`, weights packed and contexts made from now on use
- * oneDNN's kernels where ours would run (AVX512_BF16 without AMX), so that
- * the path AMX machines take runs on these too; false (nothing changed)
- * where oneDNN has no bf16 kernels here. Weights and the contexts they run
- * with must come from the same setting: switch only with none alive. */
-bool linear_bf16_use_onednn(bool on);
 
 /* Products of fewer rows than this run on oneDNN's kernels on zero rows
  * added up to it, the results the same: with AMX, oneDNN 2.6 has only a
@@ -89,6 +83,20 @@ void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx);
 bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,
                      const float *x, size_t rows, size_t in, size_t out, float *y, size_t ldy,
                      const float *bias);
+
+/* For a product on oneDNN's kernels whose x is being made now (a
+ * LayerNorm's or an activation's rows): room for x's `rows` x `in` values
+ * in bf16, which the caller fills (kernel_to_bf16's values; kernels.h's
+ * producers take the pointer) while each row is in cache. The context's
+ * next linear_bf16_run, if it reads the same x, rows and in, skips its own
+ * conversion pass over x; any other run drops the kept rows. x must not
+ * change in between. NULL where nothing is kept: our kernel's context
+ * (it converts as it packs), or more rows than the context converts. */
+uint16_t *linear_bf16_keep(struct linear_bf16_ctx *ctx, const float *x, size_t rows, size_t in);
+
+/* Drop kept rows: a new pass writes its x where an earlier one's was, and
+ * so does a product that runs in f32 instead. NULL is a no-op. */
+void linear_bf16_forget(struct linear_bf16_ctx *ctx);
 
 /* Columns [c0, c1) of that product, bias included (c0 a multiple of 32,
  * as bert_share_cols hands them out), the others untouched: for a team

@@ -688,7 +688,7 @@ static bool run_int8(struct run *r, const char *dir, json_t *outputs, double wei
 static bool run_bf16_onednn(struct run *r, const char *dir, json_t *outputs, const char *label)
 {
     char onednn_label[160];
-    if (strcmp(bert_bf16_isa(), "AMX") == 0 || !linear_bf16_use_onednn(true)) {
+    if (strcmp(bert_bf16_isa(), "AMX") == 0 || !bert_bf16_use_onednn(true)) {
         printf("%-24s bf16 on oneDNN without AMX not checked: %s\n", label,
                strcmp(bert_bf16_isa(), "AMX") == 0 ? "AMX runs it by default"
                                                     : "no oneDNN bf16 kernels here");
@@ -707,7 +707,7 @@ static bool run_bf16_onednn(struct run *r, const char *dir, json_t *outputs, con
     }
     bert_model_free(model);
     r->model = f32_model;
-    CHECK(linear_bf16_use_onednn(false));
+    CHECK(bert_bf16_use_onednn(false));
     return ok;
 }
 

@@ -1,19 +1,26 @@
 /* model/linear_bf16.c on oneDNN's kernels, the path AMX machines take (run
- * here through linear_bf16_use_onednn where ours would run), against a
+ * here through bert_bf16_use_onednn where ours would run), against a
  * float64 product of the same bf16-rounded inputs: row counts of 1 to 100,
  * contiguous and strided output rows (strided ones land in the context
  * first; their padding must stay untouched), a bias added as one float
  * addition after each sum; and products padded with zero rows (as on AMX
- * for a few rows, linear_bf16_weight_min_rows) giving the same bits.
+ * for a few rows, linear_bf16_weight_min_rows) giving the same bits;
+ * rows kept in bf16 as a LayerNorm or an activation makes them
+ * (linear_bf16_keep) giving the same bits as the product converting them
+ * itself, and dropped by any other run or by linear_bf16_forget; and
+ * kernel_to_bf16 against bert_f32_to_bf16 bit for bit.
  * Skipped (exit 77) where oneDNN has no bf16 kernels. On AMX, which no
  * session has run this on yet, a shape or row count oneDNN refuses is
  * reported, not failed (the engine would run it in f32). */
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bert.h"
 #include "check.h"
+#include "kernels.h"
 #include "linear_bf16.h"
 #include "linear_check.h"
 #include "safetensors.h"
@@ -86,6 +93,125 @@ done:
     free(x), free(w), free(bias), free(y), free(y2);
 }
 
+/* kernel_to_bf16 against bert_f32_to_bf16 on every length up to 70 (the
+ * vector loops and their tails) over random bit patterns, then ties, the
+ * largest finite values, infinities and NaNs. A subnormal may become a
+ * zero of its sign instead (kernels.h). */
+static void check_to_bf16(void)
+{
+    enum { N = 70 };
+    float x[N];
+    uint16_t got[N];
+    uint32_t bits = 99u;
+    size_t wrong = 0;
+    for (size_t n = 1; n <= N; n++)
+        for (int round = 0; round < 20; round++) {
+            for (size_t i = 0; i < n; i++) {
+                bits = bits * 1664525u + 1013904223u;
+                memcpy(&x[i], &bits, sizeof bits);
+            }
+            kernel_to_bf16(x, n, got);
+            for (size_t i = 0; i < n; i++) {
+                const uint16_t want = bert_f32_to_bf16(x[i]);
+                const bool subnormal = fabsf(x[i]) < 1.17549435e-38f && x[i] != 0.0f;
+                if (got[i] != want && !(subnormal && (got[i] & 0x7fffu) == 0 &&
+                                        got[i] >> 15 == want >> 15))
+                    wrong++;
+            }
+        }
+    const float special[] = {1.0f + 0x1p-8f,         1.0f + 0x1p-7f + 0x1p-8f, -1.0f - 0x1p-8f,
+                             3.4028235e38f,          -3.4028235e38f,           INFINITY,
+                             -INFINITY,              NAN,                      -NAN,
+                             0.0f,                   -0.0f,                    1.17549435e-38f};
+    const size_t ns = sizeof special / sizeof *special;
+    for (size_t i = 0; i < N; i++)
+        x[i] = special[i % ns];
+    kernel_to_bf16(x, N, got);
+    for (size_t i = 0; i < N; i++)
+        wrong += got[i] != bert_f32_to_bf16(x[i]);
+    printf("kernel_to_bf16 against bert_f32_to_bf16: %zu values differ\n", wrong);
+    CHECK_INT_EQ(wrong, 0);
+}
+
+/* rows x in values of x, rounded by kernel_to_bf16, into the kept room. */
+static void keep_rows(struct linear_bf16_ctx *ctx, const float *x, size_t rows, size_t in)
+{
+    uint16_t *kept = linear_bf16_keep(ctx, x, rows, in);
+    CHECK(kept != NULL);
+    if (kept != NULL)
+        kernel_to_bf16(x, rows * in, kept);
+}
+
+/* A product of rows kept in bf16 against the same product converting a
+ * copy of them: the same bits; then every way the kept rows must be
+ * dropped. */
+static void check_kept(void)
+{
+    enum { ROWS = 37, IN = 64, MID = 96, OUT = 48 };
+    float *x = random_floats(ROWS * IN), *w1 = random_floats(MID * IN);
+    float *w2 = random_floats(OUT * MID), *b1 = random_floats(MID), *g = random_floats(MID);
+    float *h = malloc(ROWS * MID * sizeof *h), *copy = malloc(ROWS * MID * sizeof *copy);
+    float *y = malloc(ROWS * OUT * sizeof *y), *y_fresh = malloc(ROWS * OUT * sizeof *y);
+    struct linear_bf16_weight *p1 = linear_bf16_pack(w1, MID, IN);
+    struct linear_bf16_weight *p2 = linear_bf16_pack(w2, OUT, MID);
+    struct linear_bf16_ctx *ctx = linear_bf16_ctx_new(ROWS, MID, MID, MID);
+    CHECK(x && w1 && w2 && b1 && g && h && copy && y && y_fresh && p1 && p2 && ctx);
+    if (!(x && w1 && w2 && b1 && g && h && copy && y && y_fresh && p1 && p2 && ctx))
+        goto done;
+    /* An activation's rows, then a LayerNorm's, kept as they are made. */
+    for (int producer = 0; producer < 2; producer++) {
+        CHECK(linear_bf16_run(ctx, p1, x, ROWS, IN, MID, h, MID, NULL));
+        uint16_t *kept = linear_bf16_keep(ctx, h, ROWS, MID);
+        CHECK(kept != NULL);
+        if (kept == NULL)
+            goto done;
+        if (producer == 0)
+            kernel_bias_activation_rounded(h, b1, ROWS, MID, MID, BERT_ACTIVATION_GELU, kept);
+        else
+            kernel_add_layernorm_bf16(h, NULL, b1, g, b1, ROWS, MID, 1e-12f, kept);
+        memcpy(copy, h, ROWS * MID * sizeof *h);
+        CHECK(linear_bf16_run(ctx, p2, h, ROWS, MID, OUT, y, OUT, NULL)); /* the kept rows */
+        CHECK(linear_bf16_run(ctx, p2, copy, ROWS, MID, OUT, y_fresh, OUT, NULL)); /* converts */
+        CHECK(memcmp(y, y_fresh, ROWS * OUT * sizeof *y) == 0);
+    }
+    /* Read once: changed after that product, h is converted anew. */
+    keep_rows(ctx, h, ROWS, MID);
+    CHECK(linear_bf16_run(ctx, p2, h, ROWS, MID, OUT, y, OUT, NULL));
+    for (size_t i = 0; i < ROWS * MID; i++)
+        copy[i] = h[i] = -h[i];
+    CHECK(linear_bf16_run(ctx, p2, h, ROWS, MID, OUT, y, OUT, NULL));
+    CHECK(linear_bf16_run(ctx, p2, copy, ROWS, MID, OUT, y_fresh, OUT, NULL));
+    CHECK(memcmp(y, y_fresh, ROWS * OUT * sizeof *y) == 0);
+    /* Dropped by another product in between, and by linear_bf16_forget. */
+    for (int drop = 0; drop < 2; drop++) {
+        keep_rows(ctx, h, ROWS, MID);
+        if (drop == 0)
+            CHECK(linear_bf16_run(ctx, p1, x, ROWS, IN, MID, copy, MID, NULL));
+        else
+            linear_bf16_forget(ctx);
+        for (size_t i = 0; i < ROWS * MID; i++)
+            copy[i] = h[i] = h[i] * 0.5f + 0.25f;
+        CHECK(linear_bf16_run(ctx, p2, h, ROWS, MID, OUT, y, OUT, NULL));
+        CHECK(linear_bf16_run(ctx, p2, copy, ROWS, MID, OUT, y_fresh, OUT, NULL));
+        CHECK(memcmp(y, y_fresh, ROWS * OUT * sizeof *y) == 0);
+    }
+    /* Not taken by a product of other rows from the same pointer. */
+    keep_rows(ctx, h, ROWS, MID);
+    for (size_t i = 0; i < ROWS * MID; i++)
+        copy[i] = h[i] = h[i] - 0.125f;
+    CHECK(linear_bf16_run(ctx, p2, h, ROWS - 1, MID, OUT, y, OUT, NULL));
+    CHECK(linear_bf16_run(ctx, p2, copy, ROWS - 1, MID, OUT, y_fresh, OUT, NULL));
+    CHECK(memcmp(y, y_fresh, (ROWS - 1) * OUT * sizeof *y) == 0);
+    /* No room for more rows than the context converts (it has room for 64
+     * at least, for padding). */
+    CHECK(linear_bf16_keep(ctx, h, (ROWS > 64 ? ROWS : 64) + 1, MID) == NULL);
+done:
+    linear_bf16_ctx_free(ctx);
+    linear_bf16_weight_free(p1);
+    linear_bf16_weight_free(p2);
+    free(x), free(w1), free(w2), free(b1), free(g), free(h), free(copy), free(y), free(y_fresh);
+}
+
 int main(void)
 {
     char why[200];
@@ -93,7 +219,7 @@ int main(void)
         printf("skipped: %s\n", why);
         return SKIP;
     }
-    if (strcmp(bert_bf16_isa(), "AMX") != 0 && !linear_bf16_use_onednn(true)) {
+    if (strcmp(bert_bf16_isa(), "AMX") != 0 && !bert_bf16_use_onednn(true)) {
         printf("skipped: oneDNN has no bf16 kernels here\n");
         return SKIP;
     }
@@ -102,5 +228,7 @@ int main(void)
         check_shape(rows[r], 96, 80, 80);
         check_shape(rows[r], 128, 64, 64 + 7);
     }
+    check_kept();
+    check_to_bf16();
     return check_exit();
 }

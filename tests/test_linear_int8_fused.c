@@ -68,7 +68,7 @@ static void check_bias_gelu(struct linear_int8_ctx *ctx, const float *x)
         .bias = bias, .activate = true, .act = BERT_ACTIVATION_GELU};
     CHECK(linear_int8_run_epilogue(ctx, p, x, ROWS, IN, MID, fused, MID, &ep));
     CHECK(linear_int8_run(ctx, p, x, ROWS, IN, MID, plain, MID));
-    kernel_bias_activation_rounded(plain, bias, ROWS, MID, MID, BERT_ACTIVATION_GELU);
+    kernel_bias_activation_rounded(plain, bias, ROWS, MID, MID, BERT_ACTIVATION_GELU, NULL);
     const double e = rel_diff(fused, plain, ROWS * MID);
     printf("bias + GELU epilogue vs run + kernel_bias_activation_rounded: %.3g of the largest\n",
            e);

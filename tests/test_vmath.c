@@ -159,7 +159,7 @@ static void check_gelu_coarse_tail(void)
         if (run % 2 == 0)
             kernel_dequantize_row(x, x, N, 1.0f, ones, NULL, &gelu);
         else
-            kernel_bias_activation_rounded(x, zero, 1, N, N, gelu);
+            kernel_bias_activation_rounded(x, zero, 1, N, N, gelu, NULL);
         for (int i = 0; i < N; i++) {
             const double v = (float)(from + i / 4096.0), want = v * 0.5 * erfc(-v / sqrt(2.0));
             const double e = fabs(x[i] - want) / (GELU_COARSE_ABS * fmax(1.0, fabs(v)));
@@ -176,7 +176,7 @@ static void check_gelu_coarse_tail(void)
     CHECK(y[0] == 0.0f && y[1] == 0.0f && y[2] == 6.0f && y[3] == 1e30f && y[4] == 0.0f);
     CHECK(isnan(y[5]));
     memcpy(y, far, sizeof y);
-    kernel_bias_activation_rounded(y, zero, 1, 6, 6, gelu);
+    kernel_bias_activation_rounded(y, zero, 1, 6, 6, gelu, NULL);
     CHECK(y[0] == 0.0f && y[1] == 0.0f && y[2] == 6.0f && y[3] == 1e30f && y[4] == 0.0f);
     CHECK(isnan(y[5]));
     free(x), free(ones), free(zero);

@@ -287,6 +287,13 @@ void bert_model_free(struct bert_model *model);
 bool bert_bf16_available(char *why, size_t why_len);
 /* The instructions bf16 products run on: "AMX", "AVX512_BF16" or "none". */
 const char *bert_bf16_isa(void);
+/* For tests and benchmarks: with `on`, weights converted to bf16 and
+ * scratches made from now on run oneDNN's kernels where bertserve's own
+ * would (AVX512_BF16 without AMX), so that the path AMX machines take runs
+ * here too; false (nothing changed) where oneDNN has no bf16 kernels here.
+ * Weights and the scratches they run with must come from the same setting:
+ * switch only with none alive. */
+bool bert_bf16_use_onednn(bool on);
 /* Whether int8 dense layers can run here; when not, `why` says why. */
 bool bert_int8_available(char *why, size_t why_len);
 /* The instructions int8 products run on: "AMX-INT8", "AVX512-VNNI",
