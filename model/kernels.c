@@ -66,8 +66,8 @@ static void to_bf16(const float *x, size_t n, uint16_t *out)
 #include <immintrin.h>
 
 /* AVX512_BF16's conversion, which every CPU whose bf16 products run has
- * (oneDNN's bf16 kernels need it, AMX or not): 32 floats an instruction,
- * a fifth of to_bf16's cost. */
+ * (oneDNN's bf16 kernels need it, AMX or not): one instruction for 32
+ * floats, where to_bf16's loop takes about eighteen for 16. */
 __attribute__((target("avx512f,avx512bf16"))) static void to_bf16_native(const float *x,
                                                                         size_t n, uint16_t *out)
 {
