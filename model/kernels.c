@@ -134,16 +134,27 @@ VINLINE void add_layernorm_row(float *row, const float *res, const float *bias,
         row[i] = (row[i] - mean) * inv * gamma[i] + beta[i];
 }
 
+/* kernel_add_layernorm_bf16's loop, inlined into each caller's clone. */
+VINLINE void add_layernorm_rows(float *x, const float *residual, const float *bias,
+                                const float *gamma, const float *beta, size_t rows, size_t n,
+                                float eps, uint16_t *bf16)
+{
+    prof_lap(BERT_OP_OTHER);
+    for (size_t r = 0; r < rows; r++) {
+        add_layernorm_row(x + r * n, residual ? residual + r * n : NULL, bias, gamma, beta, n,
+                          eps);
+        if (bf16 != NULL)
+            kernel_to_bf16(x + r * n, n, bf16 + r * n);
+    }
+    prof_lap(BERT_OP_NORM);
+}
+
 BERT_HOT
 void kernel_add_layernorm(float *x, const float *residual, const float *bias,
                           const float *gamma, const float *beta, size_t rows, size_t n,
                           float eps)
 {
-    prof_lap(BERT_OP_OTHER);
-    for (size_t r = 0; r < rows; r++)
-        add_layernorm_row(x + r * n, residual ? residual + r * n : NULL, bias, gamma, beta, n,
-                          eps);
-    prof_lap(BERT_OP_NORM);
+    add_layernorm_rows(x, residual, bias, gamma, beta, rows, n, eps, NULL);
 }
 
 BERT_HOT
@@ -151,13 +162,7 @@ void kernel_add_layernorm_bf16(float *x, const float *residual, const float *bia
                                const float *gamma, const float *beta, size_t rows, size_t n,
                                float eps, uint16_t *bf16)
 {
-    prof_lap(BERT_OP_OTHER);
-    for (size_t r = 0; r < rows; r++) {
-        add_layernorm_row(x + r * n, residual ? residual + r * n : NULL, bias, gamma, beta, n,
-                          eps);
-        kernel_to_bf16(x + r * n, n, bf16 + r * n);
-    }
-    prof_lap(BERT_OP_NORM);
+    add_layernorm_rows(x, residual, bias, gamma, beta, rows, n, eps, bf16);
 }
 
 BERT_HOT

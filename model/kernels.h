@@ -15,9 +15,10 @@ void kernel_add_layernorm(float *x, const float *residual, const float *bias,
                           const float *gamma, const float *beta, size_t rows, size_t n,
                           float eps);
 
-/* kernel_add_layernorm, each finished row also rounded to bf16 into bf16
- * (rows n apart) while it is in cache, for a product that reads them next
- * (linear_bf16_keep); the same values as kernel_to_bf16 afterwards. */
+/* kernel_add_layernorm; unless bf16 is NULL, each finished row is also
+ * rounded to bf16 there (rows n apart) while it is in cache, for a product
+ * that reads them next (linear_bf16_keep): the same values as
+ * kernel_to_bf16 afterwards. */
 void kernel_add_layernorm_bf16(float *x, const float *residual, const float *bias,
                                const float *gamma, const float *beta, size_t rows, size_t n,
                                float eps, uint16_t *bf16);

@@ -187,15 +187,11 @@ void bert_linear_share_norm(const struct bert_share *p, const float *x, size_t i
     if (!p->by_rows)
         bert_team_barrier(n->team);
     /* The next product takes its bf16 rows as they are made (oneDNN). */
-    uint16_t *kept = feeds_next && p->by_rows && rows != 0 && d->bf16 != NULL && p->bf16 != NULL
+    uint16_t *kept = feeds_next && p->by_rows && d->bf16 != NULL && p->bf16 != NULL
                          ? linear_bf16_keep(p->bf16, y + p->r0 * out, rows, out)
                          : NULL;
-    if (kept != NULL)
-        kernel_add_layernorm_bf16(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma,
-                                  n->beta, rows, out, n->eps, kept);
-    else
-        kernel_add_layernorm(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma,
-                             n->beta, rows, out, n->eps);
+    kernel_add_layernorm_bf16(y + p->r0 * out, n->residual + p->r0 * out, n->bias, n->gamma,
+                              n->beta, rows, out, n->eps, kept);
 }
 
 void bert_linear_share_qkv(const struct bert_share *p, const float *x, size_t H,
