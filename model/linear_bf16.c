@@ -262,18 +262,19 @@ void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)
     free(ctx);
 }
 
-/* A primitive for (weight layout, rows), from the cache or made now.
- * Weights of one shape share a layout, so they share primitives. */
+/* A primitive for (weight layout, rows, with a bias or not), from the
+ * cache or made now. Weights of one shape share a layout, so they share
+ * primitives. */
 static struct onednn_slot *slot_for(struct linear_bf16_ctx *ctx,
-                                    const struct linear_bf16_weight *p, size_t rows)
+                                    const struct linear_bf16_weight *p, size_t rows, bool biased)
 {
     bool ready;
-    struct onednn_slot *s =
-        onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, p->out, &p->md, &ready);
+    struct onednn_slot *s = onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, p->out,
+                                             biased, &p->md, &ready);
     if (ready)
         return s;
     dnnl_primitive_desc_t pd =
-        onednn_matmul_pd(backend.engine, dnnl_bf16, rows, p->in, p->out, &p->md);
+        onednn_matmul_pd(backend.engine, dnnl_bf16, rows, p->in, p->out, &p->md, biased);
     bool ok = pd != NULL && onednn_slot_fill(s, backend.engine, pd, p->out, p->in, rows, p->out,
                                              &p->md);
     if (pd)
@@ -299,7 +300,12 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
     const bool via_buffer = run_rows > rows || ldy != out;
     if (run_rows * in > ctx->src_cap || (via_buffer && run_rows * out > ctx->out_cap))
         return false;
-    struct onednn_slot *s = slot_for(ctx, w, run_rows);
+    /* The bias joins oneDNN's epilogue, saving a pass over y; where it has
+     * no fast kernel for that, it is added afterwards. */
+    struct onednn_slot *s = bias != NULL ? slot_for(ctx, w, run_rows, true) : NULL;
+    const bool biased = s != NULL;
+    if (s == NULL)
+        s = slot_for(ctx, w, run_rows, false);
     if (s == NULL)
         return false;
     /* The compute team already runs one pass per core: oneDNN's own OpenMP
@@ -312,14 +318,18 @@ bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weigh
     prof_lap(BERT_OP_CONVERT);
     dnnl_memory_set_data_handle(s->src, ctx->src);
     dnnl_memory_set_data_handle(s->dst, via_buffer ? ctx->out : y);
-    dnnl_exec_arg_t args[3] = {
-        {DNNL_ARG_SRC, s->src}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, s->dst}};
-    if (dnnl_primitive_execute(s->prim, ctx->stream, 3, args) != dnnl_success ||
+    if (biased)
+        dnnl_memory_set_data_handle(s->bias, (void *)bias); /* only read */
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->src},
+                               {DNNL_ARG_WEIGHTS, w->mem},
+                               {DNNL_ARG_DST, s->dst},
+                               {DNNL_ARG_BIAS, s->bias}};
+    if (dnnl_primitive_execute(s->prim, ctx->stream, biased ? 4 : 3, args) != dnnl_success ||
         dnnl_stream_wait(ctx->stream) != dnnl_success)
         return false;
     for (size_t r = 0; via_buffer && r < rows; r++)
         memcpy(y + r * ldy, ctx->out + r * out, out * sizeof *y);
-    if (bias != NULL) {
+    if (bias != NULL && !biased) {
         prof_lap(BERT_OP_DENSE);
         kernel_add_bias(y, bias, rows, out, ldy);
     }

@@ -74,8 +74,9 @@ bool linear_bf16_ctx_splits_cols(const struct linear_bf16_ctx *ctx);
 void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx);
 
 /* y (rows, out) = x (rows, in) W^T in bf16 with f32 accumulation, y rows
- * `ldy` apart, + bias (out floats) unless bias is NULL (our kernel adds it
- * to each finished sum; after oneDNN's product a pass adds it). Returns
+ * `ldy` apart, + bias (out floats) unless bias is NULL, added to each
+ * finished sum as one float addition (by our kernel, or oneDNN's epilogue;
+ * where oneDNN has no fast kernel with a bias, a pass after it). Returns
  * false, computing nothing, when the shapes disagree with the packed
  * weight, the rows exceed the context's room or oneDNN fails: the caller
  * then runs the product in f32. The first call for a (rows, ldy, weight

@@ -113,7 +113,7 @@ static float quantize_row(const float *x, size_t n, int8_t *q)
 static dnnl_primitive_desc_t matmul_pd(size_t rows, size_t in, size_t out,
                                        const dnnl_memory_desc_t *wei_md)
 {
-    return onednn_matmul_pd(dnnl.engine, dnnl_s8, rows, in, out, wei_md);
+    return onednn_matmul_pd(dnnl.engine, dnnl_s8, rows, in, out, wei_md, false);
 }
 
 static dnnl_primitive_desc_t matmul_pd_any(size_t rows, size_t in, size_t out)
@@ -304,7 +304,8 @@ static struct onednn_slot *slot_for(struct linear_int8_ctx *ctx,
 {
     bool ready;
     struct onednn_slot *s =
-        onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, p->out, &p->md, &ready);
+        onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, p->out, false, &p->md,
+                         &ready);
     if (ready)
         return s;
     dnnl_primitive_desc_t pd = matmul_pd(rows, p->in, p->out, &p->md);

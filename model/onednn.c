@@ -13,15 +13,17 @@ bool onednn_is_reference(const_dnnl_primitive_desc_t pd)
 
 dnnl_primitive_desc_t onednn_matmul_pd(dnnl_engine_t engine, dnnl_data_type_t src_dt,
                                        size_t rows, size_t in, size_t out,
-                                       const dnnl_memory_desc_t *wei_md)
+                                       const dnnl_memory_desc_t *wei_md, bool biased)
 {
-    dnnl_memory_desc_t src_md, dst_md;
+    dnnl_memory_desc_t src_md, dst_md, bias_md;
     dnnl_dims_t sd = {(dnnl_dim_t)rows, (dnnl_dim_t)in}, dd = {(dnnl_dim_t)rows, (dnnl_dim_t)out};
+    dnnl_dims_t bd = {1, (dnnl_dim_t)out};
     dnnl_matmul_desc_t mm;
     dnnl_primitive_desc_t pd = NULL;
     if (dnnl_memory_desc_init_by_tag(&src_md, 2, sd, src_dt, dnnl_ab) ||
         dnnl_memory_desc_init_by_tag(&dst_md, 2, dd, dnnl_f32, dnnl_ab) ||
-        dnnl_matmul_desc_init(&mm, &src_md, wei_md, NULL, &dst_md) ||
+        dnnl_memory_desc_init_by_tag(&bias_md, 2, bd, dnnl_f32, dnnl_ab) ||
+        dnnl_matmul_desc_init(&mm, &src_md, wei_md, biased ? &bias_md : NULL, &dst_md) ||
         dnnl_primitive_desc_create(&pd, &mm, NULL, engine, NULL))
         return NULL;
     if (onednn_is_reference(pd)) {
@@ -36,7 +38,7 @@ size_t onednn_min_rows(dnnl_engine_t engine, dnnl_data_type_t src_dt, size_t in,
 {
     size_t min = 0;
     for (size_t r = ONEDNN_PAD_ROWS_MAX; r >= 1; r /= 2) {
-        dnnl_primitive_desc_t pd = onednn_matmul_pd(engine, src_dt, r, in, out, wei_md);
+        dnnl_primitive_desc_t pd = onednn_matmul_pd(engine, src_dt, r, in, out, wei_md, false);
         if (pd == NULL)
             break;
         dnnl_primitive_desc_destroy(pd);
@@ -53,16 +55,19 @@ void onednn_slot_clear(struct onednn_slot *s)
         dnnl_memory_destroy(s->src);
     if (s->dst)
         dnnl_memory_destroy(s->dst);
+    if (s->bias)
+        dnnl_memory_destroy(s->bias);
     memset(s, 0, sizeof *s);
 }
 
 struct onednn_slot *onednn_slot_find(struct onednn_slot *slots, size_t n, size_t out, size_t in,
-                                     size_t rows, size_t ldy, const dnnl_memory_desc_t *wmd,
-                                     bool *ready)
+                                     size_t rows, size_t ldy, bool biased,
+                                     const dnnl_memory_desc_t *wmd, bool *ready)
 {
-    struct onednn_slot *s = &slots[((out * 31 + in) ^ (rows * 2654435761u) ^ ldy) % n];
+    struct onednn_slot *s =
+        &slots[((out * 31 + in) ^ (rows * 2654435761u) ^ ldy ^ (size_t)biased) % n];
     *ready = s->prim && s->out == out && s->in == in && s->rows == rows && s->ldy == ldy &&
-             dnnl_memory_desc_equal(&s->wmd, wmd);
+             s->biased == biased && dnnl_memory_desc_equal(&s->wmd, wmd);
     if (!*ready)
         onednn_slot_clear(s);
     return s;
@@ -72,14 +77,20 @@ bool onednn_slot_fill(struct onednn_slot *s, dnnl_engine_t engine,
                       const_dnnl_primitive_desc_t pd, size_t out, size_t in, size_t rows,
                       size_t ldy, const dnnl_memory_desc_t *wmd)
 {
+    /* The bias is the matmul's second weights argument, absent (no
+     * dimensions) when it has none. */
+    const dnnl_memory_desc_t *bias_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+    const bool biased = bias_md != NULL && bias_md->ndims != 0;
     if (dnnl_primitive_create(&s->prim, pd) ||
         dnnl_memory_create(&s->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), engine,
                            DNNL_MEMORY_NONE) ||
         dnnl_memory_create(&s->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), engine,
-                           DNNL_MEMORY_NONE)) {
+                           DNNL_MEMORY_NONE) ||
+        (biased && dnnl_memory_create(&s->bias, bias_md, engine, DNNL_MEMORY_NONE))) {
         onednn_slot_clear(s);
         return false;
     }
+    s->biased = biased;
     s->out = out;
     s->in = in;
     s->rows = rows;

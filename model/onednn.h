@@ -43,11 +43,12 @@ static inline size_t onednn_out_floats(size_t max_rows, size_t max_out, size_t m
 }
 
 /* A matmul descriptor `src_dt` (rows, in) x the weight in layout `wei_md`
- * (in, out) -> f32 (rows, out), contiguous; NULL when oneDNN has only a
- * reference kernel for it (or fails). */
+ * (in, out) -> f32 (rows, out), contiguous, + an f32 bias (out) on each row
+ * when `biased`; NULL when oneDNN has only a reference kernel for it (or
+ * fails). */
 dnnl_primitive_desc_t onednn_matmul_pd(dnnl_engine_t engine, dnnl_data_type_t src_dt,
                                        size_t rows, size_t in, size_t out,
-                                       const dnnl_memory_desc_t *wei_md);
+                                       const dnnl_memory_desc_t *wei_md, bool biased);
 
 /* The fewest rows to pad such a product to: the smallest power of two up to
  * ONEDNN_PAD_ROWS_MAX from which on each has a kernel (1 where all have, as
@@ -56,25 +57,27 @@ size_t onednn_min_rows(dnnl_engine_t engine, dnnl_data_type_t src_dt, size_t in,
                        const dnnl_memory_desc_t *wei_md);
 
 /* A matmul primitive ready for one shape: (rows, in) x weights of layout
- * `wmd` (in, out) -> (rows, out) with output rows `ldy` apart; src and dst
- * are memory objects without data, pointed at the buffers per call. */
+ * `wmd` (in, out) -> (rows, out) with output rows `ldy` apart, with a bias
+ * when `biased`; src, dst and bias are memory objects without data,
+ * pointed at the buffers per call. */
 struct onednn_slot {
     size_t out, in, rows, ldy;
+    bool biased;
     dnnl_memory_desc_t wmd;
     dnnl_primitive_t prim;
-    dnnl_memory_t src, dst;
+    dnnl_memory_t src, dst, bias;
 };
 
 /* The slot for the shape in `slots` (n of them, hashed by shape): the
  * cached primitive when it has one for exactly this shape (*ready = true),
  * else the emptied slot to fill with onednn_slot_fill. */
 struct onednn_slot *onednn_slot_find(struct onednn_slot *slots, size_t n, size_t out, size_t in,
-                                     size_t rows, size_t ldy, const dnnl_memory_desc_t *wmd,
-                                     bool *ready);
+                                     size_t rows, size_t ldy, bool biased,
+                                     const dnnl_memory_desc_t *wmd, bool *ready);
 
-/* Make the primitive of `pd` (not consumed) and its src / dst memory
- * objects into the emptied slot `s`, recording the shape. False (the slot
- * left empty) on failure. */
+/* Make the primitive of `pd` (not consumed) and its src / dst (and bias,
+ * when `pd` has one) memory objects into the emptied slot `s`, recording
+ * the shape. False (the slot left empty) on failure. */
 bool onednn_slot_fill(struct onednn_slot *s, dnnl_engine_t engine,
                       const_dnnl_primitive_desc_t pd, size_t out, size_t in, size_t rows,
                       size_t ldy, const dnnl_memory_desc_t *wmd);
