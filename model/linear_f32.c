@@ -94,6 +94,15 @@ static TARGET void any_block(const float *a, const float *b, size_t width, size_
                              const float *prefetch, float *c, size_t ldc, int mr, bool add,
                              const float *bias)
 {
+    /* Nearly every block is a whole one: copies of their own, with plain
+     * loads and stores, and no prefetch test in the k loop. */
+    if (mr == MR && width == PANEL) {
+        if (prefetch != NULL)
+            block(a, b, PANEL, kb, prefetch, c, ldc, MR, 0xffff, 0xffff, add, bias);
+        else
+            block(a, b, PANEL, kb, NULL, c, ldc, MR, 0xffff, 0xffff, add, bias);
+        return;
+    }
     const __mmask16 m0 = simd_first_lanes(width);
     const __mmask16 m1 = simd_first_lanes(width > 16 ? width - 16 : 0);
     switch (mr) {
