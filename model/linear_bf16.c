@@ -262,24 +262,14 @@ void linear_bf16_ctx_free(struct linear_bf16_ctx *ctx)
     free(ctx);
 }
 
-/* A primitive for (weight layout, rows, with a bias or not), from the
- * cache or made now. Weights of one shape share a layout, so they share
- * primitives. */
+/* The primitive for (weight layout, rows, with a bias or not); NULL where
+ * oneDNN has no fast kernel. Weights of one shape share a layout, so they
+ * share primitives. */
 static struct onednn_slot *slot_for(struct linear_bf16_ctx *ctx,
                                     const struct linear_bf16_weight *p, size_t rows, bool biased)
 {
-    bool ready;
-    struct onednn_slot *s = onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, p->out,
-                                             biased, &p->md, &ready);
-    if (ready)
-        return s;
-    dnnl_primitive_desc_t pd =
-        onednn_matmul_pd(backend.engine, dnnl_bf16, rows, p->in, p->out, &p->md, biased);
-    bool ok = pd != NULL && onednn_slot_fill(s, backend.engine, pd, p->out, p->in, rows, p->out,
-                                             &p->md);
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    return ok ? s : NULL;
+    return onednn_slot_get(ctx->slots, CACHE_SLOTS, backend.engine, dnnl_bf16, rows, p->in, p->out,
+                           &p->md, biased);
 }
 
 bool linear_bf16_run(struct linear_bf16_ctx *ctx, const struct linear_bf16_weight *w,

@@ -297,23 +297,13 @@ void linear_int8_ctx_free(struct linear_int8_ctx *ctx)
     free(ctx);
 }
 
-/* A primitive for (weight layout, rows), from the cache or made now.
- * Weights of one shape share a layout, so they share primitives. */
+/* The primitive for (weight layout, rows); NULL where oneDNN has no fast
+ * kernel. Weights of one shape share a layout, so they share primitives. */
 static struct onednn_slot *slot_for(struct linear_int8_ctx *ctx,
                                     const struct linear_int8_weight *p, size_t rows)
 {
-    bool ready;
-    struct onednn_slot *s =
-        onednn_slot_find(ctx->slots, CACHE_SLOTS, p->out, p->in, rows, p->out, false, &p->md,
-                         &ready);
-    if (ready)
-        return s;
-    dnnl_primitive_desc_t pd = matmul_pd(rows, p->in, p->out, &p->md);
-    bool ok = pd != NULL && onednn_slot_fill(s, dnnl.engine, pd, p->out, p->in, rows, p->out,
-                                             &p->md);
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    return ok ? s : NULL;
+    return onednn_slot_get(ctx->slots, CACHE_SLOTS, dnnl.engine, dnnl_s8, rows, p->in, p->out,
+                           &p->md, false);
 }
 
 bool linear_int8_run_epilogue(struct linear_int8_ctx *ctx, const struct linear_int8_weight *w,

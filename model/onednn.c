@@ -60,43 +60,35 @@ void onednn_slot_clear(struct onednn_slot *s)
     memset(s, 0, sizeof *s);
 }
 
-struct onednn_slot *onednn_slot_find(struct onednn_slot *slots, size_t n, size_t out, size_t in,
-                                     size_t rows, size_t ldy, bool biased,
-                                     const dnnl_memory_desc_t *wmd, bool *ready)
+struct onednn_slot *onednn_slot_get(struct onednn_slot *slots, size_t n, dnnl_engine_t engine,
+                                    dnnl_data_type_t src_dt, size_t rows, size_t in, size_t out,
+                                    const dnnl_memory_desc_t *wmd, bool biased)
 {
-    struct onednn_slot *s =
-        &slots[((out * 31 + in) ^ (rows * 2654435761u) ^ ldy ^ (size_t)biased) % n];
-    *ready = s->prim && s->out == out && s->in == in && s->rows == rows && s->ldy == ldy &&
-             s->biased == biased && dnnl_memory_desc_equal(&s->wmd, wmd);
-    if (!*ready)
-        onednn_slot_clear(s);
-    return s;
-}
-
-bool onednn_slot_fill(struct onednn_slot *s, dnnl_engine_t engine,
-                      const_dnnl_primitive_desc_t pd, size_t out, size_t in, size_t rows,
-                      size_t ldy, const dnnl_memory_desc_t *wmd)
-{
-    /* The bias is the matmul's second weights argument, absent (no
-     * dimensions) when it has none. */
-    const dnnl_memory_desc_t *bias_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
-    const bool biased = bias_md != NULL && bias_md->ndims != 0;
-    if (dnnl_primitive_create(&s->prim, pd) ||
-        dnnl_memory_create(&s->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), engine,
-                           DNNL_MEMORY_NONE) ||
-        dnnl_memory_create(&s->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), engine,
-                           DNNL_MEMORY_NONE) ||
-        (biased && dnnl_memory_create(&s->bias, bias_md, engine, DNNL_MEMORY_NONE))) {
-        onednn_slot_clear(s);
-        return false;
-    }
-    s->biased = biased;
-    s->out = out;
-    s->in = in;
-    s->rows = rows;
-    s->ldy = ldy;
-    s->wmd = *wmd;
-    return true;
+    struct onednn_slot *s = &slots[((out * 31 + in) ^ (rows * 2654435761u) ^ (size_t)biased) % n];
+    if ((s->prim || s->refused) && s->out == out && s->in == in && s->rows == rows &&
+        s->biased == biased && dnnl_memory_desc_equal(&s->wmd, wmd))
+        return s->prim ? s : NULL;
+    onednn_slot_clear(s);
+    *s = (struct onednn_slot){.out = out, .in = in, .rows = rows, .biased = biased, .wmd = *wmd};
+    dnnl_primitive_desc_t pd = onednn_matmul_pd(engine, src_dt, rows, in, out, wmd, biased);
+    const dnnl_memory_desc_t *bias_md =
+        pd ? dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1) : NULL;
+    const bool ok =
+        pd != NULL && !dnnl_primitive_create(&s->prim, pd) &&
+        !dnnl_memory_create(&s->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
+                            engine, DNNL_MEMORY_NONE) &&
+        !dnnl_memory_create(&s->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0),
+                            engine, DNNL_MEMORY_NONE) &&
+        (!biased || (bias_md != NULL &&
+                     !dnnl_memory_create(&s->bias, bias_md, engine, DNNL_MEMORY_NONE)));
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (ok)
+        return s;
+    onednn_slot_clear(s);
+    *s = (struct onednn_slot){
+        .out = out, .in = in, .rows = rows, .biased = biased, .refused = true, .wmd = *wmd};
+    return NULL;
 }
 
 bool onednn_reorder_new(dnnl_engine_t engine, const dnnl_memory_desc_t *user_md, void *data,

@@ -56,31 +56,28 @@ dnnl_primitive_desc_t onednn_matmul_pd(dnnl_engine_t engine, dnnl_data_type_t sr
 size_t onednn_min_rows(dnnl_engine_t engine, dnnl_data_type_t src_dt, size_t in, size_t out,
                        const dnnl_memory_desc_t *wei_md);
 
-/* A matmul primitive ready for one shape: (rows, in) x weights of layout
- * `wmd` (in, out) -> (rows, out) with output rows `ldy` apart, with a bias
- * when `biased`; src, dst and bias are memory objects without data,
- * pointed at the buffers per call. */
+/* A cache slot: the matmul primitive for one shape, (rows, in) x weights
+ * of layout `wmd` (in, out) -> (rows, out), with a bias when `biased`, and
+ * its src, dst and bias memory objects without data, pointed at the
+ * buffers per call; or, with `prim` NULL and `refused`, the record that
+ * oneDNN has no fast kernel for that shape. */
 struct onednn_slot {
-    size_t out, in, rows, ldy;
-    bool biased;
+    size_t out, in, rows;
+    bool biased, refused;
     dnnl_memory_desc_t wmd;
     dnnl_primitive_t prim;
     dnnl_memory_t src, dst, bias;
 };
 
-/* The slot for the shape in `slots` (n of them, hashed by shape): the
- * cached primitive when it has one for exactly this shape (*ready = true),
- * else the emptied slot to fill with onednn_slot_fill. */
-struct onednn_slot *onednn_slot_find(struct onednn_slot *slots, size_t n, size_t out, size_t in,
-                                     size_t rows, size_t ldy, bool biased,
-                                     const dnnl_memory_desc_t *wmd, bool *ready);
-
-/* Make the primitive of `pd` (not consumed) and its src / dst (and bias,
- * when `pd` has one) memory objects into the emptied slot `s`, recording
- * the shape. False (the slot left empty) on failure. */
-bool onednn_slot_fill(struct onednn_slot *s, dnnl_engine_t engine,
-                      const_dnnl_primitive_desc_t pd, size_t out, size_t in, size_t rows,
-                      size_t ldy, const dnnl_memory_desc_t *wmd);
+/* The slot holding the primitive for `src_dt` (rows, in) x the weight of
+ * layout `wmd` (in, out) -> f32 (rows, out), + a bias when `biased`: from
+ * `slots` (n of them, hashed by shape; a slot another shape held is
+ * emptied first) or made now. NULL when oneDNN has only a reference kernel
+ * for the shape or fails; the refusal is kept in the slot, so the next
+ * call for that shape costs a lookup, not another attempt. */
+struct onednn_slot *onednn_slot_get(struct onednn_slot *slots, size_t n, dnnl_engine_t engine,
+                                    dnnl_data_type_t src_dt, size_t rows, size_t in, size_t out,
+                                    const dnnl_memory_desc_t *wmd, bool biased);
 
 /* Free what the slot holds and empty it. */
 void onednn_slot_clear(struct onednn_slot *s);

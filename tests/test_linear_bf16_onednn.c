@@ -8,7 +8,8 @@
  * rows kept in bf16 as a LayerNorm or an activation makes them
  * (linear_bf16_keep) giving the same bits as the product converting them
  * itself, and dropped by any other run or by linear_bf16_forget; and
- * kernel_to_bf16 against bert_f32_to_bf16 bit for bit.
+ * kernel_to_bf16 against bert_f32_to_bf16 bit for bit; and the primitive
+ * cache keeping a refused shape refused and a biased primitive found.
  * Skipped (exit 77) where oneDNN has no bf16 kernels. On AMX, which no
  * session has run this on yet, a shape or row count oneDNN refuses is
  * reported, not failed (the engine would run it in f32). */
@@ -28,6 +29,45 @@
 #include "test_random.h"
 
 #define SKIP 77
+
+/* oneDNN's primitive cache (model/onednn.c), where the build has it. */
+#if __has_include(<oneapi/dnnl/dnnl.h>)
+#define BERT_HAVE_DNNL 1
+#include "onednn.h"
+
+/* A shape oneDNN refuses (here a weight layout of the wrong size) is kept
+ * as refused in its slot and refused again; a shape it takes, with a bias,
+ * gets a primitive with a bias argument, found again on the next call. */
+static void check_slot_cache(void)
+{
+    dnnl_engine_t engine = NULL;
+    dnnl_memory_desc_t fixed, any;
+    dnnl_dims_t wd = {7, 5}; /* (in, out) */
+    struct onednn_slot slots[4] = {0};
+    CHECK(dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success &&
+          dnnl_memory_desc_init_by_tag(&fixed, 2, wd, dnnl_bf16, dnnl_ab) == dnnl_success &&
+          dnnl_memory_desc_init_by_tag(&any, 2, wd, dnnl_bf16, dnnl_format_tag_any) ==
+              dnnl_success);
+    if (engine == NULL)
+        return;
+    CHECK(onednn_slot_get(slots, 4, engine, dnnl_bf16, 3, 8, 5, &fixed, false) == NULL);
+    size_t refused = 0;
+    for (size_t i = 0; i < 4; i++)
+        refused += slots[i].refused && slots[i].prim == NULL && slots[i].in == 8;
+    CHECK_INT_EQ(refused, 1);
+    CHECK(onednn_slot_get(slots, 4, engine, dnnl_bf16, 3, 8, 5, &fixed, false) == NULL);
+    struct onednn_slot *s = onednn_slot_get(slots, 4, engine, dnnl_bf16, 3, 7, 5, &any, true);
+    CHECK(s != NULL && s->prim != NULL && s->bias != NULL && s->biased && !s->refused);
+    CHECK(onednn_slot_get(slots, 4, engine, dnnl_bf16, 3, 7, 5, &any, true) == s);
+    for (size_t i = 0; i < 4; i++)
+        onednn_slot_clear(&slots[i]);
+    dnnl_engine_destroy(engine);
+}
+#else
+static void check_slot_cache(void)
+{
+}
+#endif
 
 static double as_bf16(float f)
 {
@@ -230,5 +270,6 @@ int main(void)
     }
     check_kept();
     check_to_bf16();
+    check_slot_cache();
     return check_exit();
 }
