@@ -68,8 +68,10 @@ struct onednn_slot *onednn_slot_get(struct onednn_slot *slots, size_t n, dnnl_en
     if ((s->prim || s->refused) && s->out == out && s->in == in && s->rows == rows &&
         s->biased == biased && dnnl_memory_desc_equal(&s->wmd, wmd))
         return s->prim ? s : NULL;
+    const struct onednn_slot key = {
+        .out = out, .in = in, .rows = rows, .biased = biased, .wmd = *wmd};
     onednn_slot_clear(s);
-    *s = (struct onednn_slot){.out = out, .in = in, .rows = rows, .biased = biased, .wmd = *wmd};
+    *s = key;
     dnnl_primitive_desc_t pd = onednn_matmul_pd(engine, src_dt, rows, in, out, wmd, biased);
     const dnnl_memory_desc_t *bias_md =
         pd ? dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1) : NULL;
@@ -86,8 +88,8 @@ struct onednn_slot *onednn_slot_get(struct onednn_slot *slots, size_t n, dnnl_en
     if (ok)
         return s;
     onednn_slot_clear(s);
-    *s = (struct onednn_slot){
-        .out = out, .in = in, .rows = rows, .biased = biased, .refused = true, .wmd = *wmd};
+    *s = key;
+    s->refused = true;
     return NULL;
 }
 
