@@ -30,10 +30,12 @@ static size_t panel_width(size_t out, size_t p)
 /* Inner dimension per pass: a panel's KC x PANEL block (32 KiB) stays in L1
  * while every row block of the call streams past it. */
 #define KC 256
-/* Rows per pass, whole register blocks: their MC x KC block of x (under
- * 256 KiB, the caller's buffer) stays in L2 across the panels. Passes of
+/* Rows per pass, whole register blocks: their MC x KC block of x (266 KiB,
+ * the caller's buffer) stays in L2 across the panels. Each pass streams
+ * every panel of W, so a share of 256 rows (4,096 over 16 members) must
+ * fit one pass: at 252 a last pass of 4 rows streamed W again. Passes of
  * 504 rows measured no faster on 512-row and 4096-row products. */
-#define MC (256 / MR * MR)
+#define MC (19 * MR)
 _Static_assert(MC * KC <= LINEAR_F32_BUFFER_FLOATS, "the pass's block of x fits the buffer");
 
 bool linear_f32_available(void)
