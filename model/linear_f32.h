@@ -44,8 +44,8 @@ struct linear_f32_weight *linear_f32_pack(const float *w, size_t out, size_t in,
 void linear_f32_weight_free(struct linear_f32_weight *p);
 
 /* Floats of the working buffer each concurrent caller of linear_f32_run
- * passes (a block of x repacked for the kernel; 266 KiB). */
-#define LINEAR_F32_BUFFER_FLOATS ((size_t)266 * 256)
+ * passes (a block of x repacked for the kernel; 798 KiB). */
+#define LINEAR_F32_BUFFER_FLOATS ((size_t)266 * 768)
 
 /* Columns [c0, c1) of y (rows, out; row stride ldy; y points at column 0)
  * = x (rows, in; row stride in) W^T, + bias (out floats, indexed by

@@ -1,7 +1,7 @@
 /* model/linear_f32.c against a float64 product: every row-block remainder
  * (rows 1..30, and rows across the 266-row pass), output widths that leave a
  * partial last panel (1, 15, 16, 17, 33, 70), inner lengths across the
- * 256-step pass boundary (1, 17, 255, 256, 257, 600), column ranges that
+ * 768-step pass boundary (1, 17, 767, 768, 769, 1600), column ranges that
  * start on a later panel, and an output row stride wider than the columns
  * whose padding must stay untouched. Also checks that two calls over
  * complementary column ranges give the very floats one call gives (the
@@ -108,7 +108,7 @@ int main(void)
     }
     CHECK(linear_f32_pack((const float[]){1.0f}, 0, 1, buf) == NULL);
     CHECK(linear_f32_alloc(0) == NULL);
-    const size_t ins[] = {1, 17, 255, 256, 257, 600};
+    const size_t ins[] = {1, 17, 767, 768, 769, 1600};
     const size_t outs[] = {1, 15, 16, 17, 33, 70};
     for (size_t rows = 1; rows <= 30; rows++)
         for (size_t i = 0; i < sizeof ins / sizeof *ins; i++)
@@ -116,7 +116,7 @@ int main(void)
                 check_shape(rows, ins[i], outs[o]);
     const size_t long_rows[] = {265, 266, 267, 300, 533};
     for (size_t r = 0; r < sizeof long_rows / sizeof *long_rows; r++)
-        check_shape(long_rows[r], 257, 33);
+        check_shape(long_rows[r], 769, 33);
     check_row_invariance();
     return check_exit();
 }
