@@ -23,9 +23,9 @@
 #define LINEAR_BF16_PANEL 32
 
 /* 32-bit words of the working buffer each concurrent caller of
- * linear_bf16_avx512_run passes (a block of x in bf16 pairs; 238 KiB),
+ * linear_bf16_avx512_run passes (a block of x in bf16 pairs; 350 KiB),
  * 64-byte aligned. */
-#define LINEAR_BF16_AVX512_BUFFER_WORDS ((size_t)224 * 272)
+#define LINEAR_BF16_AVX512_BUFFER_WORDS ((size_t)224 * 400)
 
 /* A packed weight: read-only once made, any number of threads at once. */
 struct linear_bf16_avx512_weight;

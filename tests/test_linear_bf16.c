@@ -2,8 +2,8 @@
  * bf16-rounded inputs: every row-block remainder (rows 1..30, and rows
  * across the 224-row pass), output widths that leave a partial last panel
  * (1, 15, 16, 17, 33, 70), inner lengths odd and even, across the 32-input
- * packing step and the 512-input pass (1, 2, 17, 31, 33, 511, 512, 513,
- * 1030), column ranges that start on a later panel, and an output row
+ * packing step and the 768-input pass (1, 2, 17, 31, 33, 767, 768, 769,
+ * 1540), column ranges that start on a later panel, and an output row
  * stride wider than the columns, whose padding must stay untouched. Also
  * checks that two calls over complementary column ranges, or rows computed
  * together and one at a time, give the very floats one call gives (the
@@ -111,7 +111,7 @@ int main(void)
         return 77;
     }
     CHECK(linear_bf16_avx512_pack((const float[]){1.0f}, 0, 1) == NULL);
-    const size_t ins[] = {1, 2, 17, 31, 33, 511, 512, 513, 1030};
+    const size_t ins[] = {1, 2, 17, 31, 33, 767, 768, 769, 1540};
     const size_t outs[] = {1, 15, 16, 17, 33, 70};
     for (size_t rows = 1; rows <= 30; rows++)
         for (size_t i = 0; i < sizeof ins / sizeof *ins; i++)
@@ -119,7 +119,7 @@ int main(void)
                 check_shape(rows, ins[i], outs[o]);
     const size_t long_rows[] = {223, 224, 225, 300, 460};
     for (size_t r = 0; r < sizeof long_rows / sizeof *long_rows; r++)
-        check_shape(long_rows[r], 513, 33);
+        check_shape(long_rows[r], 769, 33);
     check_row_invariance();
     return check_exit();
 }
