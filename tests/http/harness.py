@@ -157,14 +157,17 @@ def cli(bin_dir, command, model, body, *flags):
     return proc.returncode, json.loads(out) if out.strip() else None
 
 
-def close_floats(a, b, tol):
-    """Structural equality with floats within tol."""
+def close_floats(a, b, tol, on_scale=False):
+    """Structural equality with floats within tol, or with on_scale within
+    tol * max(1, |b|): float rounding grows with the value's magnitude."""
     if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= tol
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+            return False
+        return abs(a - b) <= (tol * max(1.0, abs(b)) if on_scale else tol)
     if isinstance(a, list):
         return isinstance(b, list) and len(a) == len(b) and all(
-            close_floats(x, y, tol) for x, y in zip(a, b))
+            close_floats(x, y, tol, on_scale) for x, y in zip(a, b))
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(
-            close_floats(a[k], b[k], tol) for k in a)
+            close_floats(a[k], b[k], tol, on_scale) for k in a)
     return a == b
