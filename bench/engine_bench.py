@@ -742,7 +742,10 @@ def main():
                 st = workload_stats(path)
                 log(f"[{geom} {name}] {st['sequences']} seqs, {st['tokens']} tokens")
                 run_engines = [e for e in engines if task == "embed" or not e.name.startswith("bertserve-")]
-                med, all_times, probes = measure(run_engines, task, path, rounds, repeat)
+                # Lone sequences warm up as in --latency: one pass of a fresh
+                # process says more about its start than about the engine.
+                warm = LATENCY_WARMUP if st["sequences"] == 1 else 0
+                med, all_times, probes = measure(run_engines, task, path, rounds, repeat, warm)
                 check = compare_probes(f"{geom} {name}", task, probes)
                 if check:
                     results["checks"].append(check)
