@@ -23,6 +23,7 @@ static const struct {
     [PROTO_ERR_INTERNAL] = {500, "internal"},
     [PROTO_ERR_UNAVAILABLE] = {503, "unavailable"},
     [PROTO_ERR_NOT_IMPLEMENTED] = {501, "not_implemented"},
+    [PROTO_ERR_EXPECTATION] = {417, "expectation_failed"},
 };
 
 int proto_error_status(enum proto_error_kind kind)

@@ -76,6 +76,7 @@ enum proto_error_kind {
     PROTO_ERR_INTERNAL,     /* 500 internal */
     PROTO_ERR_UNAVAILABLE,  /* 503 unavailable: starting or draining */
     PROTO_ERR_NOT_IMPLEMENTED, /* 501 not_implemented: an HTTP feature we do not support */
+    PROTO_ERR_EXPECTATION,  /* 417 expectation_failed: an Expect other than 100-continue */
     PROTO_ERR_COUNT
 };
 

@@ -139,6 +139,26 @@ static bool authorized(struct http_request *hr, const struct http_head *head)
     return key_matches(auth->p + 7, auth->len - 7, key);
 }
 
+/* RFC 9110 10.1.1: Expect lists expectations, of which only 100-continue is
+ * defined (http_conn.c answers it); a server may refuse any other with 417,
+ * which tells the client at once what would otherwise leave it waiting or
+ * sending a body for nothing. HTTP/1.0 has no Expect. Returns false with
+ * the first member that is not 100-continue in *other. */
+static bool expectations_met(const struct http_head *head, struct http_span *other)
+{
+    if (head->minor == 0)
+        return true;
+    for (size_t i = 0; i < head->n_headers; i++) {
+        if (head->names[i].len != 6 || strncasecmp(head->names[i].p, "Expect", 6) != 0)
+            continue;
+        size_t pos = 0;
+        while (http_list_next(head->values[i], &pos, other))
+            if (other->len != 12 || strncasecmp(other->p, "100-continue", 12) != 0)
+                return false;
+    }
+    return true;
+}
+
 /* ---- handlers ------------------------------------------------------------- */
 
 static void handle_get(struct http_request *hr)
@@ -288,6 +308,15 @@ void http_on_head(struct http_request *hr, const struct http_head *head)
     if (!authorized(hr, head)) {
         http_respond_errorf(hr, PROTO_ERR_UNAUTHORIZED,
                             "missing or wrong API key (send Authorization: Bearer <key>)");
+        return;
+    }
+    struct http_span other;
+    if (!expectations_met(head, &other)) {
+        hr->close_after = true;
+        http_respond_errorf(hr, PROTO_ERR_EXPECTATION,
+                            "Expect: \"%.*s\" cannot be met; the only expectation served is "
+                            "100-continue",
+                            (int)(other.len < 64 ? other.len : 64), other.p);
         return;
     }
     const struct http_span *cl = http_head_find(head, "Content-Length");

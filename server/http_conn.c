@@ -170,16 +170,11 @@ static void frame_request(struct http_conn *c, struct http_request *hr)
     for (size_t i = 0; i < head->n_headers; i++) {
         if (head->names[i].len != 10 || strncasecmp(head->names[i].p, "Connection", 10) != 0)
             continue;
-        const char *p = head->values[i].p, *end = p + head->values[i].len;
-        while (p < end) { /* a comma-separated list of options */
-            while (p < end && (*p == ',' || *p == ' ' || *p == '\t'))
-                p++;
-            const char *start = p;
-            while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-                p++;
-            size_t n = (size_t)(p - start);
-            close |= n == 5 && strncasecmp(start, "close", 5) == 0;
-            keep_alive |= n == 10 && strncasecmp(start, "keep-alive", 10) == 0;
+        size_t pos = 0;
+        struct http_span option;
+        while (http_list_next(head->values[i], &pos, &option)) {
+            close |= option.len == 5 && strncasecmp(option.p, "close", 5) == 0;
+            keep_alive |= option.len == 10 && strncasecmp(option.p, "keep-alive", 10) == 0;
         }
     }
     if (head->minor == 0 && keep_alive && !close)

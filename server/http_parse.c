@@ -280,6 +280,28 @@ const struct http_span *http_head_find(const struct http_head *h, const char *na
     return NULL;
 }
 
+bool http_list_next(struct http_span value, size_t *pos, struct http_span *member)
+{
+    size_t i = *pos;
+    while (i < value.len) {
+        while (i < value.len && (value.p[i] == ' ' || value.p[i] == '\t' || value.p[i] == ','))
+            i++;
+        const size_t start = i;
+        while (i < value.len && value.p[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (value.p[end - 1] == ' ' || value.p[end - 1] == '\t'))
+            end--;
+        if (end > start) {
+            *pos = i;
+            *member = (struct http_span){value.p + start, end - start};
+            return true;
+        }
+    }
+    *pos = i;
+    return false;
+}
+
 /* Where the path of an absolute-form target ("http://host:port/path")
  * starts, after its scheme and authority; 0 for any other form. */
 static size_t authority_end(struct http_span target)

@@ -58,6 +58,11 @@ bool http_head_parse(struct http_head *h, const char *buf, size_t len,
 /* The value of the first header named `name` (any case), or NULL. */
 const struct http_span *http_head_find(const struct http_head *h, const char *name);
 
+/* The members of a comma-separated header value (RFC 9110 5.6.1), one per
+ * call from *pos (0 at first): true with *member set, its surrounding
+ * spaces and tabs dropped; false past the last. Empty members are skipped. */
+bool http_list_next(struct http_span value, size_t *pos, struct http_span *member);
+
 /* The path of an origin-form target, or of an absolute-form one
  * ("http://host/path", which RFC 9112 3.2.2 has servers accept; "/" when
  * it has no path): the part before '?', percent-decoded into out[size]

@@ -29,7 +29,8 @@ static const char *route_label(int route)
 
 /* Every status the server answers with, and 499 (nginx's "client closed
  * request") for a request whose client left before its answer. */
-static const int statuses[] = {200, 204, 400, 401, 404, 405, 413, 422, 429, 499, 500, 501, 503};
+static const int statuses[] = {200, 204, 400, 401, 404, 405, 413, 414, 417, 422,
+                               429, 431, 499, 500, 501, 503, 505};
 #define N_STATUSES (sizeof statuses / sizeof statuses[0])
 
 static const double time_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,

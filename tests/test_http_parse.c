@@ -6,6 +6,7 @@
  * buffer; target paths decode; and the chunked decoder gives the same data
  * and the same consumed count whether fed all at once or in small pieces. */
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check.h"
@@ -596,6 +597,31 @@ static void test_chunked_calls_and_end(void)
     CHECK_INT_EQ(used, 0);
 }
 
+/* The members of `value`, joined by '|', into out. */
+static const char *list_members(const char *value, char *out, size_t size)
+{
+    struct http_span v = {value, strlen(value)}, m;
+    size_t pos = 0, n = 0;
+    out[0] = '\0';
+    while (http_list_next(v, &pos, &m)) {
+        CHECK(span_inside(m, value, v.len));
+        n += (size_t)snprintf(out + n, size - n, "%s%.*s", n ? "|" : "", (int)m.len, m.p);
+    }
+    CHECK_INT_EQ(pos, v.len);
+    return out;
+}
+
+static void test_list_members(void)
+{
+    char out[128];
+    CHECK_STR_EQ(list_members("", out, sizeof out), "");
+    CHECK_STR_EQ(list_members(" , ,\t,", out, sizeof out), "");
+    CHECK_STR_EQ(list_members("close", out, sizeof out), "close");
+    CHECK_STR_EQ(list_members("keep-alive, Upgrade", out, sizeof out), "keep-alive|Upgrade");
+    CHECK_STR_EQ(list_members(",a ,\tb c\t,,d,", out, sizeof out), "a|b c|d");
+    CHECK_STR_EQ(list_members("100-continue,x-custom", out, sizeof out), "100-continue|x-custom");
+}
+
 int main(void)
 {
     test_curl();
@@ -610,5 +636,6 @@ int main(void)
     test_target_path();
     test_chunked();
     test_chunked_calls_and_end();
+    test_list_members();
     return check_exit();
 }

@@ -86,6 +86,7 @@ static void test_routes_and_error_table(void)
         {PROTO_ERR_INTERNAL, 500, "internal"},
         {PROTO_ERR_UNAVAILABLE, 503, "unavailable"},
         {PROTO_ERR_NOT_IMPLEMENTED, 501, "not_implemented"},
+        {PROTO_ERR_EXPECTATION, 417, "expectation_failed"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         CHECK_INT_EQ(proto_error_status(table[i].kind), table[i].status);

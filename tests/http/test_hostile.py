@@ -315,6 +315,44 @@ class Hostile(unittest.TestCase):
         self.assertEqual(err["error_type"], "not_implemented", err)
         self.assertIn("gzip", err["error"])
 
+    def test_an_unknown_expectation_gets_417_at_once(self):
+        # RFC 9110 10.1.1: only 100-continue is defined; the client learns at
+        # once, and its body (sent or not) is never taken as a request.
+        for value in (b"x-custom", b"100-continue, x-custom", b"  X-Other  "):
+            with self.subTest(value):
+                t0 = time.time()
+                err = self.expect_refused_and_closed(
+                    b"POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: " + value +
+                    b"\r\nContent-Length: 15\r\n\r\n" + self.BODY + self.SMUGGLED, 417)
+                self.assertLess(time.time() - t0, 2.0 * SLOW)
+                self.assertEqual(err["error_type"], "expectation_failed", err)
+                self.assertIn(value.split(b",")[-1].strip().decode(), err["error"])
+
+    def test_http_1_0_has_no_expectations(self):
+        with connect(self.s.port) as sock:
+            sock.sendall(b"POST /tokenize HTTP/1.0\r\nExpect: x-custom\r\n"
+                         b"Content-Length: 15\r\n\r\n" + self.BODY)
+            out = read_all(sock)
+        self.assertEqual(status_of(out), 200, out[:300])
+
+    def test_100_continue_in_any_case_is_met(self):
+        # The head is answered with 100 before the body is sent, then the
+        # request itself; an empty Expect asks for nothing.
+        for value in (b"100-continue", b"100-Continue", b""):
+            with self.subTest(value), connect(self.s.port) as sock:
+                sock.sendall(b"POST /tokenize HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                             b"Expect: " + value + b"\r\nContent-Length: 15\r\n\r\n")
+                if value:
+                    sock.settimeout(5)
+                    interim = sock.recv(64)
+                    self.assertTrue(interim.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), interim)
+                    rest = interim[len(b"HTTP/1.1 100 Continue\r\n\r\n"):]
+                else:
+                    rest = b""
+                sock.sendall(self.BODY)
+                out = rest + read_all(sock)
+                self.assertEqual(status_of(out), 200, out[:300])
+
     def test_a_tls_handshake_is_refused_at_once(self):
         # A client that speaks TLS to this plain port: its ClientHello has no
         # line end, so only its first byte can tell, well before the
