@@ -2,7 +2,8 @@
  * request head and then a chunked body. Spans stay inside the input, a
  * refusal has one of the documented statuses and a printable reason, and
  * the chunked decoder gives the same status, consumed count and data fed
- * all at once as fed one byte at a time. What follows the head (or the
+ * all at once as fed one byte at a time; header values split into list
+ * members inside them. What follows the head (or the
  * whole input, when no head ends in it) is the chunked body. */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -44,6 +45,20 @@ static void check_head(const char *buf, size_t len)
     for (size_t i = 0; i < h.n_headers; i++) {
         check_span(h.names[i], buf, len);
         check_span(h.values[i], buf, len);
+        /* Every list member is inside its value, not empty, and never
+         * begins or ends with a separator. */
+        size_t pos = 0;
+        struct http_span m;
+        while (http_list_next(h.values[i], &pos, &m)) {
+            check_span(m, h.values[i].p, h.values[i].len);
+            if (m.len == 0)
+                abort();
+            const char first = m.p[0], last = m.p[m.len - 1];
+            if (first == ',' || first == ' ' || first == '\t' || last == ' ' || last == '\t')
+                abort();
+        }
+        if (pos != h.values[i].len)
+            abort();
     }
     if (h.n_headers > 0) {
         static char name[HTTP_HEAD_MAX + 1];
