@@ -261,6 +261,7 @@ void http_on_bad_head(struct http_request *hr, const struct http_parse_error *er
 {
     hr->state = HTTP_REQUEST_BODY;
     hr->close_after = true;
+    hr->mroute = METRICS_ROUTE_OTHER; /* no route is known of a head not parsed */
     copy_span(hr->method, sizeof hr->method, (struct http_span){"-", 1});
     copy_span(hr->path, sizeof hr->path, (struct http_span){"-", 1});
     /* 414 and 431 say "too large", 505 "not implemented", in our envelope. */

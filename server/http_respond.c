@@ -102,6 +102,7 @@ static const char *reason_phrase(int status)
     case 405: return "Method Not Allowed";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
+    case 417: return "Expectation Failed";
     case 422: return "Unprocessable Content";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";

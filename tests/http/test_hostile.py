@@ -328,6 +328,31 @@ class Hostile(unittest.TestCase):
                 self.assertEqual(err["error_type"], "expectation_failed", err)
                 self.assertIn(value.split(b",")[-1].strip().decode(), err["error"])
 
+    def test_refused_heads_are_counted_under_other(self):
+        # A head refused before its route is known belongs to no route; one
+        # refused after it (417) to its route. Each status line has its
+        # reason phrase.
+        before = self.s.metrics()
+        cases = ((b"GARBAGE\r\n\r\n", b"400 Bad Request"),
+                 (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", b"414 URI Too Long"),
+                 (b"GET /health HTTP/9.9\r\nHost: x\r\n\r\n", b"505 HTTP Version Not Supported"),
+                 (b"POST /embed HTTP/1.1\r\nHost: x\r\nExpect: x\r\nContent-Length: 2\r\n\r\n{}",
+                  b"417 Expectation Failed"))
+        for data, line in cases:
+            with connect(self.s.port) as sock:
+                sock.sendall(data)
+                out = read_all(sock)
+            self.assertTrue(out.startswith(b"HTTP/1.1 " + line + b"\r\n"), out[:100])
+        after = self.s.metrics()
+
+        def delta(route, status):
+            key = f'bertserve_requests_total{{route="{route}",status="{status}"}}'
+            return after.get(key, 0) - before.get(key, 0)
+        for status in (400, 414, 505):
+            self.assertEqual(delta("other", status), 1, status)
+            self.assertEqual(delta("embed", status), 0, status)
+        self.assertEqual(delta("embed", 417), 1)
+
     def test_http_1_0_has_no_expectations(self):
         with connect(self.s.port) as sock:
             sock.sendall(b"POST /tokenize HTTP/1.0\r\nExpect: x-custom\r\n"
