@@ -139,9 +139,6 @@ static bool authorized(struct http_request *hr, const struct http_head *head)
     return key_matches(auth->p + 7, auth->len - 7, key);
 }
 
-/* The most bytes of a client's Expect member quoted back in a 417. */
-#define EXPECT_QUOTE_MAX 40
-
 /* RFC 9110 10.1.1: Expect lists expectations, of which only 100-continue is
  * defined (http_conn.c answers it); a server may refuse any other with 417,
  * which tells the client at once what would otherwise leave it waiting or
@@ -320,7 +317,8 @@ void http_on_head(struct http_request *hr, const struct http_head *head)
         http_respond_errorf(hr, PROTO_ERR_EXPECTATION,
                             "Expect: \"%.*s\" cannot be met; the only expectation served is "
                             "100-continue",
-                            (int)(other.len < EXPECT_QUOTE_MAX ? other.len : EXPECT_QUOTE_MAX), other.p);
+                            (int)(other.len < HTTP_QUOTE_MAX ? other.len : HTTP_QUOTE_MAX),
+                            other.p);
         return;
     }
     const struct http_span *cl = http_head_find(head, "Content-Length");

@@ -1,13 +1,11 @@
 #include "http_framing.h"
+#include "http_parse.h"
 
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-
-/* Longest part of a client's text quoted in a reason. */
-#define QUOTE_MAX 40
 
 static void refuse(struct http_framing *f, enum http_framing_verdict verdict, const char *fmt,
                    ...) __attribute__((format(printf, 3, 4)));
@@ -56,7 +54,7 @@ static void check_content_length(struct http_framing *f, const char *value, size
     if (digits == 0 || digits != len || digits > 19)
         refuse(f, HTTP_FRAMING_BAD_REQUEST,
                "Content-Length must be a decimal number of at most 19 digits, got \"%.*s\"",
-               (int)(len < QUOTE_MAX ? len : QUOTE_MAX), value);
+               (int)(len < HTTP_QUOTE_MAX ? len : HTTP_QUOTE_MAX), value);
 }
 
 /* RFC 9112 6.1: a list of codings whose last is chunked, applied once. We
@@ -85,7 +83,7 @@ static void check_transfer_encoding(struct http_framing *f, const char *value, s
             refuse(f, HTTP_FRAMING_NOT_IMPLEMENTED,
                    "Transfer-Encoding \"%.*s\" is not supported; send the body with "
                    "Content-Length or Transfer-Encoding: chunked",
-                   (int)(len < QUOTE_MAX ? len : QUOTE_MAX), value);
+                   (int)(len < HTTP_QUOTE_MAX ? len : HTTP_QUOTE_MAX), value);
             return;
         }
     }
@@ -100,7 +98,7 @@ void http_framing_header(struct http_framing *f, const char *name, size_t name_l
         if (!is_tchar((unsigned char)name[i])) {
             refuse(f, HTTP_FRAMING_BAD_REQUEST,
                    "header name \"%.*s\" is not a token (no space may come before the colon)",
-                   (int)(name_len < QUOTE_MAX ? name_len : QUOTE_MAX), name);
+                   (int)(name_len < HTTP_QUOTE_MAX ? name_len : HTTP_QUOTE_MAX), name);
             return;
         }
     }

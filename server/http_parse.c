@@ -5,8 +5,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* Longest part of a client's text quoted in a reason. */
-#define QUOTE_MAX 40
 /* A chunk size and its extensions, and all trailer lines together. */
 #define CHUNK_LINE_MAX 4096
 #define CHUNK_TRAILERS_MAX 16384
@@ -24,11 +22,11 @@ static void refuse(struct http_parse_error *err, int status, const char *fmt, ..
     va_end(ap);
 }
 
-/* Client text for a reason: cut to QUOTE_MAX bytes, and printable ASCII
+/* Client text for a reason: cut to HTTP_QUOTE_MAX bytes, and printable ASCII
  * only, as the reason goes into a JSON body and a log line. */
-static const char *quote(char out[QUOTE_MAX + 1], const char *p, size_t len)
+static const char *quote(char out[HTTP_QUOTE_MAX + 1], const char *p, size_t len)
 {
-    size_t n = len < QUOTE_MAX ? len : QUOTE_MAX;
+    size_t n = len < HTTP_QUOTE_MAX ? len : HTTP_QUOTE_MAX;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         out[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
@@ -143,7 +141,7 @@ static bool find_line_end(const char *buf, size_t len, size_t pos, size_t *eol,
 static bool parse_version(struct http_head *h, const char *v, size_t len,
                           struct http_parse_error *err)
 {
-    char q[QUOTE_MAX + 1];
+    char q[HTTP_QUOTE_MAX + 1];
     if (len != 8 || memcmp(v, "HTTP/", 5) != 0 || v[5] < '0' || v[5] > '9' || v[6] != '.' ||
         v[7] < '0' || v[7] > '9') {
         refuse(err, 400, "the request line must end in one space and HTTP/1.1, got \"%s\"",
@@ -164,7 +162,7 @@ static bool parse_version(struct http_head *h, const char *v, size_t len,
 static bool parse_request_line(struct http_head *h, const char *line, size_t len,
                                struct http_parse_error *err)
 {
-    char q[QUOTE_MAX + 1];
+    char q[HTTP_QUOTE_MAX + 1];
     if (len == 0) {
         refuse(err, 400, "the request line is empty");
         return false;
@@ -208,7 +206,7 @@ static bool parse_request_line(struct http_head *h, const char *line, size_t len
 static bool parse_header_line(struct http_head *h, const char *line, size_t len,
                               struct http_parse_error *err)
 {
-    char q[QUOTE_MAX + 1];
+    char q[HTTP_QUOTE_MAX + 1];
     if (is_ows(line[0])) {
         /* RFC 9112 5.2: obsolete line folding, which we may reject. */
         refuse(err, 400, "a header line starts with whitespace (obsolete line folding): \"%s\"",

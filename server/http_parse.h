@@ -20,6 +20,9 @@
 #define HTTP_HEAD_MAX 16384
 #define HTTP_HEADERS_MAX 100
 #define HTTP_TARGET_MAX 8192
+/* The most bytes of a client's text quoted back in a refusal's reason
+ * (here, in http_framing.c and in http.c). */
+#define HTTP_QUOTE_MAX 40
 
 struct http_span {
     const char *p;
