@@ -23,6 +23,15 @@ size_t proto_max_tokens(const struct bert_model *model, const struct proto_limit
  * cut after PROTO_QUOTE_MAX_CHARS characters. Returns buf, for printf. */
 const char *proto_quote(char buf[PROTO_QUOTE_SIZE], const char *s, size_t len);
 
+/* An answer's "id" (Cohere's, vLLM's): `prefix`, then the time and a
+ * counter, unique per answer of this process (not a secret). Returns out. */
+#define PROTO_ANSWER_ID_SIZE 64
+const char *proto_answer_id(char out[PROTO_ANSWER_ID_SIZE], const char *prefix);
+
+/* The cosine of a and b (n numbers each) as sentence-transformers' cos_sim:
+ * sums in double; a zero vector gives 0, as torch's eps does. */
+double proto_cosine(const float *a, const float *b, size_t n);
+
 /* Copy `len` bytes of src into dst (capacity cap, always NUL-terminated) with
  * control characters and invalid UTF-8 written as \xNN, so the result is one
  * valid UTF-8 line. Stops early when dst is full. */

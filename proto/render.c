@@ -9,6 +9,7 @@
 
 #include "json_writer.h"
 #include "proto.h"
+#include "proto_internal.h"
 #include "route_table.h"
 
 static bool all_finite(const float *v, size_t n)
@@ -315,26 +316,27 @@ bool proto_render_predict(struct json_writer *w, const struct proto_job *job,
     return render_labels(w, job, model, false);
 }
 
+double proto_cosine(const float *a, const float *b, size_t n)
+{
+    double dot = 0, aa = 0, bb = 0;
+    for (size_t k = 0; k < n; k++) {
+        dot += (double)a[k] * b[k];
+        aa += (double)a[k] * a[k];
+        bb += (double)b[k] * b[k];
+    }
+    return dot / (fmax(sqrt(aa), 1e-8) * fmax(sqrt(bb), 1e-8));
+}
+
 /* /similarity: the cosine of the first input's embedding (the source
- * sentence) with each other's, as sentence-transformers' cos_sim (sums in
- * double; a zero vector gives 0, as torch's eps does). */
+ * sentence) with each other's, as sentence-transformers' cos_sim. */
 bool proto_render_similarity(struct json_writer *w, const struct proto_job *job,
                              const struct bert_model *model)
 {
     size_t hidden = model->config.hidden_size;
     const float *source = job->seqs[0].task.embedding;
-    double source_sq = 0;
-    for (size_t k = 0; k < hidden; k++)
-        source_sq += (double)source[k] * source[k];
     json_writer_begin_array(w);
     for (size_t i = 1; i < job->n_seqs; i++) {
-        const float *e = job->seqs[i].task.embedding;
-        double dot = 0, sq = 0;
-        for (size_t k = 0; k < hidden; k++) {
-            dot += (double)source[k] * e[k];
-            sq += (double)e[k] * e[k];
-        }
-        double cosine = dot / (fmax(sqrt(source_sq), 1e-8) * fmax(sqrt(sq), 1e-8));
+        double cosine = proto_cosine(source, job->seqs[i].task.embedding, hidden);
         if (!isfinite(cosine))
             return false;
         json_writer_float(w, (float)cosine);

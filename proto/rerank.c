@@ -291,19 +291,16 @@ static void write_document(struct json_writer *w, const struct proto_input *in, 
     }
 }
 
-/* Cohere's "id": unique per answer of this process (not a secret). */
-static void write_id(struct json_writer *w)
+const char *proto_answer_id(char out[PROTO_ANSWER_ID_SIZE], const char *prefix)
 {
     static atomic_uint_fast64_t counter;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t n = atomic_fetch_add(&counter, 1) + 1;
-    char id[48];
-    snprintf(id, sizeof id, "%016llx-%08llx", (unsigned long long)ts.tv_sec * 1000000000ull +
-                                                   (unsigned long long)ts.tv_nsec,
+    snprintf(out, PROTO_ANSWER_ID_SIZE, "%.16s%016llx-%08llx", prefix,
+             (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec,
              (unsigned long long)n);
-    json_writer_key(w, "id");
-    json_writer_cstring(w, id);
+    return out;
 }
 
 /* Each input's score: the best of its sequences (chunks of one document). */
@@ -342,7 +339,9 @@ static bool render(struct json_writer *w, const struct proto_job *job, int versi
 
     if (version > 0) {
         json_writer_begin_object(w);
-        write_id(w);
+        char id[PROTO_ANSWER_ID_SIZE];
+        json_writer_key(w, "id");
+        json_writer_cstring(w, proto_answer_id(id, ""));
         json_writer_key(w, "model");
         json_writer_cstring(w, job->model_name ? job->model_name : "");
         json_writer_key(w, "results");
