@@ -44,6 +44,8 @@ enum proto_route {
     PROTO_ROUTE_DECODE,          /* POST /decode (TEI: token ids -> text) */
     PROTO_ROUTE_EMBED_ALL,       /* POST /embed_all (TEI: every token's hidden state) */
     PROTO_ROUTE_EMBED_SPARSE,    /* POST /embed_sparse (TEI: SPLADE vectors) */
+    PROTO_ROUTE_SCORE,           /* POST /score (vLLM's Score API: pairs of texts scored) */
+    PROTO_ROUTE_V1_SCORE,        /* POST /v1/score (the same) */
     PROTO_ROUTE_COUNT
 };
 
@@ -236,6 +238,15 @@ struct proto_request {
     /* embed_sparse: entries above it are answered (default 0: every
      * non-zero one) */
     float sparse_threshold;
+
+    /* score (vLLM): input i is the pair (a text of "text_1", text_2[i]),
+     * with the client's names for the two fields ("text_1" and "text_2",
+     * "queries" and "documents" or "items", "data_1" and "data_2") */
+    size_t n_score_firsts;    /* texts "text_1" gave: 1 (paired with every input) or
+                                 n_inputs (one each) */
+    const char *score_names[2];
+    uint32_t max_tokens;      /* "truncate_prompt_tokens" > 0: every sequence cut to this
+                                 many tokens; 0: the limit of the model and config */
 };
 
 /* Parse and validate `body` for `route`. On failure fills err and returns
@@ -279,6 +290,10 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
 /* True when the checkpoint is an NLI classifier /zero-shot-classification
  * can use: a label starting with "entail" (the pipeline's rule). */
 bool proto_can_zero_shot(const struct bert_model *model);
+
+/* True when /score can score pairs with the checkpoint: a cross-encoder
+ * (a one-label classifier) or a model without a classifier (by cosine). */
+bool proto_can_score(const struct bert_model *model);
 
 /* True when the route needs the encoder (all but /tokenize). */
 bool proto_job_needs_compute(const struct proto_job *job);

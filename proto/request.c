@@ -56,6 +56,8 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_PROMPT_NAME] = "prompt_name",
     [PROTO_PARAM_PROMPT] = "prompt",
     [PROTO_PARAM_THRESHOLD] = "threshold",
+    [PROTO_PARAM_TRUNCATE_PROMPT_TOKENS] = "truncate_prompt_tokens",
+    [PROTO_PARAM_USE_ACTIVATION] = "use_activation",
 };
 
 
@@ -103,8 +105,12 @@ static bool unknown_field(struct parse *p, const char *key, bool nested)
     /* List what is accepted where the unknown key stood. */
     const char *fixed[3] = {p->route->inputs_name, "parameters", "options"};
     size_t n_fixed = nested ? 0 : p->route->flat_body ? 1 : 3;
-    char accepted[320] = "";
+    char accepted[400] = "";
     size_t n = 0;
+    if (!nested && p->route->inputs->score) {
+        n = (size_t)snprintf(accepted, sizeof accepted, "%s", REQUEST_SCORE_FIELDS);
+        n_fixed = 0;
+    }
     for (size_t k = 0; k < n_fixed + PROTO_PARAM_COUNT; k++) {
         if (k >= n_fixed && !(p->route->params & (UINT64_C(1) << (k - n_fixed))))
             continue;
@@ -141,6 +147,11 @@ static bool collect_fields(struct parse *p, json_t *root)
     json_t *value;
     json_t *parameters = NULL;
     json_object_foreach(root, key, value) {
+        bool taken = false;
+        if (p->route->inputs->score && !request_score_field(p, key, value, &taken))
+            return false;
+        if (taken)
+            continue;
         if (strcmp(key, p->route->inputs_name) == 0) {
             p->inputs = value;
         } else if (!p->route->flat_body && strcmp(key, "parameters") == 0) {
@@ -649,6 +660,24 @@ static bool parse_params(struct parse *p)
         case PROTO_PARAM_THRESHOLD:
             ok = parse_client_param(p, (enum proto_param)i);
             break;
+        case PROTO_PARAM_TRUNCATE_PROMPT_TOKENS:
+            /* vLLM's: -1 cuts to the model's limit, k > 0 to k tokens. */
+            ok = get_integer(p, PROTO_PARAM_TRUNCATE_PROMPT_TOKENS, -1, UINT32_MAX, &x);
+            if (ok && x == 0) {
+                proto_error_set(p->err, PROTO_ERR_INVALID,
+                                "\"truncate_prompt_tokens\" must be -1 (cut to the model's "
+                                "limit) or a number of tokens, got 0");
+                ok = false;
+            }
+            req->has_truncate = req->truncate = ok;
+            req->max_tokens = ok && x > 0 ? (uint32_t)x : 0;
+            break;
+        case PROTO_PARAM_USE_ACTIVATION: {
+            bool activate = true;
+            ok = get_bool(p, PROTO_PARAM_USE_ACTIVATION, &activate);
+            req->raw_scores = !activate;
+            break;
+        }
         case PROTO_PARAM_DIMENSIONS:
             ok = get_integer(p, PROTO_PARAM_DIMENSIONS, 1, 0, &x);
             req->dimensions = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
@@ -756,6 +785,7 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
         .limits = limits,
         .req = req,
         .err = err,
+        .inputs_name = proto_routes[route].inputs_name,
     };
     bool ok;
     if (!json_is_object(req->root))

@@ -38,6 +38,13 @@ const struct proto_inputs proto_inputs_questions = {
     .questions = true};
 const struct proto_inputs proto_inputs_document_objects = {
     .expected = "a list of strings", .list_only = true, .objects = true, .with_query = true};
+const struct proto_inputs proto_inputs_score = {.expected = "a string or a list of strings",
+                                                .score = true};
+
+/* vLLM's score requests: the four spellings of its two text fields. */
+static const char *const score_fields[][2] = {
+    {"text_1", "text_2"}, {"queries", "documents"}, {"queries", "items"}, {"data_1", "data_2"}};
+#define N_SCORE_FIELDS (sizeof score_fields / sizeof score_fields[0])
 
 /* OpenAI's tokens input: a non-empty list of integers 0 .. INT32_MAX
  * (`field` names it in messages). */
@@ -173,8 +180,8 @@ static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input
     const struct proto_inputs *shape = p->route->inputs;
     if (shape->questions) {
         char field[48];
-        snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
-        return parse_question(p, p->req->batched ? field : p->route->inputs_name, v, in);
+        snprintf(field, sizeof field, "%s[%zu]", p->inputs_name, i);
+        return parse_question(p, p->req->batched ? field : p->inputs_name, v, in);
     }
     if (shape->objects && json_is_object(v)) {
         /* Its "text", or with "rank_fields" other fields: read when
@@ -183,7 +190,7 @@ static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input
         if (json_depth(v) > PROTO_DOCUMENT_MAX_DEPTH) {
             proto_error_set(p->err, PROTO_ERR_INVALID,
                             "\"%s[%zu]\" nests objects and lists deeper than %d levels",
-                            p->route->inputs_name, i, PROTO_DOCUMENT_MAX_DEPTH);
+                            p->inputs_name, i, PROTO_DOCUMENT_MAX_DEPTH);
             return false;
         }
         json_t *text = json_object_get(v, "text");
@@ -194,7 +201,7 @@ static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input
     }
     if (shape->ids_only && !json_is_array(v)) {
         char field[48];
-        snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
+        snprintf(field, sizeof field, "%s[%zu]", p->inputs_name, i);
         return request_wrong_type(p, field, "a list of token ids", v);
     }
     json_t *text = v;
@@ -204,7 +211,7 @@ static bool parse_input(struct parse *p, size_t i, json_t *v, struct proto_input
         return true;
     }
     char field[48];
-    snprintf(field, sizeof field, "%s[%zu]", p->route->inputs_name, i);
+    snprintf(field, sizeof field, "%s[%zu]", p->inputs_name, i);
     if (shape->token_ids && json_is_array(v))
         return parse_token_ids(p, field, v, in);
     if (shape->token_ids)
@@ -258,7 +265,7 @@ static bool alloc_inputs(struct parse *p, size_t n)
 /* {"source_sentence": s, "sentences": [t, ...]} -> inputs s, t, ... */
 static bool parse_similarity(struct parse *p, json_t *v)
 {
-    const char *name = p->route->inputs_name;
+    const char *name = p->inputs_name;
     if (!json_is_object(v))
         return request_wrong_type(p, name, p->route->inputs->expected, v);
     json_t *source = NULL, *sentences = NULL;
@@ -326,9 +333,9 @@ static bool parse_single_input(struct parse *p, json_t *v, bool *handled)
         return false;
     struct proto_input *in = &p->req->inputs[0];
     if (ids)
-        return parse_token_ids(p, p->route->inputs_name, v, in);
+        return parse_token_ids(p, p->inputs_name, v, in);
     if (object)
-        return parse_pair_object(p, p->route->inputs_name, v, in);
+        return parse_pair_object(p, p->inputs_name, v, in);
     in->text = json_string_value(json_array_get(v, 0));
     in->text_len = json_string_length(json_array_get(v, 0));
     in->pair = json_string_value(json_array_get(v, 1));
@@ -336,11 +343,125 @@ static bool parse_single_input(struct parse *p, json_t *v, bool *handled)
     return true;
 }
 
+bool request_score_field(struct parse *p, const char *key, json_t *value, bool *taken)
+{
+    *taken = false;
+    for (size_t k = 0; k < N_SCORE_FIELDS; k++) {
+        for (size_t side = 0; side < 2; side++) {
+            if (strcmp(key, score_fields[k][side]) != 0)
+                continue;
+            json_t **slot = side == 0 ? &p->score_first : &p->inputs;
+            const char **name = side == 0 ? &p->score_first_name : &p->inputs_name;
+            if (*slot != NULL) {
+                proto_error_set(p->err, PROTO_ERR_INVALID,
+                                "\"%s\" and \"%s\" are two names for the same texts: give one",
+                                *name, score_fields[k][side]);
+                return false;
+            }
+            *slot = value;
+            *name = score_fields[k][side];
+            *taken = true;
+            return true;
+        }
+    }
+    return true;
+}
+
+/* A score field's texts: a string (one) or a non-empty list of strings. */
+static bool score_texts(struct parse *p, const char *field, json_t *v, size_t *n)
+{
+    if (json_is_string(v)) {
+        *n = 1;
+        return true;
+    }
+    if (!json_is_array(v))
+        return request_wrong_type(p, field, "a string or a list of strings", v);
+    *n = json_array_size(v);
+    if (*n == 0) {
+        proto_error_set(p->err, PROTO_ERR_INVALID, "\"%s\" must not be an empty list", field);
+        return false;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        if (!json_is_string(json_array_get(v, i))) {
+            char sub[48];
+            snprintf(sub, sizeof sub, "%s[%zu]", field, i);
+            return request_wrong_type(p, sub, "a string", json_array_get(v, i));
+        }
+    }
+    return true;
+}
+
+static json_t *score_text(json_t *v, size_t i)
+{
+    return json_is_string(v) ? v : json_array_get(v, i);
+}
+
+/* vLLM's pairing: one first text for every second (1:N) or one each
+ * (N:N); the two fields spelled as one of score_fields' pairs. */
+static bool parse_score(struct parse *p)
+{
+    const char *first = p->score_first_name, *second = p->inputs_name;
+    if (p->score_first == NULL && p->inputs == NULL) {
+        proto_error_set(p->err, PROTO_ERR_INVALID, "missing fields: send %s",
+                        REQUEST_SCORE_FIELDS);
+        return false;
+    }
+    size_t pair = N_SCORE_FIELDS;
+    for (size_t k = 0; k < N_SCORE_FIELDS; k++) {
+        bool first_ok = p->score_first == NULL || strcmp(first, score_fields[k][0]) == 0;
+        bool second_ok = p->inputs == NULL || strcmp(second, score_fields[k][1]) == 0;
+        if (first_ok && second_ok) {
+            pair = k;
+            break;
+        }
+    }
+    if (pair == N_SCORE_FIELDS) {
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"%s\" does not go with \"%s\": send %s", first, second,
+                        REQUEST_SCORE_FIELDS);
+        return false;
+    }
+    if (p->score_first == NULL || p->inputs == NULL) {
+        proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"",
+                        score_fields[pair][p->score_first == NULL ? 0 : 1]);
+        return false;
+    }
+    size_t n_first, n;
+    if (!score_texts(p, first, p->score_first, &n_first) ||
+        !score_texts(p, second, p->inputs, &n))
+        return false;
+    if (n_first != 1 && n_first != n) {
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"%s\" has %zu texts and \"%s\" %zu: give one text to pair with "
+                        "each of \"%s\", or one per text",
+                        first, n_first, second, n, second);
+        return false;
+    }
+    if (!alloc_inputs(p, n))
+        return false;
+    struct proto_request *req = p->req;
+    req->batched = true;
+    req->n_score_firsts = n_first;
+    req->score_names[0] = first;
+    req->score_names[1] = second;
+    for (size_t i = 0; i < n; i++) {
+        json_t *a = score_text(p->score_first, n_first == 1 ? 0 : i);
+        json_t *b = score_text(p->inputs, i);
+        req->inputs[i].text = json_string_value(a);
+        req->inputs[i].text_len = json_string_length(a);
+        req->inputs[i].pair = json_string_value(b);
+        req->inputs[i].pair_len = json_string_length(b);
+    }
+    return true;
+}
+
 bool request_parse_inputs(struct parse *p)
 {
+    if (p->route->inputs->score)
+        return parse_score(p);
     struct proto_request *req = p->req;
     json_t *v = p->inputs;
-    const char *name = p->route->inputs_name;
+    const char *name = p->inputs_name;
     if (v == NULL) {
         proto_error_set(p->err, PROTO_ERR_INVALID, "missing field \"%s\"", name);
         return false;

@@ -25,6 +25,9 @@ struct proto_inputs {
                                are the source, then each sentence */
     bool questions;         /* an item is {"question", "context"}: the pair (question,
                                context) */
+    bool score;             /* vLLM's two fields, "text_1" with "text_2" (or "queries" with
+                               "documents" or "items", "data_1" with "data_2"): each text
+                               of the second paired with the first's one text or its own */
 };
 
 
@@ -34,6 +37,9 @@ struct parse {
     struct proto_request *req;
     struct proto_error *err;
     json_t *inputs;                     /* borrowed from req->root */
+    const char *inputs_name;            /* the field that held them, for messages */
+    json_t *score_first;                /* score: the first field's value, borrowed */
+    const char *score_first_name;
     json_t *params[PROTO_PARAM_COUNT];  /* borrowed; NULL when absent */
 };
 
@@ -42,6 +48,16 @@ bool request_wrong_type(struct parse *p, const char *field, const char *expected
                         const json_t *v);
 /* Set err to the out-of-memory 500; false. */
 bool request_out_of_memory(struct parse *p);
+
+/* The fields of a score body, as unknown-field messages list them. */
+#define REQUEST_SCORE_FIELDS                                                               \
+    "\"text_1\" with \"text_2\" (or \"queries\" with \"documents\" or \"items\", \"data_1\" " \
+    "with \"data_2\")"
+
+/* Score routes: when `key` is one of their text fields, keep its value in
+ * p and set *taken; false with err set when a field is given twice under
+ * two names. */
+bool request_score_field(struct parse *p, const char *key, json_t *value, bool *taken);
 
 /* p->inputs -> p->req->inputs by the route's shape, within max_client_batch
  * (request_inputs.c): false with err set. */

@@ -26,6 +26,11 @@
 #include "route_table.h"
 
 #define TRUNCATION (PROTO_PARAM(TRUNCATE) | PROTO_PARAM(TRUNCATION_DIRECTION))
+/* vLLM's score request, less what only its engine has (priority,
+ * cache_salt, multimodal content, padding). */
+#define SCORE_PARAMS                                                                       \
+    (PROTO_PARAM(MODEL) | PROTO_PARAM(USER) | PROTO_PARAM(TRUNCATE_PROMPT_TOKENS) |          \
+     PROTO_PARAM(USE_ACTIVATION))
 
 const struct proto_route_desc proto_routes[] = {
     [PROTO_ROUTE_EMBED] = {
@@ -159,6 +164,22 @@ const struct proto_route_desc proto_routes[] = {
                   TRUNCATION,
         .check = proto_check_sparse, .setup = proto_setup_sparse,
         .render = proto_render_embed_sparse,
+    },
+    [PROTO_ROUTE_SCORE] = {
+        .path = "/score", .name = "score", .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "text_2", .inputs = &proto_inputs_score, .flat_body = true,
+        .params = SCORE_PARAMS,
+        .check = proto_check_score, .tokenize = proto_tokenize_score,
+        .setup = proto_setup_score, .render = proto_render_score,
+        .envelope = PROTO_ENVELOPE_OPENAI,
+    },
+    [PROTO_ROUTE_V1_SCORE] = {
+        .path = "/v1/score", .name = "v1-score", .methods = PROTO_METHOD_POST,
+        .inputs_name = "text_2", .inputs = &proto_inputs_score, .flat_body = true,
+        .params = SCORE_PARAMS,
+        .check = proto_check_score, .tokenize = proto_tokenize_score,
+        .setup = proto_setup_score, .render = proto_render_score,
+        .envelope = PROTO_ENVELOPE_OPENAI,
     },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route

@@ -56,6 +56,8 @@ enum proto_param {
     PROTO_PARAM_PROMPT_NAME,    /* sentence-transformers prompts (/embed, /similarity) */
     PROTO_PARAM_PROMPT,
     PROTO_PARAM_THRESHOLD,      /* /embed_sparse: smallest value answered */
+    PROTO_PARAM_TRUNCATE_PROMPT_TOKENS, /* vLLM: -1 (the limit) or a length to cut to */
+    PROTO_PARAM_USE_ACTIVATION, /* vLLM: false answers raw logits */
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 64, "a route's parameters are a 64-bit mask");
@@ -74,6 +76,7 @@ extern const struct proto_inputs proto_inputs_token_ids; /* token ids only (/dec
 extern const struct proto_inputs proto_inputs_documents; /* a list, each paired with "query" */
 extern const struct proto_inputs proto_inputs_document_objects; /* or of {"text": ...} */
 extern const struct proto_inputs proto_inputs_questions; /* {"question", "context"} or a list */
+extern const struct proto_inputs proto_inputs_score; /* vLLM: "text_1" with "text_2", ... */
 
 /* Error bodies (errors.c). */
 enum proto_envelope {
@@ -147,5 +150,9 @@ proto_render_fn proto_render_question_answering;
 proto_check_fn proto_check_zero_shot;                           /* extract_zs_route.c */
 proto_tokenize_fn proto_tokenize_hypotheses;
 proto_render_fn proto_render_zero_shot;
+proto_check_fn proto_check_score;                               /* score.c */
+proto_tokenize_fn proto_tokenize_score;
+proto_setup_fn proto_setup_score;
+proto_render_fn proto_render_score;
 
 #endif

@@ -102,6 +102,8 @@ static char *info_json(const struct server *s)
         json_array_append_new(caps, json_string("fill-mask"));
     if (m->can_classify && c->num_labels == 1) /* a cross-encoder */
         json_array_append_new(caps, json_string("rerank"));
+    if (proto_can_score(m)) /* a cross-encoder, or cosines of embeddings */
+        json_array_append_new(caps, json_string("score"));
     if (m->can_detect_replaced) /* an ELECTRA discriminator */
         json_array_append_new(caps, json_string("replaced-tokens"));
     if (m->can_classify_tokens) /* a *ForTokenClassification head */

@@ -85,7 +85,7 @@ class Family:
         self.assertEqual(info["model"]["model_type"], self.model_type)
         self.assertEqual(info["model"]["family"], self.family)
         self.assertEqual(sorted(info["model"]["capabilities"]),
-                         ["classify", "embed", "fill-mask", "rerank", "tokenize"])
+                         ["classify", "embed", "fill-mask", "rerank", "score", "tokenize"])
 
     def test_embed_and_tokenize(self):
         got = self.same_as_cli("embed", {"inputs": ["Hello world!", "Zürich, 東京."]})
@@ -207,6 +207,103 @@ class Family:
             self.assertEqual(status, 422, (path, body, got))
             self.assertEqual(got["error_type"], "validation")
             self.assertIn(needle, got["error"])
+
+
+    def test_score(self):
+        """vLLM's /score: each pair's sigmoid(logit), in pair order, as /classify of the pairs."""
+        logits = self.classify_scores(DOCS)
+        body = {"model": "m", "text_1": QUERY, "text_2": DOCS}
+        status, _, got = self.s.post("/score", body)
+        self.assertEqual(status, 200, got)
+        rc, offline = cli(BIN, "score", self.model, body)
+        self.assertEqual(rc, 0)
+        self.assertTrue(close_floats(got["data"], offline["data"], 1e-5), offline)
+        self.assertEqual(set(got), {"id", "object", "created", "model", "data", "usage"})
+        self.assertEqual((got["object"], got["model"]), ("list", os.path.basename(self.model)))
+        self.assertTrue(got["id"].startswith("score-"), got["id"])
+        self.assertLess(abs(got["created"] - time.time()), 300)
+        self.assertEqual([d["index"] for d in got["data"]], list(range(len(DOCS))))
+        for d in got["data"]:
+            self.assertEqual(d["object"], "score")
+            self.assertAlmostEqual(d["score"], sigmoid(logits[d["index"]]), places=5)
+        status, _, tok = self.s.post("/tokenize", {"inputs": [[QUERY, d] for d in DOCS]})
+        n_tokens = sum(len(t) for t in tok)
+        self.assertEqual(got["usage"], {"prompt_tokens": n_tokens, "total_tokens": n_tokens,
+                                        "completion_tokens": 0, "prompt_tokens_details": None})
+        # N:N under vLLM's other spellings, raw logits with use_activation false.
+        queries = [QUERY, "How tall is it?", "What is a banana?"]
+        pairs = list(zip(queries, DOCS[:3]))
+        status, _, cls = self.s.post("/classify", {"inputs": [list(p) for p in pairs],
+                                                   "raw_scores": True})
+        want = [x[0]["score"] for x in cls]
+        for first, second in (("queries", "documents"), ("queries", "items"),
+                              ("data_1", "data_2")):
+            status, _, got = self.s.post("/v1/score", {first: queries, second: DOCS[:3],
+                                                       "use_activation": False})
+            self.assertEqual(status, 200, got)
+            self.assertTrue(close_floats([d["score"] for d in got["data"]], want, 1e-5))
+        # One pair as two strings.
+        status, _, one = self.s.post("/score", {"text_1": QUERY, "text_2": DOCS[1]})
+        self.assertEqual([d["index"] for d in one["data"]], [0])
+        self.assertAlmostEqual(one["data"][0]["score"], sigmoid(logits[1]), places=5)
+
+    def test_score_truncation(self):
+        status, info = self.s.get_json("/info")
+        if info["model"]["max_input_tokens"] > 1024:
+            self.skipTest("a long-context family: the shorter ones read the same code")
+        long_doc = " ".join(["The tower is 330 metres tall."] * 200)
+        status, _, err = self.s.post("/score", {"text_1": QUERY, "text_2": ["x", long_doc]})
+        self.assertEqual(status, 413, err)
+        self.assertEqual(err["error"]["code"], "payload_too_large")
+        self.assertRegex(err["error"]["message"],
+                         r'^the pair text_1\[0\], text_2\[1\] is \d+ tokens long, more than '
+                         r'the limit of \d+; send "truncate_prompt_tokens": -1 to cut it$')
+        for n in (-1, 40):
+            status, hdrs, got = self.s.post("/score", {"text_1": QUERY, "text_2": ["x", long_doc],
+                                                       "truncate_prompt_tokens": n})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(hdrs.get("x-truncated-inputs"), "1")
+        # 40 tokens: the pair as /tokenize cuts it to 40, scored as /classify scores it.
+        status, _, tok = self.s.post("/tokenize", {"inputs": [[QUERY, long_doc]], "truncate": True})
+        status, _, want = self.s.post("/classify", {"inputs": [[QUERY, long_doc]],
+                                                    "raw_scores": True, "truncate": True})
+        status, _, got40 = self.s.post("/score", {"text_1": QUERY, "text_2": long_doc,
+                                                  "truncate_prompt_tokens": 40,
+                                                  "use_activation": False})
+        self.assertEqual(got40["usage"]["prompt_tokens"], 40)
+        status, _, got_max = self.s.post("/score", {"text_1": QUERY, "text_2": long_doc,
+                                                    "truncate_prompt_tokens": -1,
+                                                    "use_activation": False})
+        self.assertEqual(got_max["usage"]["prompt_tokens"], len(tok[0]))
+        self.assertAlmostEqual(got_max["data"][0]["score"], want[0][0]["score"], places=5)
+
+    def test_score_errors(self):
+        for body, needle in [
+                ({}, 'missing fields: send "text_1" with "text_2"'),
+                ({"queries": QUERY}, 'missing field "documents"'),
+                ({"text_1": QUERY, "documents": DOCS}, '"text_1" does not go with "documents"'),
+                ({"text_1": QUERY, "queries": QUERY, "text_2": DOCS},
+                 'are two names for the same texts'),
+                ({"text_1": [QUERY] * 2, "text_2": DOCS}, '"text_1" has 2 texts and "text_2" 5'),
+                ({"text_1": DOCS, "text_2": QUERY}, '"text_1" has 5 texts and "text_2" 1'),
+                ({"text_1": QUERY, "text_2": []}, '"text_2" must not be an empty list'),
+                ({"text_1": [], "text_2": DOCS}, '"text_1" must not be an empty list'),
+                ({"queries": QUERY, "items": [1]}, '"items[0]" must be a string, got an integer'),
+                ({"text_1": {"a": 1}, "text_2": DOCS}, '"text_1" must be a string or a list'),
+                ({"text_1": QUERY, "text_2": DOCS, "truncate_prompt_tokens": 0}, 'got 0'),
+                ({"text_1": QUERY, "text_2": DOCS, "truncate_prompt_tokens": -2},
+                 'must be between -1 and'),
+                ({"text_1": QUERY, "text_2": DOCS, "truncate_prompt_tokens": 100000},
+                 'more than this model\'s limit of'),
+                ({"text_1": QUERY, "text_2": DOCS, "truncate_prompt_tokens": 2},
+                 '"truncate_prompt_tokens" 2 is too few for the pair text_1[0], text_2[0]'),
+                ({"text_1": QUERY, "text_2": DOCS, "use_activation": "no"},
+                 '"use_activation" must be a boolean'),
+                ({"text_1": QUERY, "text_2": DOCS, "top_n": 1}, 'unknown field "top_n"')]:
+            status, _, got = self.s.post("/score", body)
+            self.assertEqual(status, 422, (body, got))
+            self.assertEqual(got["error"]["code"], "validation", got)
+            self.assertIn(needle, got["error"]["message"])
 
 
 class BertCrossEncoder(Family, unittest.TestCase):
@@ -608,7 +705,7 @@ class ElectraDiscriminator(unittest.TestCase):
         status, info = self.s.get_json("/info")
         self.assertEqual(info["model"]["architecture"], "ElectraForPreTraining")
         self.assertEqual(sorted(info["model"]["capabilities"]),
-                         ["embed", "replaced-tokens", "tokenize"])
+                         ["embed", "replaced-tokens", "score", "tokenize"])
         status, _, got = self.s.post("/embed", {"inputs": "Hello world!"})
         self.assertEqual(status, 200, got)
         status, _, got = self.s.post("/classify", {"inputs": "Hello world!"})
@@ -644,10 +741,15 @@ class NotACrossEncoder(unittest.TestCase):
         try:
             status, info = s.get_json("/info")
             self.assertNotIn("rerank", info["model"]["capabilities"])
+            self.assertNotIn("score", info["model"]["capabilities"])
             for path, key in (("/rerank", "texts"), ("/v1/rerank", "documents")):
                 status, _, got = s.post(path, {"query": QUERY, key: DOCS})
                 self.assertEqual(status, 422, got)
                 self.assertIn("cannot rerank: its classifier has 2 labels", got["error"])
+            status, _, got = s.post("/score", {"text_1": QUERY, "text_2": DOCS})
+            self.assertEqual(status, 422, got)
+            self.assertIn("cannot score pairs: its classifier has 2 labels",
+                          got["error"]["message"])
             status, _, got = s.post("/fill-mask", {"inputs": "a [MASK]"})
             self.assertEqual(status, 422, got)
             self.assertIn("no masked-LM head", got["error"])
@@ -656,6 +758,62 @@ class NotACrossEncoder(unittest.TestCase):
             self.assertIn("no ELECTRA discriminator head", got["error"])
         finally:
             self.assertEqual(s.stop(), 0, s.output())
+
+
+class ScoreByCosine(unittest.TestCase):
+    """/score with a checkpoint without a classifier: the cosine of the two
+    texts' embeddings, computed here from /embed's vectors."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = init("embedder", "minilm")
+        cls.s = Server(BIN, cls.model)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0, cls.s.output()
+
+    def embed(self, texts):
+        status, _, got = self.s.post("/embed", {"inputs": texts, "normalize": False})
+        self.assertEqual(status, 200, got)
+        return got
+
+    @staticmethod
+    def cosine(a, b):
+        dot = sum(x * y for x, y in zip(a, b))
+        return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+    def test_one_to_many_and_pairwise(self):
+        status, info = self.s.get_json("/info")
+        self.assertEqual(sorted(info["model"]["capabilities"]), ["embed", "score", "tokenize"])
+        q, d = self.embed([QUERY])[0], self.embed(DOCS)
+        status, _, got = self.s.post("/score", {"text_1": QUERY, "text_2": DOCS})
+        self.assertEqual(status, 200, got)
+        want = [self.cosine(q, e) for e in d]
+        self.assertTrue(close_floats([x["score"] for x in got["data"]], want, 1e-5))
+        # The same numbers as /similarity, which answers the same question.
+        status, _, sim = self.s.post("/similarity", {"inputs": {"source_sentence": QUERY,
+                                                                "sentences": DOCS}})
+        self.assertTrue(close_floats([x["score"] for x in got["data"]], sim, 1e-6))
+        # Each text is read alone: the tokens are the query's once and every document's.
+        status, _, tok = self.s.post("/tokenize", {"inputs": [QUERY] + DOCS})
+        self.assertEqual(got["usage"]["prompt_tokens"], sum(len(t) for t in tok))
+        firsts = DOCS[::-1]
+        status, _, got = self.s.post("/v1/score", {"queries": firsts, "documents": DOCS,
+                                                   "use_activation": False})
+        self.assertEqual(status, 200, got)
+        want = [self.cosine(a, b) for a, b in zip(self.embed(firsts), d)]
+        self.assertTrue(close_floats([x["score"] for x in got["data"]], want, 1e-5))
+        self.assertAlmostEqual(got["data"][2]["score"], 1.0, places=5)  # the same text
+
+    def test_too_long_names_the_text(self):
+        long_doc = " ".join(["The tower is 330 metres tall."] * 200)
+        status, _, err = self.s.post("/score", {"text_1": [QUERY, "x"], "text_2": ["y", long_doc]})
+        self.assertEqual(status, 413, err)
+        self.assertRegex(err["error"]["message"], r'^text_2\[1\] is \d+ tokens long')
+        status, _, got = self.s.post("/score", {"text_1": [QUERY, "x"], "text_2": ["y", long_doc],
+                                                "truncate_prompt_tokens": -1})
+        self.assertEqual(status, 200, got)
 
 
 class UnsupportedModelType(unittest.TestCase):
