@@ -1,7 +1,8 @@
 /* A request body of every route through the whole wire path the server runs
  * before the encoder: parse and validate, tokenize with the real WordPiece
  * tokenizer, set up the tasks, render the response (with the zeroed results
- * the job starts with) or the error body. The first byte picks the route. */
+ * the job starts with) or the error body. The first byte picks the route
+ * (its value modulo the number of routes). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* A checkpoint has one per-token head at most: the one the route needs. */
     model.can_classify_tokens = route == PROTO_ROUTE_TOKEN_CLASSIFICATION;
     model.can_answer_questions = route == PROTO_ROUTE_QUESTION_ANSWERING;
+    /* /score's two ways: a cross-encoder (one label) there, cosines of
+     * embeddings (no classifier) on /v1/score, which runs the same code. */
+    model.can_classify = route != PROTO_ROUTE_V1_SCORE;
+    model.config.num_labels = route == PROTO_ROUTE_SCORE ? 1 : 2;
     struct proto_request req;
     struct proto_job job;
     struct proto_error err = {0};
