@@ -85,9 +85,11 @@ bool proto_check_dimensions(const struct proto_request *r, const struct bert_mod
                             struct proto_error *err)
 {
     if (r->dimensions > model->config.hidden_size) {
+        const bool cohere = proto_routes[r->route].params & PROTO_PARAM(OUTPUT_DIMENSION);
         proto_error_set(err, PROTO_ERR_INVALID,
-                        "\"dimensions\" must be at most the model's embedding size %zu, got %u",
-                        model->config.hidden_size, (unsigned)r->dimensions);
+                        "\"%s\" must be at most the model's embedding size %zu, got %u",
+                        cohere ? "output_dimension" : "dimensions", model->config.hidden_size,
+                        (unsigned)r->dimensions);
         return false;
     }
     return true;
@@ -117,6 +119,8 @@ static bool encode_failed(const struct proto_job *job, const struct bert_model *
         bert_encoding_free(&enc);
         const char *hint = route->params & PROTO_PARAM(TRUNCATE)
                                ? "; send \"truncate\": true to cut it"
+                           : route->params & PROTO_PARAM(TRUNCATE_SIDE)
+                               ? "; send \"truncate\": \"END\" to cut it"
                                : "";
         if (n)
             proto_error_set(err, PROTO_ERR_TOO_LARGE,
@@ -153,17 +157,42 @@ static enum bert_status encode_token_ids(const struct bert_model *model, const j
     return st;
 }
 
+/* Cohere's input_type as a sentence-transformers prompt: one of that name,
+ * else for search_query and search_document the "query" and "document"
+ * prompts that sentence-transformers' encode_query and encode_document
+ * use. False when the checkpoint has none of them. */
+static bool input_type_prompt(const struct bert_config *c, const char *input_type,
+                              const char **prompt, size_t *len)
+{
+    const char *alias = strcmp(input_type, "search_query") == 0      ? "query"
+                        : strcmp(input_type, "search_document") == 0 ? "document"
+                                                                     : NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *name = pass == 0 ? input_type : alias;
+        for (size_t i = 0; name != NULL && i < c->n_prompts; i++)
+            if (strcmp(c->prompt_names[i], name) == 0) {
+                *prompt = c->prompt_texts[i];
+                *len = strlen(*prompt);
+                return true;
+            }
+    }
+    return false;
+}
+
 /* The prompt put before every input: the request's "prompt", its
- * "prompt_name" among the checkpoint's prompts, or the checkpoint's
- * default_prompt_name, on the routes that take prompts; else none (NULL,
- * 0). False with err set for an unknown name. */
+ * "prompt_name" among the checkpoint's prompts, the one Cohere's
+ * "input_type" names, or the checkpoint's default_prompt_name, on the
+ * routes that take prompts; else none (NULL, 0). False with err set for
+ * an unknown name. */
 static bool find_prompt(const struct proto_request *r, const struct bert_model *model,
                         const char **prompt, size_t *len, struct proto_error *err)
 {
     const struct bert_config *c = &model->config;
     *prompt = NULL;
     *len = 0;
-    if (!(proto_routes[r->route].params & PROTO_PARAM(PROMPT_NAME)))
+    if (r->input_type != NULL && input_type_prompt(c, r->input_type, prompt, len))
+        return true;
+    if (!(proto_routes[r->route].params & (PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(INPUT_TYPE))))
         return true;
     if (r->prompt != NULL) {
         *prompt = r->prompt;
@@ -225,6 +254,8 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
         .truncate = r->has_truncate ? r->truncate : defaults->truncate,
         .side = r->truncation_side,
     };
+    if (r->max_tokens && (opts.max_length == 0 || r->max_tokens < opts.max_length))
+        opts.max_length = r->max_tokens;
     for (size_t i = 0; i < job->n_seqs; i++) {
         const struct proto_input *in = &r->inputs[i];
         struct bert_encoding *enc = &job->seqs[i].enc;

@@ -46,6 +46,8 @@ enum proto_route {
     PROTO_ROUTE_EMBED_SPARSE,    /* POST /embed_sparse (TEI: SPLADE vectors) */
     PROTO_ROUTE_SCORE,           /* POST /score (vLLM's Score API: pairs of texts scored) */
     PROTO_ROUTE_V1_SCORE,        /* POST /v1/score (the same) */
+    PROTO_ROUTE_COHERE_EMBED,    /* POST /v1/embed (Cohere's embed API, v1) */
+    PROTO_ROUTE_COHERE_V2_EMBED, /* POST /v2/embed (Cohere's v2) */
     PROTO_ROUTE_COUNT
 };
 
@@ -245,8 +247,23 @@ struct proto_request {
     size_t n_score_firsts;    /* texts "text_1" gave: 1 (paired with every input) or
                                  n_inputs (one each) */
     const char *score_names[2];
-    uint32_t max_tokens;      /* "truncate_prompt_tokens" > 0: every sequence cut to this
-                                 many tokens; 0: the limit of the model and config */
+    uint32_t max_tokens;      /* score's "truncate_prompt_tokens" > 0 or Cohere v2's
+                                 "max_tokens": every sequence at most this many tokens (cut
+                                 when truncating); 0: the limit of the model and config */
+
+    /* Cohere embed: "texts" are the inputs */
+    const char *input_type;   /* "search_query", ...: picks a sentence-transformers prompt */
+    unsigned embedding_types; /* PROTO_EMBEDDING_* bits asked for; 0: none named (v1 then
+                                 answers bare floats, v2 "float") */
+};
+
+/* Cohere's embedding types that are served (int8 and uint8 use Cohere's own
+ * scales and are refused). */
+enum proto_embedding_type {
+    PROTO_EMBEDDING_FLOAT = 1u << 0,
+    PROTO_EMBEDDING_BASE64 = 1u << 1,  /* the little-endian float32 bytes */
+    PROTO_EMBEDDING_BINARY = 1u << 2,  /* signs packed 8 to a byte, minus 128 */
+    PROTO_EMBEDDING_UBINARY = 1u << 3, /* signs packed 8 to a byte */
 };
 
 /* Parse and validate `body` for `route`. On failure fills err and returns

@@ -21,8 +21,7 @@ static bool all_finite(const float *v, size_t n)
 }
 
 
-/* OpenAI's base64 is of the little-endian float32 bytes. */
-static void write_base64_f32le(struct json_writer *w, const float *v, size_t n)
+void proto_write_base64_f32le(struct json_writer *w, const float *v, size_t n)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     json_writer_base64(w, v, n * sizeof *v);
@@ -57,20 +56,16 @@ static bool cut_vector(const float *e, size_t dims, bool unit, float *out)
     return isfinite(sq);
 }
 
-/* The width answered: "dimensions", or the model's. */
-static size_t answer_dims(const struct proto_job *job, const struct bert_model *model)
+size_t proto_answer_dims(const struct proto_job *job, const struct bert_model *model)
 {
     return job->req.dimensions ? job->req.dimensions : model->config.hidden_size;
 }
 
-/* Input i's embedding as answered, into `out` (answer_dims floats): cut to
- * "dimensions" and, when the engine made the whole vector unit length,
- * made so again. False for a non-finite one. */
-static bool answer_vector(const struct proto_job *job, const struct bert_model *model, size_t i,
+bool proto_answer_vector(const struct proto_job *job, const struct bert_model *model, size_t i,
                           float *out)
 {
     const struct bert_seq_task *t = &job->seqs[i].task;
-    size_t dims = answer_dims(job, model);
+    size_t dims = proto_answer_dims(job, model);
     bool renormalize = t->normalize && dims < model->config.hidden_size;
     return cut_vector(t->embedding, dims, renormalize, out) && all_finite(out, dims);
 }
@@ -79,13 +74,13 @@ static bool answer_vector(const struct proto_job *job, const struct bert_model *
 bool proto_render_embed(struct json_writer *w, const struct proto_job *job,
                         const struct bert_model *model)
 {
-    size_t dims = answer_dims(job, model);
+    size_t dims = proto_answer_dims(job, model);
     float *cut = malloc(dims * sizeof *cut);
     if (cut == NULL)
         return false;
     json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs; i++) {
-        if (!answer_vector(job, model, i, cut)) {
+        if (!proto_answer_vector(job, model, i, cut)) {
             free(cut);
             return false;
         }
@@ -99,7 +94,7 @@ bool proto_render_embed(struct json_writer *w, const struct proto_job *job,
 bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
                          const struct bert_model *model)
 {
-    size_t dims = answer_dims(job, model);
+    size_t dims = proto_answer_dims(job, model);
     float *cut = malloc(dims * sizeof *cut);
     if (cut == NULL)
         return false;
@@ -109,7 +104,7 @@ bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
     json_writer_key(w, "data");
     json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs; i++) {
-        if (!answer_vector(job, model, i, cut)) {
+        if (!proto_answer_vector(job, model, i, cut)) {
             free(cut);
             return false;
         }
@@ -120,7 +115,7 @@ bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
         json_writer_int(w, (int64_t)i);
         json_writer_key(w, "embedding");
         if (job->req.base64)
-            write_base64_f32le(w, cut, dims);
+            proto_write_base64_f32le(w, cut, dims);
         else
             json_writer_float_array(w, cut, dims);
         json_writer_end_object(w);

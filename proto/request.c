@@ -58,6 +58,12 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_THRESHOLD] = "threshold",
     [PROTO_PARAM_TRUNCATE_PROMPT_TOKENS] = "truncate_prompt_tokens",
     [PROTO_PARAM_USE_ACTIVATION] = "use_activation",
+    [PROTO_PARAM_INPUT_TYPE] = "input_type",
+    [PROTO_PARAM_EMBEDDING_TYPES] = "embedding_types",
+    [PROTO_PARAM_TRUNCATE_SIDE] = "truncate",
+    [PROTO_PARAM_MAX_TOKENS] = "max_tokens",
+    [PROTO_PARAM_OUTPUT_DIMENSION] = "output_dimension",
+    [PROTO_PARAM_PRIORITY] = "priority",
 };
 
 
@@ -484,8 +490,90 @@ static bool parse_extraction_param(struct parse *p, enum proto_param i)
     return ok;
 }
 
+/* Cohere's "input_type": its four text types (the prompt is chosen when
+ * preparing, where the checkpoint's prompts are known). */
+static bool parse_input_type(struct parse *p)
+{
+    const char *s = NULL;
+    if (!get_string(p, PROTO_PARAM_INPUT_TYPE, &s))
+        return false;
+    if (strcmp(s, "image") == 0) {
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"input_type\": \"image\" is for images, and this server embeds texts");
+        return false;
+    }
+    if (strcmp(s, "search_document") != 0 && strcmp(s, "search_query") != 0 &&
+        strcmp(s, "classification") != 0 && strcmp(s, "clustering") != 0)
+        return bad_choice(p, PROTO_PARAM_INPUT_TYPE,
+                          "one of \"search_document\", \"search_query\", \"classification\", "
+                          "\"clustering\"",
+                          s);
+    p->req->input_type = s;
+    return true;
+}
+
+/* Cohere's "truncate": "NONE" (413 over the limit), "START" (cut the
+ * start) or "END" (cut the end), in any case. */
+static bool parse_truncate_side(struct parse *p)
+{
+    struct proto_request *req = p->req;
+    const char *s = NULL;
+    if (!get_string(p, PROTO_PARAM_TRUNCATE_SIDE, &s))
+        return false;
+    bool none = strcasecmp(s, "NONE") == 0, start = strcasecmp(s, "START") == 0;
+    if (!none && !start && strcasecmp(s, "END") != 0)
+        return bad_choice(p, PROTO_PARAM_TRUNCATE_SIDE, "one of \"NONE\", \"START\", \"END\"",
+                          s);
+    req->has_truncate = true;
+    req->truncate = !none;
+    req->truncation_side = start ? BERT_TRUNCATE_LEFT : BERT_TRUNCATE_RIGHT;
+    return true;
+}
+
+/* Cohere's "embedding_types" -> PROTO_EMBEDDING_* bits. */
+static bool parse_embedding_types(struct parse *p)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } types[] = {{"float", PROTO_EMBEDDING_FLOAT},
+                 {"base64", PROTO_EMBEDDING_BASE64},
+                 {"binary", PROTO_EMBEDDING_BINARY},
+                 {"ubinary", PROTO_EMBEDDING_UBINARY}};
+    const size_t n_types = sizeof types / sizeof types[0];
+    const char **names = NULL;
+    size_t n = 0;
+    bool ok = parse_string_list(p, PROTO_PARAM_EMBEDDING_TYPES, &names, &n);
+    if (ok && n == 0) {
+        proto_error_set(p->err, PROTO_ERR_INVALID,
+                        "\"embedding_types\" must not be an empty list");
+        ok = false;
+    }
+    for (size_t k = 0; ok && k < n; k++) {
+        size_t t = 0;
+        while (t < n_types && strcmp(names[k], types[t].name) != 0)
+            t++;
+        if (t < n_types) {
+            p->req->embedding_types |= types[t].bit;
+        } else if (strcmp(names[k], "int8") == 0 || strcmp(names[k], "uint8") == 0) {
+            proto_error_set(p->err, PROTO_ERR_INVALID,
+                            "\"embedding_types\": \"%s\" is not served: its scale is Cohere's "
+                            "own; ask for \"float\", \"base64\", \"binary\" or \"ubinary\"",
+                            names[k]);
+            ok = false;
+        } else {
+            ok = bad_choice(p, PROTO_PARAM_EMBEDDING_TYPES,
+                            "a list of \"float\", \"base64\", \"binary\", \"ubinary\"",
+                            names[k]);
+        }
+    }
+    free(names);
+    return ok;
+}
+
 /* The parameters of the client ecosystems' own fields: OpenAI's and Jina's
- * embeddings, Cohere's and Jina's rerank, TEI's /decode and prompts. */
+ * embeddings, Cohere's embed and rerank, Jina's rerank, TEI's /decode and
+ * prompts. */
 static bool parse_client_param(struct parse *p, enum proto_param i)
 {
     struct proto_request *req = p->req;
@@ -522,6 +610,15 @@ static bool parse_client_param(struct parse *p, enum proto_param i)
         } else {
             req->sparse_threshold = (float)json_number_value(p->params[i]);
         }
+        break;
+    case PROTO_PARAM_INPUT_TYPE:
+        ok = parse_input_type(p);
+        break;
+    case PROTO_PARAM_TRUNCATE_SIDE:
+        ok = parse_truncate_side(p);
+        break;
+    case PROTO_PARAM_EMBEDDING_TYPES:
+        ok = parse_embedding_types(p);
         break;
     case PROTO_PARAM_RANK_FIELDS:
         ok = parse_string_list(p, PROTO_PARAM_RANK_FIELDS, &req->rank_fields,
@@ -658,6 +755,9 @@ static bool parse_params(struct parse *p)
         case PROTO_PARAM_SKIP_SPECIAL_TOKENS:
         case PROTO_PARAM_LATE_CHUNKING:
         case PROTO_PARAM_THRESHOLD:
+        case PROTO_PARAM_INPUT_TYPE:
+        case PROTO_PARAM_EMBEDDING_TYPES:
+        case PROTO_PARAM_TRUNCATE_SIDE:
             ok = parse_client_param(p, (enum proto_param)i);
             break;
         case PROTO_PARAM_TRUNCATE_PROMPT_TOKENS:
@@ -671,6 +771,17 @@ static bool parse_params(struct parse *p)
             }
             req->has_truncate = req->truncate = ok;
             req->max_tokens = ok && x > 0 ? (uint32_t)x : 0;
+            break;
+        case PROTO_PARAM_MAX_TOKENS:
+            ok = get_integer(p, PROTO_PARAM_MAX_TOKENS, 1, 0, &x);
+            req->max_tokens = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+            break;
+        case PROTO_PARAM_OUTPUT_DIMENSION:
+            ok = get_integer(p, PROTO_PARAM_OUTPUT_DIMENSION, 1, 0, &x);
+            req->dimensions = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+            break;
+        case PROTO_PARAM_PRIORITY: /* one queue serves every request */
+            ok = get_integer(p, PROTO_PARAM_PRIORITY, 0, 0, &x);
             break;
         case PROTO_PARAM_USE_ACTIVATION: {
             bool activate = true;
@@ -723,6 +834,9 @@ static bool parse_params(struct parse *p)
         if (!ok)
             return false;
     }
+    /* Cohere truncates at the end unless told "NONE". */
+    if ((p->route->params & PROTO_PARAM(TRUNCATE_SIDE)) && !req->has_truncate)
+        req->has_truncate = req->truncate = true;
     return apply_raw_scores(p, function_given);
 }
 

@@ -38,6 +38,8 @@ const struct proto_inputs proto_inputs_questions = {
     .questions = true};
 const struct proto_inputs proto_inputs_document_objects = {
     .expected = "a list of strings", .list_only = true, .objects = true, .with_query = true};
+const struct proto_inputs proto_inputs_text_list = {.expected = "a list of strings",
+                                                    .list_only = true};
 const struct proto_inputs proto_inputs_score = {.expected = "a string or a list of strings",
                                                 .score = true};
 

@@ -366,11 +366,7 @@ static bool render(struct json_writer *w, const struct proto_job *job, int versi
         json_writer_end_object(w);
         json_writer_key(w, "meta");
         json_writer_begin_object(w);
-        json_writer_key(w, "api_version");
-        json_writer_begin_object(w);
-        json_writer_key(w, "version");
-        json_writer_cstring(w, version == 2 ? "2" : "1");
-        json_writer_end_object(w);
+        proto_write_cohere_version(w, version);
         json_writer_key(w, "billed_units");
         json_writer_begin_object(w);
         json_writer_key(w, "search_units");

@@ -28,6 +28,10 @@
 #define TRUNCATION (PROTO_PARAM(TRUNCATE) | PROTO_PARAM(TRUNCATION_DIRECTION))
 /* vLLM's score request, less what only its engine has (priority,
  * cache_salt, multimodal content, padding). */
+/* Cohere's embed request, texts only (no "images" or "inputs"). */
+#define COHERE_EMBED_PARAMS                                                                \
+    (PROTO_PARAM(MODEL) | PROTO_PARAM(INPUT_TYPE) | PROTO_PARAM(EMBEDDING_TYPES) |           \
+     PROTO_PARAM(TRUNCATE_SIDE))
 #define SCORE_PARAMS                                                                       \
     (PROTO_PARAM(MODEL) | PROTO_PARAM(USER) | PROTO_PARAM(TRUNCATE_PROMPT_TOKENS) |          \
      PROTO_PARAM(USE_ACTIVATION))
@@ -180,6 +184,20 @@ const struct proto_route_desc proto_routes[] = {
         .check = proto_check_score, .tokenize = proto_tokenize_score,
         .setup = proto_setup_score, .render = proto_render_score,
         .envelope = PROTO_ENVELOPE_OPENAI,
+    },
+    [PROTO_ROUTE_COHERE_EMBED] = {
+        .path = "/v1/embed", .name = "cohere-embed", .methods = PROTO_METHOD_POST,
+        .inputs_name = "texts", .inputs = &proto_inputs_text_list, .flat_body = true,
+        .params = COHERE_EMBED_PARAMS,
+        .setup = proto_setup_openai_embed, .render = proto_render_cohere_embed,
+    },
+    [PROTO_ROUTE_COHERE_V2_EMBED] = {
+        .path = "/v2/embed", .name = "cohere-v2-embed", .methods = PROTO_METHOD_POST,
+        .inputs_name = "texts", .inputs = &proto_inputs_text_list, .flat_body = true,
+        .params = COHERE_EMBED_PARAMS | PROTO_PARAM(MAX_TOKENS) | PROTO_PARAM(OUTPUT_DIMENSION) |
+                  PROTO_PARAM(PRIORITY),
+        .check = proto_check_dimensions, .setup = proto_setup_openai_embed,
+        .render = proto_render_cohere_v2_embed,
     },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route

@@ -58,6 +58,12 @@ enum proto_param {
     PROTO_PARAM_THRESHOLD,      /* /embed_sparse: smallest value answered */
     PROTO_PARAM_TRUNCATE_PROMPT_TOKENS, /* vLLM: -1 (the limit) or a length to cut to */
     PROTO_PARAM_USE_ACTIVATION, /* vLLM: false answers raw logits */
+    PROTO_PARAM_INPUT_TYPE,     /* Cohere: "search_query", ... (a prompt, if the model has it) */
+    PROTO_PARAM_EMBEDDING_TYPES, /* Cohere: ["float", "base64", "binary", "ubinary"] */
+    PROTO_PARAM_TRUNCATE_SIDE,  /* Cohere: "truncate" as "NONE", "START" or "END" */
+    PROTO_PARAM_MAX_TOKENS,     /* Cohere v2: tokens per input */
+    PROTO_PARAM_OUTPUT_DIMENSION, /* Cohere v2: "dimensions" */
+    PROTO_PARAM_PRIORITY,       /* Cohere v2: accepted, ignored (one queue here) */
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 64, "a route's parameters are a 64-bit mask");
@@ -77,6 +83,7 @@ extern const struct proto_inputs proto_inputs_documents; /* a list, each paired 
 extern const struct proto_inputs proto_inputs_document_objects; /* or of {"text": ...} */
 extern const struct proto_inputs proto_inputs_questions; /* {"question", "context"} or a list */
 extern const struct proto_inputs proto_inputs_score; /* vLLM: "text_1" with "text_2", ... */
+extern const struct proto_inputs proto_inputs_text_list; /* a list of strings (Cohere) */
 
 /* Error bodies (errors.c). */
 enum proto_envelope {
@@ -154,5 +161,6 @@ proto_check_fn proto_check_score;                               /* score.c */
 proto_tokenize_fn proto_tokenize_score;
 proto_setup_fn proto_setup_score;
 proto_render_fn proto_render_score;
+proto_render_fn proto_render_cohere_embed, proto_render_cohere_v2_embed; /* cohere_embed.c */
 
 #endif

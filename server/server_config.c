@@ -176,7 +176,7 @@ static const struct config_key config_keys[] = {
                config_check_model_name, false,
                "name in answers, /v1/models (\"\": folder)"),
     KEY_BOOL(model, openai_unit_length, "--openai-unit-length", "true",
-             "/v1/embeddings answers unit-length vectors"),
+             "unit-length OpenAI and Cohere embeddings"),
 
     KEY_NUMBER(batching, max_batch_tokens, "--max-batch-tokens", "N", "4096", 1, 1 << 24,
                "most tokens in one forward pass"),

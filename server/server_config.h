@@ -94,7 +94,8 @@ struct server_config {
         bool truncate;
         enum server_config_dtype dtype;
         char *served_model_name;     /* "" = the checkpoint folder's name */
-        bool openai_unit_length;     /* /v1/embeddings vectors of length 1 by default */
+        bool openai_unit_length;     /* /v1/embeddings' and Cohere's /v1/embed and
+                                        /v2/embed's vectors of length 1 by default */
     } model;
     struct {
         size_t max_batch_tokens;

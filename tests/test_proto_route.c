@@ -71,6 +71,8 @@ static void test_paths_and_labels(void)
         {PROTO_ROUTE_EMBED_SPARSE, "/embed_sparse", "embed-sparse", false},
         {PROTO_ROUTE_SCORE, "/score", "score", true},
         {PROTO_ROUTE_V1_SCORE, "/v1/score", "v1-score", false},
+        {PROTO_ROUTE_COHERE_EMBED, "/v1/embed", "cohere-embed", false},
+        {PROTO_ROUTE_COHERE_V2_EMBED, "/v2/embed", "cohere-v2-embed", false},
     };
     CHECK_INT_EQ(sizeof want / sizeof want[0], PROTO_ROUTE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

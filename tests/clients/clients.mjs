@@ -129,8 +129,51 @@ async function cohere() {
               "v2 rerank ok");
 }
 
+// Sentence-transformers' quantize_embeddings "ubinary": signs packed MSB first.
+function packSigns(v) {
+  const bytes = new Array(Math.ceil(v.length / 8)).fill(0);
+  v.forEach((x, k) => { if (x > 0) bytes[k >> 3] |= 0x80 >> (k & 7); });
+  return bytes;
+}
+
+async function cohereEmbed() {
+  const texts = ["hello world", "The cat sat on the mat."];
+  const raw = await post(EMBED, "/embed", { inputs: texts, normalize: false });
+  const v1 = new CohereClient({ token: "unused", environment: EMBED });
+  const e1 = await v1.embed({ texts, model: "embed-english-v3.0", inputType: "search_document" });
+  assert.equal(e1.responseType, "embeddings_floats");
+  assert.deepEqual(e1.texts, texts);
+  e1.embeddings.forEach((e, i) => close(e, unit(raw[i]), `cohere v1 embed ${i}`));
+  assert.equal(e1.meta.billedUnits.inputTokens,
+               (await post(EMBED, "/tokenize", { inputs: texts })).flat().length);
+  const typed = await v1.embed({ texts, embeddingTypes: ["float", "binary", "ubinary", "base64"] });
+  assert.equal(typed.responseType, "embeddings_by_type");
+  texts.forEach((_, i) => {
+    const want = packSigns(raw[i]);
+    assert.deepEqual(typed.embeddings.ubinary[i], want, `ubinary ${i}`);
+    assert.deepEqual(typed.embeddings.binary[i], want.map((b) => b - 128), `binary ${i}`);
+    const f32 = new Float32Array(new Uint8Array(Buffer.from(typed.embeddings.base64[i],
+                                                            "base64")).buffer);
+    close(Array.from(f32), typed.embeddings.float[i], `base64 ${i}`);
+  });
+  // v2 on the cross-encoder, whose checkpoint has the prompt "query": search_query uses it.
+  const v2 = new CohereClientV2({ token: "unused", environment: RERANK });
+  const e2 = await v2.embed({ texts: ["hello"], model: "embed-v4.0", inputType: "search_query",
+                              embeddingTypes: ["float"], outputDimension: 16 });
+  const prompted = await post(RERANK, "/embed", { inputs: "query: hello", prompt: "",
+                                                  normalize: false });
+  close(e2.embeddings.float[0], unit(prompted[0].slice(0, 16)), "cohere v2 embed search_query");
+  const doc = await v2.embed({ texts: ["hello"], model: "m", inputType: "search_document",
+                               embeddingTypes: ["float"] });
+  const bare = await post(RERANK, "/embed", { inputs: "hello", normalize: false });
+  close(doc.embeddings.float[0], unit(bare[0]), "cohere v2 embed search_document (no prompt)");
+  console.log("cohere: v1 embed (floats, by type: binary, ubinary, base64), " +
+              "v2 embed (input_type prompt, output_dimension) ok");
+}
+
 for (const [name, run] of [["openai", openai], ["langchain", langchain],
-                           ["huggingface", huggingface], ["cohere", cohere]]) {
+                           ["huggingface", huggingface], ["cohere", cohere],
+                           ["cohere embed", cohereEmbed]]) {
   try {
     await run();
   } catch (e) {

@@ -208,6 +208,88 @@ class Routes(unittest.TestCase):
                          "\"dimensions\" must be at most the model's embedding size %d, got %d"
                          % (HIDDEN, HIDDEN + 1))
 
+    def test_cohere_embed(self):
+        """Cohere's /v1/embed and /v2/embed (the cohere-ai client's calls are
+        in tests/clients): unit length, its truncation modes and limits, and
+        every refusal with its message."""
+        texts = ["hello world", "The cat sat on the mat."]
+        status, _, raw = self.s.post("/embed", {"inputs": texts, "normalize": False})
+
+        def unit(v):
+            n = math.sqrt(sum(x * x for x in v))
+            return [x / n for x in v]
+        status, _, v2 = self.s.post("/v2/embed", {"texts": texts, "model": "embed-v4.0",
+                                                  "input_type": "classification",
+                                                  "output_dimension": 16, "priority": 3})
+        self.assertEqual(status, 200, v2)
+        self.assertEqual(set(v2), {"id", "embeddings", "texts", "meta", "response_type"})
+        self.assertEqual(list(v2["embeddings"]), ["float"])
+        for e, r in zip(v2["embeddings"]["float"], raw):
+            self.assertTrue(close_floats(e, unit(r[:16]), 1e-5))
+        self.assertEqual(v2["meta"]["api_version"], {"version": "2"})
+        # Cohere cuts at the end unless told "NONE"; "START" keeps the end.
+        long_text = " ".join("word%d" % i for i in range(400))
+        status, _, tok = self.s.post("/tokenize", {"inputs": long_text, "truncate": True})
+        status, _, tok_left = self.s.post("/tokenize", {"inputs": long_text, "truncate": True,
+                                                        "truncation_direction": "left"})
+        cut = {}
+        for mode, want, side in (("END", tok, "right"), ("START", tok_left, "left")):
+            status, _, got = self.s.post("/v1/embed", {"texts": [long_text], "truncate": mode})
+            self.assertEqual(status, 200, got)
+            status, _, emb = self.s.post("/embed", {"inputs": long_text, "normalize": False,
+                                                    "truncate": True,
+                                                    "truncation_direction": side})
+            self.assertTrue(close_floats(got["embeddings"][0], unit(emb[0]), 1e-5), mode)
+            self.assertEqual(got["meta"]["billed_units"]["input_tokens"], len(want[0]))
+            cut[mode] = got["embeddings"][0]
+        self.assertFalse(close_floats(cut["END"], cut["START"], 1e-3))
+        status, _, got = self.s.post("/v1/embed", {"texts": [long_text]})
+        self.assertEqual(status, 200, got)
+        status, _, err = self.s.post("/v1/embed", {"texts": ["x", long_text], "truncate": "NONE"})
+        self.assertEqual(status, 413, err)
+        self.assertRegex(err["error"], r'^texts\[1\] is \d+ tokens long, more than the limit '
+                                       r'of \d+; send "truncate": "END" to cut it$')
+        # v2's max_tokens: at most that many tokens, cut unless "NONE".
+        status, _, got = self.s.post("/v2/embed", {"texts": texts, "max_tokens": 4})
+        self.assertEqual(got["meta"]["billed_units"]["input_tokens"], 8)
+        status, _, err = self.s.post("/v2/embed", {"texts": texts, "max_tokens": 4,
+                                                   "truncate": "NONE"})
+        self.assertEqual(status, 413, err)
+        for path, body, message in [
+                ("/v1/embed", {"texts": "a"}, '"texts" must be a list of strings, got a string'),
+                ("/v1/embed", {"model": "m"}, 'missing field "texts"'),
+                ("/v1/embed", {"texts": ["a"], "embedding_types": ["int8"]},
+                 '"embedding_types": "int8" is not served: its scale is Cohere\'s own; ask for '
+                 '"float", "base64", "binary" or "ubinary"'),
+                ("/v1/embed", {"texts": ["a"], "embedding_types": []},
+                 '"embedding_types" must not be an empty list'),
+                ("/v1/embed", {"texts": ["a"], "embedding_types": ["bits"]},
+                 '"embedding_types" must be a list of "float", "base64", "binary", "ubinary", '
+                 'got "bits"'),
+                ("/v1/embed", {"texts": ["a"], "input_type": "image"},
+                 '"input_type": "image" is for images, and this server embeds texts'),
+                ("/v1/embed", {"texts": ["a"], "input_type": "query"},
+                 '"input_type" must be one of "search_document", "search_query", '
+                 '"classification", "clustering", got "query"'),
+                ("/v1/embed", {"texts": ["a"], "truncate": "MIDDLE"},
+                 '"truncate" must be one of "NONE", "START", "END", got "MIDDLE"'),
+                ("/v1/embed", {"texts": ["a"], "output_dimension": 8},
+                 'unknown field "output_dimension"; accepted: "texts", "model", "input_type", '
+                 '"embedding_types", "truncate"'),
+                ("/v2/embed", {"texts": ["a"], "output_dimension": HIDDEN + 1},
+                 '"output_dimension" must be at most the model\'s embedding size %d, got %d'
+                 % (HIDDEN, HIDDEN + 1)),
+                ("/v2/embed", {"texts": ["a"], "max_tokens": 0},
+                 '"max_tokens" must be at least 1, got 0'),
+                ("/v2/embed", {"texts": ["a"], "priority": -1},
+                 '"priority" must be at least 0, got -1'),
+                ("/v2/embed", {"images": ["data:image/png;base64,AA=="]},
+                 'unknown field "images"; accepted: "texts", "model", "input_type", '
+                 '"embedding_types", "truncate", "max_tokens", "output_dimension", "priority"')]:
+            status, _, err = self.s.post(path, body)
+            self.assertEqual(status, 422, (path, body, err))
+            self.assertEqual(err, {"error": message, "error_type": "validation"})
+
     def test_openai_token_ids(self):
         """OpenAI's token arrays are the model's input as given: the ids
         /tokenize gives (specials included) embed as the text does."""
