@@ -601,6 +601,17 @@ bool proto_job_prepare(struct proto_job *job, const struct bert_model *model,
 
     if (route->check && !route->check(r, model, err))
         goto fail;
+    /* vLLM refuses a cut longer than the model takes (Cohere's max_tokens
+     * is only capped). */
+    const size_t limit = proto_max_tokens(model, limits);
+    if ((route->params & PROTO_PARAM(TRUNCATE_PROMPT_TOKENS)) && r->max_tokens && limit &&
+        r->max_tokens > limit) {
+        proto_error_set(err, PROTO_ERR_INVALID,
+                        "\"truncate_prompt_tokens\" is %u, more than this model's limit of %zu "
+                        "tokens",
+                        (unsigned)r->max_tokens, limit);
+        goto fail;
+    }
     /* A route that takes a "model" answers with one. */
     if (route->params & PROTO_PARAM(MODEL)) {
         const char *name = defaults->model_name ? defaults->model_name : "";

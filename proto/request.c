@@ -58,6 +58,7 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_THRESHOLD] = "threshold",
     [PROTO_PARAM_TRUNCATE_PROMPT_TOKENS] = "truncate_prompt_tokens",
     [PROTO_PARAM_USE_ACTIVATION] = "use_activation",
+    [PROTO_PARAM_TRUNCATION_SIDE] = "truncation_side",
     [PROTO_PARAM_INPUT_TYPE] = "input_type",
     [PROTO_PARAM_EMBEDDING_TYPES] = "embedding_types",
     [PROTO_PARAM_TRUNCATE_SIDE] = "truncate",
@@ -709,8 +710,9 @@ static bool parse_params(struct parse *p)
             req->has_truncate = true;
             break;
         case PROTO_PARAM_TRUNCATION_DIRECTION:
+        case PROTO_PARAM_TRUNCATION_SIDE: /* vLLM's name */
             /* text-embeddings-inference spells them "Right" / "Left". */
-            ok = get_string(p, PROTO_PARAM_TRUNCATION_DIRECTION, &s);
+            ok = get_string(p, (enum proto_param)i, &s);
             if (!ok)
                 break;
             if (strcmp(s, "right") == 0 || strcmp(s, "Right") == 0)
@@ -718,7 +720,7 @@ static bool parse_params(struct parse *p)
             else if (strcmp(s, "left") == 0 || strcmp(s, "Left") == 0)
                 req->truncation_side = BERT_TRUNCATE_LEFT;
             else
-                ok = bad_choice(p, PROTO_PARAM_TRUNCATION_DIRECTION, "\"right\" or \"left\"", s);
+                ok = bad_choice(p, (enum proto_param)i, "\"right\" or \"left\"", s);
             break;
         case PROTO_PARAM_TOP_K:
             ok = get_integer(p, PROTO_PARAM_TOP_K, 1, (json_int_t)p->limits->max_top_k, &x);
@@ -784,9 +786,17 @@ static bool parse_params(struct parse *p)
             ok = get_integer(p, PROTO_PARAM_PRIORITY, 0, 0, &x);
             break;
         case PROTO_PARAM_USE_ACTIVATION: {
+            /* vLLM's pooler activation: a classifier's sigmoid, or on the
+             * embedding route (the one that takes Jina's "normalized") the
+             * normalisation. */
             bool activate = true;
             ok = get_bool(p, PROTO_PARAM_USE_ACTIVATION, &activate);
-            req->raw_scores = !activate;
+            if (p->route->params & PROTO_PARAM(NORMALIZED)) {
+                req->has_normalize = true;
+                req->normalize = activate;
+            } else {
+                req->raw_scores = !activate;
+            }
             break;
         }
         case PROTO_PARAM_DIMENSIONS:

@@ -26,15 +26,16 @@
 #include "route_table.h"
 
 #define TRUNCATION (PROTO_PARAM(TRUNCATE) | PROTO_PARAM(TRUNCATION_DIRECTION))
+/* vLLM's truncation: how many tokens, and which end goes. */
+#define VLLM_TRUNCATION (PROTO_PARAM(TRUNCATE_PROMPT_TOKENS) | PROTO_PARAM(TRUNCATION_SIDE))
 /* vLLM's score request, less what only its engine has (priority,
  * cache_salt, multimodal content, padding). */
+#define SCORE_PARAMS                                                                       \
+    (PROTO_PARAM(MODEL) | PROTO_PARAM(USER) | VLLM_TRUNCATION | PROTO_PARAM(USE_ACTIVATION))
 /* Cohere's embed request, texts only (no "images" or "inputs"). */
 #define COHERE_EMBED_PARAMS                                                                \
     (PROTO_PARAM(MODEL) | PROTO_PARAM(INPUT_TYPE) | PROTO_PARAM(EMBEDDING_TYPES) |           \
      PROTO_PARAM(TRUNCATE_SIDE))
-#define SCORE_PARAMS                                                                       \
-    (PROTO_PARAM(MODEL) | PROTO_PARAM(USER) | PROTO_PARAM(TRUNCATE_PROMPT_TOKENS) |          \
-     PROTO_PARAM(USE_ACTIVATION))
 
 const struct proto_route_desc proto_routes[] = {
     [PROTO_ROUTE_EMBED] = {
@@ -71,7 +72,9 @@ const struct proto_route_desc proto_routes[] = {
         .inputs_name = "input", .inputs = &proto_inputs_texts_or_token_ids, .flat_body = true,
         .params = PROTO_PARAM(MODEL) | PROTO_PARAM(ENCODING_FORMAT) | PROTO_PARAM(DIMENSIONS) |
                   PROTO_PARAM(USER) | PROTO_PARAM(NORMALIZED) | PROTO_PARAM(EMBEDDING_TYPE) |
-                  PROTO_PARAM(TASK) | PROTO_PARAM(LATE_CHUNKING) | PROTO_PARAM(TRUNCATE),
+                  PROTO_PARAM(TASK) | PROTO_PARAM(LATE_CHUNKING) | PROTO_PARAM(TRUNCATE) |
+                  VLLM_TRUNCATION | PROTO_PARAM(USE_ACTIVATION) |
+                  PROTO_PARAM(ADD_SPECIAL_TOKENS),
         .check = proto_check_dimensions, .setup = proto_setup_openai_embed,
         .render = proto_render_openai, .envelope = PROTO_ENVELOPE_OPENAI,
     },

@@ -57,7 +57,8 @@ enum proto_param {
     PROTO_PARAM_PROMPT,
     PROTO_PARAM_THRESHOLD,      /* /embed_sparse: smallest value answered */
     PROTO_PARAM_TRUNCATE_PROMPT_TOKENS, /* vLLM: -1 (the limit) or a length to cut to */
-    PROTO_PARAM_USE_ACTIVATION, /* vLLM: false answers raw logits */
+    PROTO_PARAM_USE_ACTIVATION, /* vLLM: false answers raw logits, or unnormalised vectors */
+    PROTO_PARAM_TRUNCATION_SIDE, /* vLLM: "truncation_direction" */
     PROTO_PARAM_INPUT_TYPE,     /* Cohere: "search_query", ... (a prompt, if the model has it) */
     PROTO_PARAM_EMBEDDING_TYPES, /* Cohere: ["float", "base64", "binary", "ubinary"] */
     PROTO_PARAM_TRUNCATE_SIDE,  /* Cohere: "truncate" as "NONE", "START" or "END" */

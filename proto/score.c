@@ -117,18 +117,11 @@ bool proto_tokenize_score(struct proto_job *job, const struct bert_model *model,
 {
     const struct proto_request *r = &job->req;
     const size_t limit = proto_max_tokens(model, limits);
-    if (r->max_tokens && limit && r->max_tokens > limit) {
-        proto_error_set(err, PROTO_ERR_INVALID,
-                        "\"truncate_prompt_tokens\" is %u, more than this model's limit of %zu "
-                        "tokens",
-                        (unsigned)r->max_tokens, limit);
-        return false;
-    }
     struct bert_encode_options o = {
         .add_special_tokens = true,
         .max_length = r->max_tokens ? r->max_tokens : limit,
         .truncate = r->has_truncate ? r->truncate : defaults->truncate,
-        .side = BERT_TRUNCATE_RIGHT,
+        .side = r->truncation_side,
     };
     const bool cross = cross_encoder(model);
     const size_t n = cross ? r->n_inputs : r->n_score_firsts + r->n_inputs;

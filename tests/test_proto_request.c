@@ -625,8 +625,9 @@ static void test_openai(void)
     EXPECT_ERR(OPENAI, "{}", E422, "missing field \"input\"");
     EXPECT_ERR(OPENAI, "{\"inputs\":\"x\"}", E422,
                "unknown field \"inputs\"; accepted: \"input\", \"truncate\", "
-               "\"model\", \"encoding_format\", \"dimensions\", \"user\", \"normalized\", "
-               "\"embedding_type\", \"task\", \"late_chunking\"");
+               "\"add_special_tokens\", \"model\", \"encoding_format\", \"dimensions\", "
+               "\"user\", \"normalized\", \"embedding_type\", \"task\", \"late_chunking\", "
+               "\"truncate_prompt_tokens\", \"use_activation\", \"truncation_side\"");
     EXPECT_ERR(OPENAI, "{\"input\":\"x\",\"parameters\":{}}", E422, "unknown field \"parameters\"");
     EXPECT_ERR(OPENAI, "{\"input\":[]}", E422, "\"input\" must not be an empty list");
     /* OpenAI's token arrays: one list of ids, or a list of them (mixed with

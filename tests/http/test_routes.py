@@ -309,6 +309,46 @@ class Routes(unittest.TestCase):
         self.assertEqual(err["error"]["message"], "input[0]: token id 30522 at position 1 is not "
                          "in the vocabulary (0 to 30521)")
 
+    def test_vllm_embedding_fields(self):
+        """vLLM's extra fields on /v1/embeddings: truncate_prompt_tokens cuts
+        to that many tokens (the same vector as the kept tokens' ids),
+        truncation_side picks the end that goes, use_activation false is
+        the unnormalised vector, add_special_tokens false drops [CLS] and
+        [SEP]."""
+        text = "the quick brown fox jumps over the lazy dog"
+        status, _, toks = self.s.post("/tokenize", {"inputs": text})
+        ids = [t["id"] for t in toks[0]]
+        for side, kept in (("right", ids[:4] + ids[-1:]), ("left", ids[:1] + ids[-4:])):
+            status, _, got = self.s.post("/v1/embeddings", {"input": text,
+                                                            "truncate_prompt_tokens": 5,
+                                                            "truncation_side": side})
+            self.assertEqual(status, 200, got)
+            self.assertEqual(got["usage"]["prompt_tokens"], 5)
+            status, _, want = self.s.post("/v1/embeddings", {"input": [kept]})
+            self.assertTrue(close_floats(got["data"][0]["embedding"],
+                                         want["data"][0]["embedding"], 1e-6), side)
+        status, _, whole = self.s.post("/v1/embeddings", {"input": text,
+                                                          "truncate_prompt_tokens": -1})
+        self.assertEqual(whole["usage"]["prompt_tokens"], len(ids))
+        status, _, raw = self.s.post("/embed", {"inputs": text, "normalize": False})
+        status, _, got = self.s.post("/v1/embeddings", {"input": text, "use_activation": False})
+        self.assertTrue(close_floats(got["data"][0]["embedding"], raw[0], 1e-6))
+        status, _, bare = self.s.post("/v1/embeddings", {"input": text,
+                                                         "add_special_tokens": False})
+        status, _, want = self.s.post("/v1/embeddings", {"input": [ids[1:-1]]})
+        self.assertEqual(bare["usage"]["prompt_tokens"], len(ids) - 2)
+        self.assertTrue(close_floats(bare["data"][0]["embedding"], want["data"][0]["embedding"],
+                                     1e-6))
+        status, _, err = self.s.post("/v1/embeddings", {"input": text,
+                                                        "truncate_prompt_tokens": 100000})
+        self.assertEqual(status, 422, err)
+        self.assertEqual(err["error"]["message"], '"truncate_prompt_tokens" is 100000, more than '
+                         "this model's limit of 512 tokens")
+        status, _, err = self.s.post("/v1/embeddings", {"input": text,
+                                                        "truncation_side": "middle"})
+        self.assertEqual(err["error"]["message"],
+                         '"truncation_side" must be "right" or "left", got "middle"')
+
     def test_decode(self):
         """TEI's /decode: /tokenize's ids back to the (lower-cased) text."""
         status, _, toks = self.s.post("/tokenize", {"inputs": ["Hello world!", "a cat"]})
