@@ -266,8 +266,10 @@ enum proto_embedding_type {
     PROTO_EMBEDDING_UBINARY = 1u << 3, /* signs packed 8 to a byte */
 };
 
-/* Parse and validate `body` for `route`. On failure fills err and returns
- * false; `req` then holds nothing to free. */
+/* Parse and validate `body` for `route`. req->route is `route`, or the
+ * route whose body this is when the path serves two APIs' shapes (a body
+ * with "documents" on /rerank is /v1/rerank's, as vLLM's /rerank). On
+ * failure fills err and returns false; `req` then holds nothing to free. */
 bool proto_request_parse(enum proto_route route, const char *body, size_t len,
                          const struct proto_limits *limits, struct proto_request *req,
                          struct proto_error *err);

@@ -904,6 +904,10 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
                         jerr.line, jerr.column, jerr.text);
         return false;
     }
+    if (json_is_object(req->root) && proto_routes[route].alt_field != NULL &&
+        json_object_get(req->root, proto_routes[route].alt_field) != NULL &&
+        json_object_get(req->root, proto_routes[route].inputs_name) == NULL)
+        req->route = route = proto_routes[route].alt_route;
     struct parse p = {
         .route = &proto_routes[route],
         .limits = limits,

@@ -18,6 +18,9 @@
  *   - several paths with one parser (/predict beside /classify, /v2/rerank
  *     beside /v1/rerank): rows that share inputs, params, check and setup
  *     and name their own render and envelope;
+ *   - another API's body on the same path (vLLM's Jina-shaped /rerank on
+ *     TEI's): alt_field names what marks it and alt_route the row that
+ *     reads it;
  *   - CORS preflight: the server answers OPTIONS for any path of the table
  *     with the row's methods. */
 #include <string.h>
@@ -83,6 +86,7 @@ const struct proto_route_desc proto_routes[] = {
         .inputs_name = "texts", .inputs = &proto_inputs_documents,
         .params = PROTO_PARAM(QUERY) | PROTO_PARAM(RAW_SCORES) | PROTO_PARAM(RETURN_TEXT) |
                   PROTO_PARAM(TOP_N) | TRUNCATION,
+        .alt_field = "documents", .alt_route = PROTO_ROUTE_V1_RERANK,
         .check = proto_check_rerank, .setup = proto_setup_classify,
         .render = proto_render_rerank,
     },

@@ -125,6 +125,12 @@ struct proto_route_desc {
     bool flat_body;             /* OpenAI / Cohere bodies: no Hugging Face "parameters"
                                    and "options" wrappers */
     uint64_t params;            /* PROTO_PARAM() bits accepted */
+    /* Another API's body on this path: one with the field `alt_field` and
+     * without inputs_name is read, answered and refused as route
+     * `alt_route` (vLLM's Jina-shaped /rerank on TEI's /rerank). NULL: no
+     * other shape. */
+    const char *alt_field;
+    enum proto_route alt_route;
     /* The job (job.c) and the answer. */
     proto_check_fn *check;      /* NULL: every checkpoint can */
     proto_tokenize_fn *tokenize; /* NULL: one sequence per input */

@@ -138,6 +138,17 @@ class Family:
             self.assertAlmostEqual(r["relevance_score"], sigmoid(logits[r["index"]]), places=5)
             self.assertEqual(r["document"], {"text": DOCS[r["index"]]})
         self.assertGreater(got["usage"]["total_tokens"], 0)
+        # vLLM's /rerank is Jina's shape: "documents" on TEI's path answers as /v1/rerank.
+        status, _, vllm = self.s.post("/rerank", {"model": "m", "query": QUERY,
+                                                  "documents": docs, "top_n": 3,
+                                                  "return_documents": True})
+        self.assertEqual(status, 200, vllm)
+        del vllm["id"], got["id"]
+        self.assertEqual(vllm, got)
+        status, _, err = self.s.post("/rerank", {"query": QUERY, "documents": DOCS,
+                                                 "raw_scores": True})
+        self.assertEqual(status, 422, err)
+        self.assertIn('unknown field "raw_scores"; accepted: "documents"', err["error"])
 
     def test_cohere_fields(self):
         """Cohere v1 rank_fields (the fields as "name: value" lines, in order)
