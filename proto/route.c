@@ -43,7 +43,7 @@
 const struct proto_route_desc proto_routes[] = {
     [PROTO_ROUTE_EMBED] = {
         .path = "/embed", .name = "embed", .methods = PROTO_METHOD_POST, .cli = true,
-        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts_or_token_ids,
         .params = PROTO_PARAM(POOLING) | PROTO_PARAM(NORMALIZE) | PROTO_PARAM(DIMENSIONS) |
                   PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | TRUNCATION,
         .check = proto_check_dimensions, .setup = proto_setup_embed,
@@ -164,13 +164,13 @@ const struct proto_route_desc proto_routes[] = {
     },
     [PROTO_ROUTE_EMBED_ALL] = {
         .path = "/embed_all", .name = "embed-all", .methods = PROTO_METHOD_POST,
-        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts_or_token_ids,
         .params = PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | TRUNCATION,
         .setup = proto_setup_hidden, .render = proto_render_embed_all,
     },
     [PROTO_ROUTE_EMBED_SPARSE] = {
         .path = "/embed_sparse", .name = "embed-sparse", .methods = PROTO_METHOD_POST,
-        .inputs_name = "inputs", .inputs = &proto_inputs_texts,
+        .inputs_name = "inputs", .inputs = &proto_inputs_texts_or_token_ids,
         .params = PROTO_PARAM(PROMPT_NAME) | PROTO_PARAM(PROMPT) | PROTO_PARAM(THRESHOLD) |
                   TRUNCATION,
         .check = proto_check_sparse, .setup = proto_setup_sparse,

@@ -230,18 +230,26 @@ static void test_shape_errors(void)
     EXPECT_ERR(EMBED, "{\"inputs\":\"x\",\"pooling\":null,\"parameters\":{\"pooling\":\"mean\"}}",
                E422, "given both");
 
-    EXPECT_ERR(EMBED, "{\"inputs\":5}", E422,
+    EXPECT_ERR(FILL, "{\"inputs\":5}", E422,
                "\"inputs\" must be a string or a list of strings, got an integer");
-    EXPECT_ERR(EMBED, "{\"inputs\":null}", E422, "got null");
-    EXPECT_ERR(EMBED, "{\"inputs\":{\"text\":\"a\"}}", E422, "got an object");
-    EXPECT_ERR(EMBED, "{\"inputs\":[]}", E422, "\"inputs\" must not be an empty list");
-    EXPECT_ERR(EMBED, "{\"inputs\":[\"a\",1]}", E422,
+    EXPECT_ERR(FILL, "{\"inputs\":null}", E422, "got null");
+    EXPECT_ERR(FILL, "{\"inputs\":{\"text\":\"a\"}}", E422, "got an object");
+    EXPECT_ERR(FILL, "{\"inputs\":[]}", E422, "\"inputs\" must not be an empty list");
+    EXPECT_ERR(FILL, "{\"inputs\":[\"a\",1]}", E422,
                "\"inputs[1]\" must be a string, got an integer");
-    EXPECT_ERR(EMBED, "{\"inputs\":[\"a\",2.5]}", E422,
+    EXPECT_ERR(FILL, "{\"inputs\":[\"a\",2.5]}", E422,
                "\"inputs[1]\" must be a string, got a float");
-    EXPECT_ERR(EMBED, "{\"inputs\":[[\"a\",\"b\"]]}", E422,
+    EXPECT_ERR(FILL, "{\"inputs\":[[\"a\",\"b\"]]}", E422,
                "\"inputs[0]\" must be a string, got a list");
-    EXPECT_ERR(EMBED, "{\"inputs\":[\"a\",true]}", E422, "got a boolean");
+    EXPECT_ERR(FILL, "{\"inputs\":[\"a\",true]}", E422, "got a boolean");
+    /* TEI's /embed (and /embed_all, /embed_sparse) take token ids too. */
+    EXPECT_ERR(EMBED, "{\"inputs\":5}", E422,
+               "\"inputs\" must be a string, a list of strings, a list of token ids or a list "
+               "of lists of token ids, got an integer");
+    EXPECT_ERR(EMBED, "{\"inputs\":[\"a\",1]}", E422,
+               "\"inputs[1]\" must be a string or a list of token ids, got an integer");
+    EXPECT_ERR(EMBED, "{\"inputs\":[[101,\"b\"]]}", E422,
+               "\"inputs[0][1]\" must be a token id (an integer), got a string");
 
     /* User text in messages is escaped and cut. */
     char body[512];

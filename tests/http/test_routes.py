@@ -70,6 +70,21 @@ class Routes(unittest.TestCase):
                                         "parameters": {"pooling": "cls"}})
         self.assertEqual(hf, cls_)
 
+    def test_embed_token_ids(self):
+        """TEI's /embed, /embed_all and /embed_sparse take token ids as the
+        model's input as given: /tokenize's ids embed as the text does."""
+        texts = ["hello there", "The cat sat on the mat."]
+        status, _, toks = self.s.post("/tokenize", {"inputs": texts})
+        ids = [[t["id"] for t in seq] for seq in toks]
+        for route in ("/embed", "/embed_all", "/embed_sparse"):
+            status, _, by_text = self.s.post(route, {"inputs": texts})
+            status, _, by_ids = self.s.post(route, {"inputs": ids})
+            self.assertEqual(status, 200, by_ids)
+            self.assertTrue(close_floats(by_ids, by_text, 1e-6), route)
+            status, _, one = self.s.post(route, {"inputs": ids[1]})
+            self.assertTrue(close_floats(one, by_text[1:], 1e-6), route)
+        self.same_as_cli("embed", {"inputs": ids})
+
     def test_fill_mask(self):
         single = self.same_as_cli("fill-mask", {"inputs": "Paris is the [MASK] of France."})
         self.assertEqual(len(single), 5)
