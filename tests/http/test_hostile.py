@@ -510,7 +510,8 @@ class Hostile(unittest.TestCase):
             (b'{"inputs": [null]}', 422),
             (b'{"inputs": [["a"]]}', 422),
             (b'{"inputs": [["a", "b", "c"]]}', 422),
-            (b'{"inputs": [1, 2]}', 422),
+            (b'{"inputs": [1, "a"]}', 422),                         # token ids, one not
+            (b'{"inputs": [[1, 2], [-1]]}', 422),
             (b'{"inputs": true}', 422),
             (json.dumps({"inputs": [""] * 10000}).encode(), 413),
         ]
