@@ -62,9 +62,10 @@ static bool answer(struct runner *r, enum proto_route route, const char *body, s
     struct proto_request req;
     struct proto_job job = {0};
     struct proto_error perr = {0};
-    bool ok = proto_request_parse(route, body, len, &r->limits, &req, &perr) &&
-              proto_job_prepare(&job, r->model, &r->limits, &r->defaults, &req, &perr) &&
-              (!proto_job_needs_compute(&job) || run_job(r, &job, &perr));
+    bool ok = proto_request_parse(route, body, len, &r->limits, &req, &perr);
+    route = req.route; /* another API's body on this route's path answers as its own */
+    ok = ok && proto_job_prepare(&job, r->model, &r->limits, &r->defaults, &req, &perr) &&
+         (!proto_job_needs_compute(&job) || run_job(r, &job, &perr));
     char *text;
     size_t text_len;
     if (ok) {

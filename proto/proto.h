@@ -48,6 +48,7 @@ enum proto_route {
     PROTO_ROUTE_V1_SCORE,        /* POST /v1/score (the same) */
     PROTO_ROUTE_COHERE_EMBED,    /* POST /v1/embed (Cohere's embed API, v1) */
     PROTO_ROUTE_COHERE_V2_EMBED, /* POST /v2/embed (Cohere's v2) */
+    PROTO_ROUTE_VLLM_CLASSIFY,   /* POST /classify with vLLM's body ("input") */
     PROTO_ROUTE_COUNT
 };
 
@@ -268,8 +269,10 @@ enum proto_embedding_type {
 
 /* Parse and validate `body` for `route`. req->route is `route`, or the
  * route whose body this is when the path serves two APIs' shapes (a body
- * with "documents" on /rerank is /v1/rerank's, as vLLM's /rerank). On
- * failure fills err and returns false; `req` then holds nothing to free. */
+ * with "documents" on /rerank is /v1/rerank's, as vLLM's /rerank; one with
+ * "input" on /classify is vLLM's /classify), also on failure: answer and
+ * refuse as req->route. On failure fills err and returns false; `req`
+ * then holds nothing to free. */
 bool proto_request_parse(enum proto_route route, const char *body, size_t len,
                          const struct proto_limits *limits, struct proto_request *req,
                          struct proto_error *err);

@@ -44,6 +44,13 @@ bool proto_answer_vector(const struct proto_job *job, const struct bert_model *m
 struct json_writer;
 void proto_write_base64_f32le(struct json_writer *w, const float *v, size_t n);
 
+/* vLLM's answers (score.c): "id" (prefix and a unique value), "object":
+ * "list", "created" and "model" as keys of the object being written; and
+ * its "usage" with every sequence's tokens as the prompt's. */
+void proto_write_vllm_head(struct json_writer *w, const struct proto_job *job,
+                           const char *prefix);
+void proto_write_vllm_usage(struct json_writer *w, const struct proto_job *job);
+
 /* Cohere's meta "api_version": {"version": "1" or "2"}, as a key and value
  * of the object being written (cohere_embed.c; rerank.c uses it too). */
 void proto_write_cohere_version(struct json_writer *w, int version);

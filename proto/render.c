@@ -240,6 +240,18 @@ static void activate(enum proto_activation act, const float *logits, size_t n, f
     }
 }
 
+/* id2label's name of `label`, or transformers' LABEL_<i>. */
+static void write_label(struct json_writer *w, const struct bert_config *cfg, size_t label)
+{
+    if (cfg->id2label && cfg->id2label[label]) {
+        json_writer_cstring(w, cfg->id2label[label]);
+    } else {
+        char name[32];
+        snprintf(name, sizeof name, "LABEL_%zu", label);
+        json_writer_cstring(w, name);
+    }
+}
+
 /* Every input's labels, best first; one list per input, inside a list when
  * the request was a batch or `nest_single`. */
 static bool render_labels(struct json_writer *w, const struct proto_job *job,
@@ -274,13 +286,7 @@ static bool render_labels(struct json_writer *w, const struct proto_job *job,
             size_t label = order[r];
             json_writer_begin_object(w);
             json_writer_key(w, "label");
-            if (cfg->id2label && cfg->id2label[label])
-                json_writer_cstring(w, cfg->id2label[label]);
-            else {
-                char name[32];
-                snprintf(name, sizeof name, "LABEL_%zu", label);
-                json_writer_cstring(w, name);
-            }
+            write_label(w, cfg, label);
             json_writer_key(w, "score");
             json_writer_float(w, scores[label]);
             json_writer_end_object(w);
@@ -320,6 +326,46 @@ double proto_cosine(const float *a, const float *b, size_t n)
         bb += (double)b[k] * b[k];
     }
     return dot / (fmax(sqrt(aa), 1e-8) * fmax(sqrt(bb), 1e-8));
+}
+
+/* vLLM's /classify: per input its "label" (the best), "probs" for every
+ * label (the activation as the pipeline's default; "use_activation": false
+ * the logits) and "num_classes", with vLLM's head and usage. */
+bool proto_render_vllm_classify(struct json_writer *w, const struct proto_job *job,
+                                const struct bert_model *model)
+{
+    const struct bert_config *cfg = &model->config;
+    const size_t n = cfg->num_labels;
+    enum proto_activation act = job->req.raw_scores ? PROTO_ACTIVATION_NONE
+                                                    : default_activation(cfg);
+    float *probs = malloc((n ? n : 1) * sizeof *probs);
+    if (probs == NULL)
+        return false;
+    json_writer_begin_object(w);
+    proto_write_vllm_head(w, job, "classify-");
+    json_writer_key(w, "data");
+    json_writer_begin_array(w);
+    for (size_t i = 0; i < job->n_seqs; i++) {
+        activate(act, job->seqs[i].task.logits, n, probs);
+        size_t best = 0;
+        for (size_t k = 1; k < n; k++)
+            best = probs[k] > probs[best] ? k : best;
+        json_writer_begin_object(w);
+        json_writer_key(w, "index");
+        json_writer_int(w, (int64_t)i);
+        json_writer_key(w, "label");
+        write_label(w, cfg, best);
+        json_writer_key(w, "probs");
+        json_writer_float_array(w, probs, n);
+        json_writer_key(w, "num_classes");
+        json_writer_int(w, (int64_t)n);
+        json_writer_end_object(w);
+    }
+    json_writer_end_array(w);
+    proto_write_vllm_usage(w, job);
+    json_writer_end_object(w);
+    free(probs);
+    return json_writer_ok(w);
 }
 
 /* /similarity: the cosine of the first input's embedding (the source

@@ -921,8 +921,10 @@ bool proto_request_parse(enum proto_route route, const char *body, size_t len,
     else
         ok = collect_fields(&p, req->root) && request_parse_inputs(&p) && parse_params(&p) &&
              pair_with_query(&p);
-    if (!ok)
+    if (!ok) {
         proto_request_free(req);
+        req->route = route; /* the shape it was read as names the error's envelope */
+    }
     return ok;
 }
 

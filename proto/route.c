@@ -19,8 +19,9 @@
  *     beside /v1/rerank): rows that share inputs, params, check and setup
  *     and name their own render and envelope;
  *   - another API's body on the same path (vLLM's Jina-shaped /rerank on
- *     TEI's): alt_field names what marks it and alt_route the row that
- *     reads it;
+ *     TEI's, vLLM's /classify on Hugging Face's): alt_field names what
+ *     marks it and alt_route the row that reads it, a row of its own
+ *     (alt_only) when no other path serves that shape;
  *   - CORS preflight: the server answers OPTIONS for any path of the table
  *     with the row's methods. */
 #include <string.h>
@@ -63,6 +64,7 @@ const struct proto_route_desc proto_routes[] = {
                   PROTO_PARAM(TOP_K_LABELS) | TRUNCATION,
         .check = proto_check_classify, .setup = proto_setup_classify,
         .render = proto_render_classify,
+        .alt_field = "input", .alt_route = PROTO_ROUTE_VLLM_CLASSIFY,
     },
     [PROTO_ROUTE_TOKENIZE] = {
         .path = "/tokenize", .name = "tokenize", .methods = PROTO_METHOD_POST, .cli = true,
@@ -206,6 +208,16 @@ const struct proto_route_desc proto_routes[] = {
         .check = proto_check_dimensions, .setup = proto_setup_openai_embed,
         .render = proto_render_cohere_v2_embed,
     },
+    [PROTO_ROUTE_VLLM_CLASSIFY] = {
+        .path = "/classify", .name = "vllm-classify", .methods = PROTO_METHOD_POST,
+        .alt_only = true,
+        .inputs_name = "input", .inputs = &proto_inputs_texts_or_token_ids, .flat_body = true,
+        .params = PROTO_PARAM(MODEL) | PROTO_PARAM(USER) | VLLM_TRUNCATION |
+                  PROTO_PARAM(USE_ACTIVATION) | PROTO_PARAM(ADD_SPECIAL_TOKENS) |
+                  PROTO_PARAM(PRIORITY),
+        .check = proto_check_classify, .setup = proto_setup_classify,
+        .render = proto_render_vllm_classify, .envelope = PROTO_ENVELOPE_OPENAI,
+    },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route
  * checks that every row in between is filled. */
@@ -215,7 +227,7 @@ _Static_assert(sizeof proto_routes / sizeof proto_routes[0] == PROTO_ROUTE_COUNT
 bool proto_route_from_path(const char *path, enum proto_route *out)
 {
     for (int r = 0; r < PROTO_ROUTE_COUNT; r++) {
-        if (strcmp(path, proto_routes[r].path) == 0) {
+        if (!proto_routes[r].alt_only && strcmp(path, proto_routes[r].path) == 0) {
             *out = (enum proto_route)r;
             return true;
         }

@@ -131,6 +131,8 @@ struct proto_route_desc {
      * other shape. */
     const char *alt_field;
     enum proto_route alt_route;
+    bool alt_only;              /* reached only as another row's alt_route: the path is
+                                   that row's, and proto_route_from_path skips it */
     /* The job (job.c) and the answer. */
     proto_check_fn *check;      /* NULL: every checkpoint can */
     proto_tokenize_fn *tokenize; /* NULL: one sequence per input */
@@ -169,5 +171,6 @@ proto_tokenize_fn proto_tokenize_score;
 proto_setup_fn proto_setup_score;
 proto_render_fn proto_render_score;
 proto_render_fn proto_render_cohere_embed, proto_render_cohere_v2_embed; /* cohere_embed.c */
+proto_render_fn proto_render_vllm_classify;                     /* render.c */
 
 #endif

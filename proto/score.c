@@ -173,20 +173,40 @@ static bool pair_score(const struct proto_job *job, const struct bert_model *mod
     return isfinite(*score);
 }
 
-bool proto_render_score(struct json_writer *w, const struct proto_job *job,
-                        const struct bert_model *model)
+void proto_write_vllm_head(struct json_writer *w, const struct proto_job *job, const char *prefix)
 {
-    const struct proto_request *r = &job->req;
     char id[PROTO_ANSWER_ID_SIZE];
-    json_writer_begin_object(w);
     json_writer_key(w, "id");
-    json_writer_cstring(w, proto_answer_id(id, "score-"));
+    json_writer_cstring(w, proto_answer_id(id, prefix));
     json_writer_key(w, "object");
     json_writer_cstring(w, "list");
     json_writer_key(w, "created");
     json_writer_int(w, (int64_t)time(NULL));
     json_writer_key(w, "model");
     json_writer_cstring(w, job->model_name ? job->model_name : "");
+}
+
+void proto_write_vllm_usage(struct json_writer *w, const struct proto_job *job)
+{
+    json_writer_key(w, "usage");
+    json_writer_begin_object(w);
+    json_writer_key(w, "prompt_tokens");
+    json_writer_int(w, (int64_t)job->n_tokens);
+    json_writer_key(w, "total_tokens");
+    json_writer_int(w, (int64_t)job->n_tokens);
+    json_writer_key(w, "completion_tokens");
+    json_writer_int(w, 0);
+    json_writer_key(w, "prompt_tokens_details");
+    json_writer_null(w);
+    json_writer_end_object(w);
+}
+
+bool proto_render_score(struct json_writer *w, const struct proto_job *job,
+                        const struct bert_model *model)
+{
+    const struct proto_request *r = &job->req;
+    json_writer_begin_object(w);
+    proto_write_vllm_head(w, job, "score-");
     json_writer_key(w, "data");
     json_writer_begin_array(w);
     for (size_t i = 0; i < r->n_inputs; i++) {
@@ -203,17 +223,7 @@ bool proto_render_score(struct json_writer *w, const struct proto_job *job,
         json_writer_end_object(w);
     }
     json_writer_end_array(w);
-    json_writer_key(w, "usage");
-    json_writer_begin_object(w);
-    json_writer_key(w, "prompt_tokens");
-    json_writer_int(w, (int64_t)job->n_tokens);
-    json_writer_key(w, "total_tokens");
-    json_writer_int(w, (int64_t)job->n_tokens);
-    json_writer_key(w, "completion_tokens");
-    json_writer_int(w, 0);
-    json_writer_key(w, "prompt_tokens_details");
-    json_writer_null(w);
-    json_writer_end_object(w);
+    proto_write_vllm_usage(w, job);
     json_writer_end_object(w);
     return json_writer_ok(w);
 }

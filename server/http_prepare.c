@@ -33,6 +33,7 @@ void http_prepare(struct http_request *hr)
     r->client_fd = fd;
     r->input = hr->body ? hr->body : "";
     r->input_len = hr->body_len;
+    r->read_as = r->route; /* until the prepare stage reads another API's body */
     r->next = NULL;
     http_request_set_state(hr, HTTP_REQUEST_OFF_LOOP);
     if (h->to_prepare_tail)

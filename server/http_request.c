@@ -110,6 +110,9 @@ static void finish_request(struct http_request *hr)
         metrics_stage(METRICS_STAGE_QUEUE, http_ms_between(hr->t_received, start) / 1e3);
         metrics_stage(METRICS_STAGE_INFERENCE, http_ms_between(start, r->t_compute_end) / 1e3);
     }
+    /* The API the body was read as answers and counts it (prepare.c). */
+    r->route = r->read_as;
+    hr->mroute = metrics_route_of(r->route);
     if (hr->state == HTTP_REQUEST_CUT_OFF) { /* answered by the drain's time-out */
         hr->state = HTTP_REQUEST_ANSWERED;
         if (r->body)

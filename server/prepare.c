@@ -75,13 +75,18 @@ static void prepare_one(struct prepare_pool *p, struct srv_request *r)
     const struct prepare_engine *e = &p->engine;
     uint64_t t0 = srv_now_ns();
     struct proto_request req;
-    r->refused = !proto_request_parse(r->route, r->input, r->input_len, &e->limits, &req,
-                                      &r->refusal) ||
-                 !proto_job_prepare(&r->job, e->model, &e->limits, &e->defaults, &req,
-                                    &r->refusal);
+    bool parsed = proto_request_parse(r->route, r->input, r->input_len, &e->limits, &req,
+                                      &r->refusal);
+    /* Another API's body on this path is answered, refused and counted as
+     * the route it was read as (vLLM's /classify on /classify). The loop
+     * may still read `route` (a drain's cut-off answer), so it takes this
+     * when the request comes back. */
+    r->read_as = req.route;
+    r->refused = !parsed || !proto_job_prepare(&r->job, e->model, &e->limits, &e->defaults,
+                                               &req, &r->refusal);
     metrics_stage(METRICS_STAGE_TOKENIZE, (double)(srv_now_ns() - t0) / 1e9);
     if (!r->refused) {
-        metrics_input_tokens(metrics_route_of(r->route), r->job.n_tokens);
+        metrics_input_tokens(metrics_route_of(r->read_as), r->job.n_tokens);
         if (!proto_job_needs_compute(&r->job)) {
             srv_request_render(r, e->model, e->answers);
         } else if (r->job.n_tokens > e->max_queue_tokens) {

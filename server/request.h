@@ -26,7 +26,10 @@ struct completions;
 
 struct srv_request {
     struct proto_job job;
-    enum proto_route route;
+    enum proto_route route;            /* the path's; the loop's to read */
+    enum proto_route read_as;          /* the route the prepare stage read the body as
+                                          (another API's shape on the path): the loop
+                                          takes it into `route` once the request is back */
     /* The client's socket (-1: unknown or let go), peeked by the worker
      * that takes the request. The loop lets go of it (srv_request_let_go)
      * before its connection may close; the lock orders a worker's peek

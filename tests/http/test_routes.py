@@ -141,6 +141,46 @@ class Routes(unittest.TestCase):
         self.assertEqual(len(batch), 3)
         self.assertEqual(batch[2], self.s.post("/predict", {"inputs": ["a", "b"]})[2])
 
+    def test_vllm_classify(self):
+        """vLLM's /classify body ("input") on the same path: per input the
+        best label, every label's probability in label order, num_classes;
+        the probabilities are /classify's scores, the logits with
+        use_activation false; token ids as given; OpenAI's error envelope."""
+        texts = ["I loved it", "awful, just awful"]
+        status, _, got = self.s.post("/classify", {"model": "x", "input": texts})
+        self.assertEqual(status, 200, got)
+        self.assertEqual(set(got), {"id", "object", "created", "model", "data", "usage"})
+        self.assertTrue(got["id"].startswith("classify-"))
+        status, _, hf = self.s.post("/classify", {"inputs": texts})
+        status, _, raw = self.s.post("/classify", {"inputs": texts, "raw_scores": True})
+        status, _, toks = self.s.post("/tokenize", {"inputs": texts})
+        self.assertEqual(got["usage"]["prompt_tokens"], sum(len(t) for t in toks))
+        labels = ["NEGATIVE", "POSITIVE"]
+        for i, d in enumerate(got["data"]):
+            self.assertEqual((d["index"], d["num_classes"]), (i, 2))
+            by_label = {p["label"]: p["score"] for p in hf[i]}
+            self.assertTrue(close_floats(d["probs"], [by_label[l] for l in labels], 1e-6))
+            self.assertEqual(d["label"], hf[i][0]["label"])
+        status, _, logits = self.s.post("/classify", {"input": texts[0], "use_activation": False})
+        by_label = {p["label"]: p["score"] for p in raw[0]}
+        self.assertTrue(close_floats(logits["data"][0]["probs"], [by_label[l] for l in labels],
+                                     1e-6))
+        ids = [t["id"] for t in toks[1]]
+        status, _, by_ids = self.s.post("/classify", {"input": [ids]})
+        self.assertTrue(close_floats(by_ids["data"][0]["probs"], got["data"][1]["probs"], 1e-6))
+        status, _, err = self.s.post("/classify", {"input": texts, "top_k": 1})
+        self.assertEqual(status, 422, err)
+        self.assertEqual(err["error"]["message"],
+                         'unknown field "top_k"; accepted: "input", "add_special_tokens", '
+                         '"model", "user", "truncate_prompt_tokens", "use_activation", '
+                         '"truncation_side", "priority"')
+        # Counted as the API it is, refusals included.
+        m = self.s.metrics()
+        self.assertGreaterEqual(m['bertserve_requests_total{route="vllm-classify",status="200"}'],
+                                3)
+        self.assertGreaterEqual(m['bertserve_requests_total{route="vllm-classify",status="422"}'],
+                                1)
+
     def test_similarity(self):
         """Cosines of the source's /embed vector with each sentence's."""
         sentences = ["a cat sat", "stock markets fell", "The cat sat on the mat."]
