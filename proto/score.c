@@ -5,7 +5,8 @@
  * other model without a classifier embeds both texts alone and answers
  * their cosine, as vLLM scores with embedding models. The answer is
  * vLLM's {"id", "object": "list", "created", "model", "data": [{"index",
- * "object": "score", "score"}], "usage"}, in the order of the pairs. */
+ * "object": "score", "score"}], "usage"}, in the order of the pairs; its
+ * head and usage writers serve vLLM's /classify answer too (render.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
