@@ -11,19 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "json_writer.h"
 #include "proto.h"
-#include "proto_internal.h"
 #include "route_table.h"
-
-void proto_write_cohere_version(struct json_writer *w, int version)
-{
-    json_writer_key(w, "api_version");
-    json_writer_begin_object(w);
-    json_writer_key(w, "version");
-    json_writer_cstring(w, version == 2 ? "2" : "1");
-    json_writer_end_object(w);
-}
 
 /* The sign bits of v (n components) packed into ceil(n / 8) bytes. */
 static void pack_signs(const float *v, size_t n, unsigned char *bytes)

@@ -7,68 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "json_writer.h"
 #include "proto.h"
-#include "proto_internal.h"
 #include "route_table.h"
-
-static bool all_finite(const float *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(v[i]))
-            return false;
-    return true;
-}
-
-
-void proto_write_base64_f32le(struct json_writer *w, const float *v, size_t n)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    json_writer_base64(w, v, n * sizeof *v);
-#else
-    unsigned char *le = malloc(n * 4 + 1);
-    if (le == NULL) {
-        w->nomem = true;
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, &v[i], 4);
-        for (int k = 0; k < 4; k++)
-            le[4 * i + k] = (unsigned char)(b >> (8 * k));
-    }
-    json_writer_base64(w, le, n * 4);
-    free(le);
-#endif
-}
-
-/* The first `dims` of `e` into `out`, scaled to unit length when `unit`
- * (sums in double): Matryoshka truncation as sentence-transformers'
- * truncate_dim then normalize. False for a zero or non-finite vector. */
-static bool cut_vector(const float *e, size_t dims, bool unit, float *out)
-{
-    double sq = 0;
-    for (size_t k = 0; k < dims; k++)
-        sq += (double)e[k] * e[k];
-    double scale = unit ? 1.0 / fmax(sqrt(sq), 1e-12) : 1.0; /* torch F.normalize's eps */
-    for (size_t k = 0; k < dims; k++)
-        out[k] = (float)(e[k] * scale);
-    return isfinite(sq);
-}
-
-size_t proto_answer_dims(const struct proto_job *job, const struct bert_model *model)
-{
-    return job->req.dimensions ? job->req.dimensions : model->config.hidden_size;
-}
-
-bool proto_answer_vector(const struct proto_job *job, const struct bert_model *model, size_t i,
-                          float *out)
-{
-    const struct bert_seq_task *t = &job->seqs[i].task;
-    size_t dims = proto_answer_dims(job, model);
-    bool renormalize = t->normalize && dims < model->config.hidden_size;
-    return cut_vector(t->embedding, dims, renormalize, out) && all_finite(out, dims);
-}
 
 /* TEI's /embed: one vector per input. */
 bool proto_render_embed(struct json_writer *w, const struct proto_job *job,
@@ -315,17 +257,6 @@ bool proto_render_predict(struct json_writer *w, const struct proto_job *job,
                           const struct bert_model *model)
 {
     return render_labels(w, job, model, false);
-}
-
-double proto_cosine(const float *a, const float *b, size_t n)
-{
-    double dot = 0, aa = 0, bb = 0;
-    for (size_t k = 0; k < n; k++) {
-        dot += (double)a[k] * b[k];
-        aa += (double)a[k] * a[k];
-        bb += (double)b[k] * b[k];
-    }
-    return dot / (fmax(sqrt(aa), 1e-8) * fmax(sqrt(bb), 1e-8));
 }
 
 /* vLLM's /classify: per input its "label" (the best), "probs" for every

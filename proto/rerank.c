@@ -8,12 +8,10 @@
  * documents, Cohere's "rank_fields", "max_tokens_per_doc" and
  * "max_chunks_per_doc". */
 #include <math.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "answer.h"
 #include "json_writer.h"
 #include "proto.h"
 #include "proto_internal.h"
@@ -289,18 +287,6 @@ static void write_document(struct json_writer *w, const struct proto_input *in, 
         json_writer_key(w, "text");
         json_writer_string(w, in->pair, in->pair_len);
     }
-}
-
-const char *proto_answer_id(char out[PROTO_ANSWER_ID_SIZE], const char *prefix)
-{
-    static atomic_uint_fast64_t counter;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t n = atomic_fetch_add(&counter, 1) + 1;
-    snprintf(out, PROTO_ANSWER_ID_SIZE, "%.16s%016llx-%08llx", prefix,
-             (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec,
-             (unsigned long long)n);
-    return out;
 }
 
 /* Each input's score: the best of its sequences (chunks of one document). */

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "answer.h"
 #include "json_writer.h"
 #include "proto.h"
 #include "proto_internal.h"
@@ -172,34 +172,6 @@ static bool pair_score(const struct proto_job *job, const struct bert_model *mod
         *score = proto_cosine(a, b, model->config.hidden_size);
     }
     return isfinite(*score);
-}
-
-void proto_write_vllm_head(struct json_writer *w, const struct proto_job *job, const char *prefix)
-{
-    char id[PROTO_ANSWER_ID_SIZE];
-    json_writer_key(w, "id");
-    json_writer_cstring(w, proto_answer_id(id, prefix));
-    json_writer_key(w, "object");
-    json_writer_cstring(w, "list");
-    json_writer_key(w, "created");
-    json_writer_int(w, (int64_t)time(NULL));
-    json_writer_key(w, "model");
-    json_writer_cstring(w, job->model_name ? job->model_name : "");
-}
-
-void proto_write_vllm_usage(struct json_writer *w, const struct proto_job *job)
-{
-    json_writer_key(w, "usage");
-    json_writer_begin_object(w);
-    json_writer_key(w, "prompt_tokens");
-    json_writer_int(w, (int64_t)job->n_tokens);
-    json_writer_key(w, "total_tokens");
-    json_writer_int(w, (int64_t)job->n_tokens);
-    json_writer_key(w, "completion_tokens");
-    json_writer_int(w, 0);
-    json_writer_key(w, "prompt_tokens_details");
-    json_writer_null(w);
-    json_writer_end_object(w);
 }
 
 bool proto_render_score(struct json_writer *w, const struct proto_job *job,

@@ -1,0 +1,47 @@
+/* Pieces of answers that several APIs' renderers share: an answer's id,
+ * embeddings as answered (cut, renormalised, base64), the cosine of two
+ * embeddings, and the heads of vLLM's and Cohere's answers. Private to
+ * proto/; pure functions over a job's results, any thread. */
+#ifndef PROTO_ANSWER_H
+#define PROTO_ANSWER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto.h"
+
+struct json_writer;
+
+/* An answer's "id" (Cohere's, vLLM's): `prefix` (at most 16 bytes), then
+ * the time and a counter, unique per answer of this process (not a
+ * secret). Returns out. */
+#define PROTO_ANSWER_ID_SIZE 64
+const char *proto_answer_id(char out[PROTO_ANSWER_ID_SIZE], const char *prefix);
+
+/* The cosine of a and b (n numbers each) as sentence-transformers' cos_sim:
+ * sums in double; a zero vector gives 0, as torch's eps does. */
+double proto_cosine(const float *a, const float *b, size_t n);
+
+/* The width an embedding is answered with: "dimensions" (Cohere's
+ * "output_dimension"), or the model's. */
+size_t proto_answer_dims(const struct proto_job *job, const struct bert_model *model);
+/* Sequence i's embedding as answered, into `out` (proto_answer_dims
+ * floats): cut to the width asked for and, when the engine made the whole
+ * vector unit length, made so again. False for a non-finite one. */
+bool proto_answer_vector(const struct proto_job *job, const struct bert_model *model, size_t i,
+                         float *out);
+/* The base64 of v's little-endian float32 bytes (OpenAI's and Cohere's). */
+void proto_write_base64_f32le(struct json_writer *w, const float *v, size_t n);
+
+/* vLLM's answers: "id" (prefix and a unique value), "object": "list",
+ * "created" and "model" as keys of the object being written; and its
+ * "usage" with every sequence's tokens as the prompt's. */
+void proto_write_vllm_head(struct json_writer *w, const struct proto_job *job,
+                           const char *prefix);
+void proto_write_vllm_usage(struct json_writer *w, const struct proto_job *job);
+
+/* Cohere's meta "api_version": {"version": "1" or "2"}, as a key and value
+ * of the object being written. */
+void proto_write_cohere_version(struct json_writer *w, int version);
+
+#endif
