@@ -105,7 +105,7 @@ void proto_write_vllm_head(struct json_writer *w, const struct proto_job *job,
     json_writer_cstring(w, job->model_name ? job->model_name : "");
 }
 
-void proto_write_vllm_usage(struct json_writer *w, const struct proto_job *job)
+void proto_write_usage(struct json_writer *w, const struct proto_job *job, bool vllm)
 {
     json_writer_key(w, "usage");
     json_writer_begin_object(w);
@@ -113,10 +113,12 @@ void proto_write_vllm_usage(struct json_writer *w, const struct proto_job *job)
     json_writer_int(w, (int64_t)job->n_tokens);
     json_writer_key(w, "total_tokens");
     json_writer_int(w, (int64_t)job->n_tokens);
-    json_writer_key(w, "completion_tokens");
-    json_writer_int(w, 0);
-    json_writer_key(w, "prompt_tokens_details");
-    json_writer_null(w);
+    if (vllm) {
+        json_writer_key(w, "completion_tokens");
+        json_writer_int(w, 0);
+        json_writer_key(w, "prompt_tokens_details");
+        json_writer_null(w);
+    }
     json_writer_end_object(w);
 }
 

@@ -34,11 +34,13 @@ bool proto_answer_vector(const struct proto_job *job, const struct bert_model *m
 void proto_write_base64_f32le(struct json_writer *w, const float *v, size_t n);
 
 /* vLLM's answers: "id" (prefix and a unique value), "object": "list",
- * "created" and "model" as keys of the object being written; and its
- * "usage" with every sequence's tokens as the prompt's. */
+ * "created" and "model" as keys of the object being written. */
 void proto_write_vllm_head(struct json_writer *w, const struct proto_job *job,
                            const char *prefix);
-void proto_write_vllm_usage(struct json_writer *w, const struct proto_job *job);
+/* OpenAI's "usage", every sequence's tokens as the prompt's, as a key of
+ * the object being written; `vllm` adds vLLM's "completion_tokens" (0) and
+ * "prompt_tokens_details" (null). */
+void proto_write_usage(struct json_writer *w, const struct proto_job *job, bool vllm);
 
 /* Cohere's meta "api_version": {"version": "1" or "2"}, as a key and value
  * of the object being written. */

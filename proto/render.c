@@ -66,13 +66,7 @@ bool proto_render_openai(struct json_writer *w, const struct proto_job *job,
     json_writer_end_array(w);
     json_writer_key(w, "model");
     json_writer_cstring(w, job->model_name ? job->model_name : "");
-    json_writer_key(w, "usage");
-    json_writer_begin_object(w);
-    json_writer_key(w, "prompt_tokens");
-    json_writer_int(w, (int64_t)job->n_tokens);
-    json_writer_key(w, "total_tokens");
-    json_writer_int(w, (int64_t)job->n_tokens);
-    json_writer_end_object(w);
+    proto_write_usage(w, job, false);
     json_writer_end_object(w);
     return true;
 }
@@ -293,7 +287,7 @@ bool proto_render_vllm_classify(struct json_writer *w, const struct proto_job *j
         json_writer_end_object(w);
     }
     json_writer_end_array(w);
-    proto_write_vllm_usage(w, job);
+    proto_write_usage(w, job, true);
     json_writer_end_object(w);
     free(probs);
     return json_writer_ok(w);

@@ -196,7 +196,7 @@ bool proto_render_score(struct json_writer *w, const struct proto_job *job,
         json_writer_end_object(w);
     }
     json_writer_end_array(w);
-    proto_write_vllm_usage(w, job);
+    proto_write_usage(w, job, true);
     json_writer_end_object(w);
     return json_writer_ok(w);
 }
