@@ -239,6 +239,35 @@ static enum bert_status encode_prompted(const struct bert_model *model, const ch
     return st;
 }
 
+struct bert_encode_options proto_encode_options(const struct proto_request *r,
+                                                const struct bert_model *model,
+                                                const struct proto_limits *limits,
+                                                const struct proto_defaults *defaults)
+{
+    struct bert_encode_options o = {
+        .add_special_tokens = r->add_special_tokens, /* true unless the request says false */
+        .max_length = proto_max_tokens(model, limits),
+        .truncate = r->has_truncate ? r->truncate : defaults->truncate,
+        .side = r->truncation_side,
+    };
+    if (r->max_tokens && (o.max_length == 0 || r->max_tokens < o.max_length))
+        o.max_length = r->max_tokens;
+    return o;
+}
+
+void proto_job_add_encoding(struct proto_job *job, const struct bert_model *model,
+                            struct bert_encoding *enc)
+{
+    /* Models with one token type (RoBERTa, XLM-R) have no pair types: a
+     * tokenizer template that still marks the second text 1 must not index
+     * past their type embeddings. (The encoder ignores type ids of models
+     * with none, like DistilBERT.) */
+    if (model->config.type_vocab_size == 1)
+        memset(enc->type_ids, 0, enc->n * sizeof *enc->type_ids);
+    job->n_tokens += enc->n;
+    job->n_truncated += enc->truncated ? 1 : 0;
+}
+
 static bool tokenize_inputs(struct proto_job *job, const struct bert_model *model,
                             const struct proto_limits *limits,
                             const struct proto_defaults *defaults, struct proto_error *err)
@@ -248,14 +277,7 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
     size_t prompt_len;
     if (!find_prompt(r, model, &prompt, &prompt_len, err))
         return false;
-    struct bert_encode_options opts = {
-        .add_special_tokens = r->add_special_tokens, /* true unless /tokenize says false */
-        .max_length = proto_max_tokens(model, limits),
-        .truncate = r->has_truncate ? r->truncate : defaults->truncate,
-        .side = r->truncation_side,
-    };
-    if (r->max_tokens && (opts.max_length == 0 || r->max_tokens < opts.max_length))
-        opts.max_length = r->max_tokens;
+    const struct bert_encode_options opts = proto_encode_options(r, model, limits, defaults);
     for (size_t i = 0; i < job->n_seqs; i++) {
         const struct proto_input *in = &r->inputs[i];
         struct bert_encoding *enc = &job->seqs[i].enc;
@@ -272,14 +294,7 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
         }
         if (st != BERT_OK)
             return encode_failed(job, model, i, &opts, st, &berr, err);
-        /* Models with one token type (RoBERTa, XLM-R) have no pair types: a
-         * tokenizer template that still marks the second text 1 must not
-         * index past their type embeddings. (The encoder ignores type ids
-         * of models with none, like DistilBERT.) */
-        if (model->config.type_vocab_size == 1)
-            memset(enc->type_ids, 0, enc->n * sizeof *enc->type_ids);
-        job->n_tokens += enc->n;
-        job->n_truncated += enc->truncated ? 1 : 0;
+        proto_job_add_encoding(job, model, enc);
     }
     return true;
 }

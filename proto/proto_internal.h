@@ -13,6 +13,20 @@
  * and the model's own (0: neither is set). */
 size_t proto_max_tokens(const struct bert_model *model, const struct proto_limits *limits);
 
+/* How the request's inputs are encoded: specials (unless it says not), at
+ * most the limit of proto_max_tokens or the request's own max_tokens when
+ * smaller, cut or refused beyond as it and the config say. */
+struct bert_encode_options proto_encode_options(const struct proto_request *r,
+                                                const struct bert_model *model,
+                                                const struct proto_limits *limits,
+                                                const struct proto_defaults *defaults);
+
+/* Sequence `enc`, just encoded into the job, made the encoder's input (one
+ * token type for models with one) and counted in n_tokens and
+ * n_truncated. */
+void proto_job_add_encoding(struct proto_job *job, const struct bert_model *model,
+                            struct bert_encoding *enc);
+
 /* User text quoted for an error message: at most PROTO_QUOTE_MAX_CHARS
  * characters of it, then "..." when it was longer. */
 #define PROTO_QUOTE_MAX_CHARS 64

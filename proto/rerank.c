@@ -121,12 +121,8 @@ static bool add_sequence(struct proto_job *job, const struct bert_model *model, 
         bert_encoding_free(&seq->enc); /* the slot is past n_seqs: nothing else frees it */
         return false;
     }
-    /* As tokenize_inputs (job.c): one token type, no pair types. */
-    if (model->config.type_vocab_size == 1)
-        memset(seq->enc.type_ids, 0, seq->enc.n * sizeof *seq->enc.type_ids);
+    proto_job_add_encoding(job, model, &seq->enc);
     job->seq_input[job->n_seqs++] = i;
-    job->n_tokens += seq->enc.n;
-    job->n_truncated += seq->enc.truncated ? 1 : 0;
     return true;
 }
 

@@ -117,13 +117,7 @@ bool proto_tokenize_score(struct proto_job *job, const struct bert_model *model,
                           const struct proto_defaults *defaults, struct proto_error *err)
 {
     const struct proto_request *r = &job->req;
-    const size_t limit = proto_max_tokens(model, limits);
-    struct bert_encode_options o = {
-        .add_special_tokens = true,
-        .max_length = r->max_tokens ? r->max_tokens : limit,
-        .truncate = r->has_truncate ? r->truncate : defaults->truncate,
-        .side = r->truncation_side,
-    };
+    const struct bert_encode_options o = proto_encode_options(r, model, limits, defaults);
     const bool cross = cross_encoder(model);
     const size_t n = cross ? r->n_inputs : r->n_score_firsts + r->n_inputs;
     job->seqs = calloc(n, sizeof *job->seqs);
@@ -141,11 +135,7 @@ bool proto_tokenize_score(struct proto_job *job, const struct bert_model *model,
                                                     s.pair_len, &o, enc, &berr);
         if (st != BERT_OK)
             return encode_failed(model, r, &s, &o, st, &berr, err);
-        /* As tokenize_inputs (job.c): one token type, no pair types. */
-        if (model->config.type_vocab_size == 1)
-            memset(enc->type_ids, 0, enc->n * sizeof *enc->type_ids);
-        job->n_tokens += enc->n;
-        job->n_truncated += enc->truncated ? 1 : 0;
+        proto_job_add_encoding(job, model, enc);
     }
     return true;
 }
