@@ -19,6 +19,7 @@ static void usage(FILE *out)
             "  classify   --model DIR [--jsonl]\n"
             "  rerank     --model DIR [--jsonl]   {\"query\", \"texts\"} with a cross-encoder\n"
             "  score      --model DIR [--jsonl]   {\"text_1\", \"text_2\"} pairs (vLLM)\n"
+            "  pooling    --model DIR [--jsonl]   {\"input\", \"task\"} (vLLM's Pooling API)\n"
             "  replaced-tokens --model DIR [--jsonl]   an ELECTRA discriminator's per-token P\n"
             "  token-classification --model DIR [--jsonl]   named entities\n"
             "  question-answering --model DIR [--jsonl]   {\"inputs\": {\"question\", \"context\"}}\n"

@@ -198,6 +198,7 @@ int cli_request_command(const char *name, int argc, char **argv)
         .pooling = model->config.pooling,
         .normalize = normalize || model->config.normalize,
         .truncate = truncate,
+        .openai_unit_length = true, /* the server's default: vLLM's /pooling embeds so */
         .model_name = model->dir,
     };
     if (pooling != NULL && !bert_pooling_parse(pooling, &r.defaults.pooling)) {

@@ -34,6 +34,35 @@ double proto_cosine(const float *a, const float *b, size_t n)
     return dot / (fmax(sqrt(aa), 1e-8) * fmax(sqrt(bb), 1e-8));
 }
 
+enum proto_activation proto_default_activation(const struct bert_config *cfg)
+{
+    /* transformers' TextClassificationPipeline.postprocess, in its order. */
+    if (cfg->problem_type == BERT_PROBLEM_MULTI_LABEL || cfg->num_labels == 1)
+        return PROTO_ACTIVATION_SIGMOID;
+    if (cfg->problem_type == BERT_PROBLEM_SINGLE_LABEL || cfg->num_labels > 1)
+        return PROTO_ACTIVATION_SOFTMAX;
+    return PROTO_ACTIVATION_NONE;
+}
+
+void proto_activate(enum proto_activation act, const float *logits, size_t n, float *out)
+{
+    if (act == PROTO_ACTIVATION_SOFTMAX) {
+        double max = logits[0], sum = 0;
+        for (size_t i = 1; i < n; i++)
+            if (logits[i] > max)
+                max = logits[i];
+        for (size_t i = 0; i < n; i++)
+            sum += exp((double)logits[i] - max);
+        for (size_t i = 0; i < n; i++)
+            out[i] = (float)(exp((double)logits[i] - max) / sum);
+    } else if (act == PROTO_ACTIVATION_SIGMOID) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = (float)(1.0 / (1.0 + exp(-(double)logits[i])));
+    } else {
+        memcpy(out, logits, n * sizeof *out);
+    }
+}
+
 static bool all_finite(const float *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)

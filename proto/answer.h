@@ -1,6 +1,7 @@
 /* Pieces of answers that several APIs' renderers share: an answer's id,
  * embeddings as answered (cut, renormalised, base64), the cosine of two
- * embeddings, and the heads of vLLM's and Cohere's answers. Private to
+ * embeddings, a classifier's activations, and the heads of vLLM's and
+ * Cohere's answers. Private to
  * proto/; pure functions over a job's results, any thread. */
 #ifndef PROTO_ANSWER_H
 #define PROTO_ANSWER_H
@@ -32,6 +33,13 @@ bool proto_answer_vector(const struct proto_job *job, const struct bert_model *m
                          float *out);
 /* The base64 of v's little-endian float32 bytes (OpenAI's and Cohere's). */
 void proto_write_base64_f32le(struct json_writer *w, const float *v, size_t n);
+
+/* The activation transformers' text-classification pipeline applies by
+ * default: sigmoid for multi-label or one-label checkpoints, softmax for
+ * single-label or several labels, else none. */
+enum proto_activation proto_default_activation(const struct bert_config *cfg);
+/* `act` of n logits into out (softmax and sigmoid in double; NONE copies). */
+void proto_activate(enum proto_activation act, const float *logits, size_t n, float *out);
 
 /* vLLM's answers: "id" (prefix and a unique value), "object": "list",
  * "created" and "model" as keys of the object being written. */

@@ -294,6 +294,15 @@ static bool tokenize_inputs(struct proto_job *job, const struct bert_model *mode
         }
         if (st != BERT_OK)
             return encode_failed(job, model, i, &opts, st, &berr, err);
+        /* A text of no tokens without special tokens: nothing for the
+         * encoder (/tokenize answers it). */
+        if (enc->n == 0 && proto_routes[r->route].setup != NULL) {
+            proto_error_set(err, PROTO_ERR_INVALID,
+                            "%s[%zu] has no tokens: send text that has some, or "
+                            "\"add_special_tokens\": true",
+                            proto_routes[r->route].inputs_name, i);
+            return false;
+        }
         proto_job_add_encoding(job, model, enc);
     }
     return true;

@@ -49,6 +49,7 @@ enum proto_route {
     PROTO_ROUTE_COHERE_EMBED,    /* POST /v1/embed (Cohere's embed API, v1) */
     PROTO_ROUTE_COHERE_V2_EMBED, /* POST /v2/embed (Cohere's v2) */
     PROTO_ROUTE_VLLM_CLASSIFY,   /* POST /classify with vLLM's body ("input") */
+    PROTO_ROUTE_POOLING,         /* POST /pooling (vLLM's Pooling API: "task" picks the output) */
     PROTO_ROUTE_COUNT
 };
 
@@ -138,6 +139,15 @@ enum proto_activation {
     PROTO_ACTIVATION_SOFTMAX,
     PROTO_ACTIVATION_SIGMOID,
     PROTO_ACTIVATION_NONE,
+};
+
+/* vLLM's /pooling "task": what each input's encoder output becomes. */
+enum proto_pooling_task {
+    PROTO_POOLING_DEFAULT,        /* not given: the checkpoint's (proto_pooling_task) */
+    PROTO_POOLING_EMBED,          /* the pooled embedding, as /v1/embeddings' */
+    PROTO_POOLING_CLASSIFY,       /* the classifier's probabilities, as vLLM /classify's */
+    PROTO_POOLING_TOKEN_EMBED,    /* every token's final hidden state, each unit length */
+    PROTO_POOLING_TOKEN_CLASSIFY, /* every token's label probabilities */
 };
 
 /* On the rerank routes every input is the pair (query, document). */
@@ -252,6 +262,9 @@ struct proto_request {
                                  "max_tokens": every sequence at most this many tokens (cut
                                  when truncating); 0: the limit of the model and config */
 
+    /* pooling (vLLM): "task" as given; proto_job_prepare sets the one run */
+    enum proto_pooling_task pooling_task;
+
     /* Cohere embed: "texts" are the inputs */
     const char *input_type;   /* "search_query", ...: picks a sentence-transformers prompt */
     unsigned embedding_types; /* PROTO_EMBEDDING_* bits asked for; 0: none named (v1 then
@@ -316,6 +329,12 @@ bool proto_can_zero_shot(const struct bert_model *model);
 /* True when /score can score pairs with the checkpoint: a cross-encoder
  * (a one-label classifier) or a model without a classifier (by cosine). */
 bool proto_can_score(const struct bert_model *model);
+
+/* The /pooling task `r` runs on this checkpoint: the one it names, else
+ * vLLM's default (a token classifier's token_classify, a sequence
+ * classifier's classify, any other checkpoint's embed). */
+enum proto_pooling_task proto_pooling_task(const struct proto_request *r,
+                                           const struct bert_model *model);
 
 /* True when the route needs the encoder (all but /tokenize). */
 bool proto_job_needs_compute(const struct proto_job *job);

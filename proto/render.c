@@ -147,35 +147,6 @@ bool proto_render_fill_mask(struct json_writer *w, const struct proto_job *job,
     return ok;
 }
 
-static enum proto_activation default_activation(const struct bert_config *cfg)
-{
-    /* transformers' TextClassificationPipeline.postprocess, in its order. */
-    if (cfg->problem_type == BERT_PROBLEM_MULTI_LABEL || cfg->num_labels == 1)
-        return PROTO_ACTIVATION_SIGMOID;
-    if (cfg->problem_type == BERT_PROBLEM_SINGLE_LABEL || cfg->num_labels > 1)
-        return PROTO_ACTIVATION_SOFTMAX;
-    return PROTO_ACTIVATION_NONE;
-}
-
-static void activate(enum proto_activation act, const float *logits, size_t n, float *out)
-{
-    if (act == PROTO_ACTIVATION_SOFTMAX) {
-        double max = logits[0], sum = 0;
-        for (size_t i = 1; i < n; i++)
-            if (logits[i] > max)
-                max = logits[i];
-        for (size_t i = 0; i < n; i++)
-            sum += exp((double)logits[i] - max);
-        for (size_t i = 0; i < n; i++)
-            out[i] = (float)(exp((double)logits[i] - max) / sum);
-    } else if (act == PROTO_ACTIVATION_SIGMOID) {
-        for (size_t i = 0; i < n; i++)
-            out[i] = (float)(1.0 / (1.0 + exp(-(double)logits[i])));
-    } else {
-        memcpy(out, logits, n * sizeof *out);
-    }
-}
-
 /* id2label's name of `label`, or transformers' LABEL_<i>. */
 static void write_label(struct json_writer *w, const struct bert_config *cfg, size_t label)
 {
@@ -197,7 +168,7 @@ static bool render_labels(struct json_writer *w, const struct proto_job *job,
     size_t n = cfg->num_labels;
     enum proto_activation act = job->req.function_to_apply;
     if (act == PROTO_ACTIVATION_DEFAULT)
-        act = default_activation(cfg);
+        act = proto_default_activation(cfg);
     float *scores = malloc((n ? n : 1) * sizeof *scores);
     size_t *order = malloc((n ? n : 1) * sizeof *order);
     bool ok = scores != NULL && order != NULL;
@@ -207,7 +178,7 @@ static bool render_labels(struct json_writer *w, const struct proto_job *job,
     if (nest)
         json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs && ok; i++) {
-        activate(act, job->seqs[i].task.logits, n, scores);
+        proto_activate(act, job->seqs[i].task.logits, n, scores);
         /* Insertion sort: stable, so equal scores keep label order. */
         for (size_t a = 0; a < n; a++) {
             size_t b = a;
@@ -262,7 +233,7 @@ bool proto_render_vllm_classify(struct json_writer *w, const struct proto_job *j
     const struct bert_config *cfg = &model->config;
     const size_t n = cfg->num_labels;
     enum proto_activation act = job->req.raw_scores ? PROTO_ACTIVATION_NONE
-                                                    : default_activation(cfg);
+                                                    : proto_default_activation(cfg);
     float *probs = malloc((n ? n : 1) * sizeof *probs);
     if (probs == NULL)
         return false;
@@ -271,7 +242,7 @@ bool proto_render_vllm_classify(struct json_writer *w, const struct proto_job *j
     json_writer_key(w, "data");
     json_writer_begin_array(w);
     for (size_t i = 0; i < job->n_seqs; i++) {
-        activate(act, job->seqs[i].task.logits, n, probs);
+        proto_activate(act, job->seqs[i].task.logits, n, probs);
         size_t best = 0;
         for (size_t k = 1; k < n; k++)
             best = probs[k] > probs[best] ? k : best;

@@ -65,6 +65,7 @@ static const char *const param_names[PROTO_PARAM_COUNT] = {
     [PROTO_PARAM_MAX_TOKENS] = "max_tokens",
     [PROTO_PARAM_OUTPUT_DIMENSION] = "output_dimension",
     [PROTO_PARAM_PRIORITY] = "priority",
+    [PROTO_PARAM_POOLING_TASK] = "task",
 };
 
 
@@ -531,6 +532,31 @@ static bool parse_truncate_side(struct parse *p)
     return true;
 }
 
+/* vLLM's pooling "task"; whether the checkpoint can run it is checked when
+ * preparing. vLLM's "plugin" (IOProcessor plugins) and
+ * "embed&token_classify" (BGE-M3's heads) have no checkpoint here. */
+static bool parse_pooling_task(struct parse *p)
+{
+    static const struct {
+        const char *name;
+        enum proto_pooling_task task;
+    } tasks[] = {{"embed", PROTO_POOLING_EMBED},
+                 {"classify", PROTO_POOLING_CLASSIFY},
+                 {"token_embed", PROTO_POOLING_TOKEN_EMBED},
+                 {"token_classify", PROTO_POOLING_TOKEN_CLASSIFY}};
+    const char *s = NULL;
+    if (!get_string(p, PROTO_PARAM_POOLING_TASK, &s))
+        return false;
+    for (size_t t = 0; t < sizeof tasks / sizeof tasks[0]; t++) {
+        if (strcmp(s, tasks[t].name) == 0) {
+            p->req->pooling_task = tasks[t].task;
+            return true;
+        }
+    }
+    return bad_choice(p, PROTO_PARAM_POOLING_TASK,
+                      "one of \"embed\", \"classify\", \"token_embed\", \"token_classify\"", s);
+}
+
 /* Cohere's "embedding_types" -> PROTO_EMBEDDING_* bits. */
 static bool parse_embedding_types(struct parse *p)
 {
@@ -595,6 +621,9 @@ static bool parse_client_param(struct parse *p, enum proto_param i)
     case PROTO_PARAM_NORMALIZED:
         ok = get_bool(p, PROTO_PARAM_NORMALIZED, &req->normalize);
         req->has_normalize = true;
+        break;
+    case PROTO_PARAM_POOLING_TASK:
+        ok = parse_pooling_task(p);
         break;
     case PROTO_PARAM_TASK:
         /* Jina's adapters (retrieval.query, ...) belong to its own
@@ -749,6 +778,7 @@ static bool parse_params(struct parse *p)
         case PROTO_PARAM_EMBEDDING_TYPE:
         case PROTO_PARAM_NORMALIZED:
         case PROTO_PARAM_TASK:
+        case PROTO_PARAM_POOLING_TASK:
         case PROTO_PARAM_RANK_FIELDS:
         case PROTO_PARAM_MAX_CHUNKS_PER_DOC:
         case PROTO_PARAM_MAX_TOKENS_PER_DOC:
@@ -788,15 +818,15 @@ static bool parse_params(struct parse *p)
         case PROTO_PARAM_USE_ACTIVATION: {
             /* vLLM's pooler activation: a classifier's sigmoid, or on the
              * embedding route (the one that takes Jina's "normalized") the
-             * normalisation. */
+             * normalisation; /pooling's task may be either. */
             bool activate = true;
             ok = get_bool(p, PROTO_PARAM_USE_ACTIVATION, &activate);
-            if (p->route->params & PROTO_PARAM(NORMALIZED)) {
+            if (p->route->params & (PROTO_PARAM(NORMALIZED) | PROTO_PARAM(POOLING_TASK))) {
                 req->has_normalize = true;
                 req->normalize = activate;
-            } else {
-                req->raw_scores = !activate;
             }
+            if (!(p->route->params & PROTO_PARAM(NORMALIZED)))
+                req->raw_scores = !activate;
             break;
         }
         case PROTO_PARAM_DIMENSIONS:

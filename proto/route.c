@@ -218,6 +218,15 @@ const struct proto_route_desc proto_routes[] = {
         .check = proto_check_classify, .setup = proto_setup_classify,
         .render = proto_render_vllm_classify, .envelope = PROTO_ENVELOPE_OPENAI,
     },
+    [PROTO_ROUTE_POOLING] = {
+        .path = "/pooling", .name = "pooling", .methods = PROTO_METHOD_POST, .cli = true,
+        .inputs_name = "input", .inputs = &proto_inputs_texts_or_token_ids, .flat_body = true,
+        .params = PROTO_PARAM(MODEL) | PROTO_PARAM(USER) | PROTO_PARAM(POOLING_TASK) |
+                  PROTO_PARAM(ENCODING_FORMAT) | VLLM_TRUNCATION | PROTO_PARAM(USE_ACTIVATION) |
+                  PROTO_PARAM(ADD_SPECIAL_TOKENS) | PROTO_PARAM(PRIORITY),
+        .check = proto_check_pooling, .setup = proto_setup_pooling,
+        .render = proto_render_pooling, .envelope = PROTO_ENVELOPE_OPENAI,
+    },
 };
 /* Designated rows leave no gap unnoticed at the end; test_proto_route
  * checks that every row in between is filled. */

@@ -65,6 +65,7 @@ enum proto_param {
     PROTO_PARAM_MAX_TOKENS,     /* Cohere v2: tokens per input */
     PROTO_PARAM_OUTPUT_DIMENSION, /* Cohere v2: "dimensions" */
     PROTO_PARAM_PRIORITY,       /* Cohere v2: accepted, ignored (one queue here) */
+    PROTO_PARAM_POOLING_TASK,   /* vLLM /pooling: "task", the output asked for */
     PROTO_PARAM_COUNT
 };
 _Static_assert(PROTO_PARAM_COUNT <= 64, "a route's parameters are a 64-bit mask");
@@ -172,5 +173,8 @@ proto_setup_fn proto_setup_score;
 proto_render_fn proto_render_score;
 proto_render_fn proto_render_cohere_embed, proto_render_cohere_v2_embed; /* cohere_embed.c */
 proto_render_fn proto_render_vllm_classify;                     /* render.c */
+proto_check_fn proto_check_pooling;                             /* pooling.c */
+proto_setup_fn proto_setup_pooling;
+proto_render_fn proto_render_pooling;
 
 #endif

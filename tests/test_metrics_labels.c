@@ -12,7 +12,7 @@ static const char *const labels[] = {
     "embed", "fill-mask", "classify", "tokenize", "openai-embeddings", "rerank", "v1-rerank",
     "replaced-tokens", "token-classification", "question-answering", "zero-shot-classification",
     "predict", "similarity", "v2-rerank", "decode", "embed-all", "embed-sparse", "score",
-    "v1-score", "cohere-embed", "cohere-v2-embed", "vllm-classify", "health", "ready", "info",
+    "v1-score", "cohere-embed", "cohere-v2-embed", "vllm-classify", "pooling", "health", "ready", "info",
     "metrics", "models", "other",
 };
 #define N_LABELS (sizeof labels / sizeof labels[0])

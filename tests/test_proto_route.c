@@ -85,6 +85,7 @@ static void test_paths_and_labels(void)
         {PROTO_ROUTE_COHERE_EMBED, "/v1/embed", "cohere-embed", false},
         {PROTO_ROUTE_COHERE_V2_EMBED, "/v2/embed", "cohere-v2-embed", false},
         {PROTO_ROUTE_VLLM_CLASSIFY, "/classify", "vllm-classify", false},
+        {PROTO_ROUTE_POOLING, "/pooling", "pooling", true},
     };
     CHECK_INT_EQ(sizeof want / sizeof want[0], PROTO_ROUTE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

@@ -49,8 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size == 0)
         return 0;
     enum proto_route route = (enum proto_route)(data[0] % PROTO_ROUTE_COUNT);
-    /* A checkpoint has one per-token head at most: the one the route needs. */
-    model.can_classify_tokens = route == PROTO_ROUTE_TOKEN_CLASSIFICATION;
+    /* A checkpoint has one per-token head at most: the one the route needs
+     * (/pooling's token_classify task needs the token classifier). */
+    model.can_classify_tokens =
+        route == PROTO_ROUTE_TOKEN_CLASSIFICATION || route == PROTO_ROUTE_POOLING;
     model.can_answer_questions = route == PROTO_ROUTE_QUESTION_ANSWERING;
     /* /score's two ways: a cross-encoder (one label) there, cosines of
      * embeddings (no classifier) on /v1/score, which runs the same code. */

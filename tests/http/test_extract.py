@@ -17,6 +17,7 @@ roberta-large-mnli load and serve (one layer, F16 weights of their geometry).
 usage: test_extract.py BIN_DIR TOKENIZER_ROOT SQUAD_SAMPLE
 """
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -145,6 +146,40 @@ class TokenClassification(Extraction, unittest.TestCase):
     def test_same_as_cli(self):
         for body in self.bodies():
             self.same_as_cli(body)
+
+    def test_pooling_token_classify(self):
+        """vLLM's /pooling on a token classifier: token_classify by default,
+        one row per token with specials, each the softmax of the labels'
+        logits: its best label and probability are the pipeline's entity
+        and score (aggregation none, nothing ignored); use_activation false
+        answers logits whose softmax is that row; embed still serves."""
+        text = "Angela Merkel met Emmanuel Macron in Paris."
+        status, _, got = self.s.post("/pooling", {"input": text})
+        self.assertEqual(status, 200, got)
+        status, _, toks = self.s.post("/tokenize", {"inputs": text})
+        rows = got["data"][0]["data"]
+        self.assertEqual(len(rows), len(toks[0]))
+        labels = self.s.get_json("/info")[1]["model"]["labels"]
+        for row in rows:
+            self.assertEqual(len(row), len(labels))
+            self.assertAlmostEqual(sum(row), 1.0, 5)
+        ents = self.post_ok({"inputs": text, "parameters": {"aggregation_strategy": "none",
+                                                            "ignore_labels": []}})
+        self.assertEqual(len(ents), len(toks[0]) - 2)
+        for e in ents:
+            row = rows[e["index"]]
+            best = max(range(len(row)), key=row.__getitem__)
+            self.assertEqual(labels[best], e["entity"])
+            self.assertAlmostEqual(row[best], e["score"], 6)
+        status, _, logits = self.s.post("/pooling", {"input": text, "task": "token_classify",
+                                                     "use_activation": False})
+        for raw, row in zip(logits["data"][0]["data"], rows):
+            top = max(raw)
+            z = sum(math.exp(x - top) for x in raw)
+            self.assertTrue(close_floats([math.exp(x - top) / z for x in raw], row, 1e-6))
+        status, _, emb = self.s.post("/pooling", {"input": text, "task": "embed"})
+        self.assertEqual(status, 200, emb)
+        self.assertEqual(len(emb["data"][0]["data"]), 64)
 
     def test_windows_ride_one_pass(self):
         # 12 sentences, ~150 tokens: windows of 62 text tokens every 46.

@@ -181,6 +181,101 @@ class Routes(unittest.TestCase):
         self.assertGreaterEqual(m['bertserve_requests_total{route="vllm-classify",status="422"}'],
                                 1)
 
+    def test_pooling(self):
+        """vLLM's /pooling: the default task of a sequence classifier is
+        classify (vLLM /classify's probs); embed is /v1/embeddings' vector;
+        token_embed is /embed_all's rows, each made unit length in Python
+        (as given with use_activation false); base64 holds the same
+        float32s row after row; token_classify needs a token classifier;
+        answers equal the CLI's; usage counts /tokenize's tokens."""
+        texts = ["I loved it", "awful, just awful"]
+        status, _, got = self.s.post("/pooling", {"model": "x", "input": texts})
+        self.assertEqual(status, 200, got)
+        self.assertEqual(set(got), {"id", "object", "created", "model", "data", "usage"})
+        self.assertTrue(got["id"].startswith("pooling-"))
+        status, _, toks = self.s.post("/tokenize", {"inputs": texts})
+        self.assertEqual(got["usage"], {"prompt_tokens": sum(len(t) for t in toks),
+                                        "total_tokens": sum(len(t) for t in toks),
+                                        "completion_tokens": 0, "prompt_tokens_details": None})
+        status, _, vllm = self.s.post("/classify", {"input": texts})
+        for i, d in enumerate(got["data"]):
+            self.assertEqual((d["index"], d["object"]), (i, "pooling"))
+            self.assertTrue(close_floats(d["data"], vllm["data"][i]["probs"], 1e-6))
+        status, _, logits = self.s.post("/pooling", {"input": texts, "task": "classify",
+                                                     "use_activation": False})
+        status, _, raw = self.s.post("/classify", {"input": texts, "use_activation": False})
+        self.assertTrue(close_floats([d["data"] for d in logits["data"]],
+                                     [d["probs"] for d in raw["data"]], 1e-6))
+
+        status, _, emb = self.s.post("/pooling", {"input": texts, "task": "embed"})
+        status, _, openai = self.s.post("/v1/embeddings", {"input": texts})
+        self.assertTrue(close_floats([d["data"] for d in emb["data"]],
+                                     [d["embedding"] for d in openai["data"]], 1e-6))
+        status, _, plain = self.s.post("/pooling", {"input": texts[0], "task": "embed",
+                                                    "use_activation": False})
+        status, _, tei = self.s.post("/embed", {"inputs": texts[0], "normalize": False})
+        self.assertTrue(close_floats(plain["data"][0]["data"], tei[0], 1e-6, on_scale=True))
+
+        status, _, rows = self.s.post("/pooling", {"input": texts, "task": "token_embed"})
+        self.assertEqual(status, 200, rows)
+        status, _, hidden = self.s.post("/embed_all", {"inputs": texts})
+        for d, h in zip(rows["data"], hidden):
+            self.assertEqual(len(d["data"]), len(h))
+            unit = [[x / max(math.sqrt(sum(y * y for y in v)), 1e-12) for x in v] for v in h]
+            self.assertTrue(close_floats(d["data"], unit, 1e-6))
+        status, _, raw_rows = self.s.post("/pooling", {"input": [texts[1]], "task": "token_embed",
+                                                       "use_activation": False})
+        self.assertTrue(close_floats(raw_rows["data"][0]["data"], hidden[1], 1e-6, on_scale=True))
+        status, _, b64 = self.s.post("/pooling", {"input": texts, "task": "token_embed",
+                                                  "encoding_format": "base64"})
+        for d, want in zip(b64["data"], rows["data"]):
+            raw_bytes = base64.b64decode(d["data"])
+            flat = list(struct.unpack("<%df" % (len(raw_bytes) // 4), raw_bytes))
+            # JSON's shortest texts read back as the same float32s.
+            f32 = [x for row in want["data"] for x in row]
+            self.assertEqual(flat, list(struct.unpack("<%df" % len(f32),
+                                                      struct.pack("<%df" % len(f32), *f32))))
+
+        # Token ids as given; a cut keeps the specials, as Hugging Face's.
+        ids = [t["id"] for t in toks[1]]
+        status, _, by_ids = self.s.post("/pooling", {"input": [ids], "task": "token_embed"})
+        self.assertTrue(close_floats(by_ids["data"][0]["data"], rows["data"][1]["data"], 1e-6))
+        status, _, cut = self.s.post("/pooling", {"input": texts[1], "task": "token_embed",
+                                                  "truncate_prompt_tokens": 3,
+                                                  "truncation_side": "left"})
+        status, _, kept = self.s.post("/pooling", {"input": [ids[:1] + ids[-2:]],
+                                                   "task": "token_embed"})
+        self.assertEqual(cut["usage"]["prompt_tokens"], 3)
+        self.assertTrue(close_floats(cut["data"], kept["data"], 1e-6))
+        body = {"input": texts, "task": "token_embed", "truncate_prompt_tokens": 4}
+        rc, want = cli(BIN, "pooling", MODEL, body)
+        self.assertEqual(rc, 0)
+        status, _, got = self.s.post("/pooling", body)
+        self.assertTrue(close_floats(got["data"], want["data"], 1e-6, on_scale=True))
+
+        for body, message in [
+                ({"input": "x", "task": "token_classify"},
+                 '"task": "token_classify" needs a token classification head, which this '
+                 'checkpoint has not; its tasks: "embed", "token_embed", "classify"'),
+                ({"input": "x", "task": "plugin"},
+                 '"task" must be one of "embed", "classify", "token_embed", '
+                 '"token_classify", got "plugin"'),
+                ({"input": "x", "encoding_format": "bytes"},
+                 '"encoding_format" must be "float" or "base64", got "bytes"'),
+                ({"input": " ", "add_special_tokens": False},
+                 'input[0] has no tokens: send text that has some, or "add_special_tokens": '
+                 'true'),
+                ({"input": "x", "dimensions": 8},
+                 'unknown field "dimensions"; accepted: "input", "add_special_tokens", '
+                 '"model", "encoding_format", "user", "truncate_prompt_tokens", '
+                 '"use_activation", "truncation_side", "priority", "task"')]:
+            status, _, err = self.s.post("/pooling", body)
+            self.assertEqual(status, 422, err)
+            self.assertEqual(err["error"]["message"], message)
+        m = self.s.metrics()
+        self.assertGreaterEqual(m['bertserve_requests_total{route="pooling",status="200"}'], 10)
+        self.assertGreaterEqual(m['bertserve_requests_total{route="pooling",status="422"}'], 5)
+
     def test_similarity(self):
         """Cosines of the source's /embed vector with each sentence's."""
         sentences = ["a cat sat", "stock markets fell", "The cat sat on the mat."]
