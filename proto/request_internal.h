@@ -1,5 +1,5 @@
 /* What request.c and request_inputs.c share while parsing one body; private
- * to those two files. */
+ * to those two files and request_errors.c. */
 #ifndef PROTO_REQUEST_INTERNAL_H
 #define PROTO_REQUEST_INTERNAL_H
 
@@ -43,7 +43,8 @@ struct parse {
     json_t *params[PROTO_PARAM_COUNT];  /* borrowed; NULL when absent */
 };
 
-/* Set err to `"field" must be <expected>, got <type>` (422); false. */
+/* The refusals both files give (request_errors.c). Set err to `"field"
+ * must be <expected>, got <type>` (422); false. */
 bool request_wrong_type(struct parse *p, const char *field, const char *expected,
                         const json_t *v);
 /* Set err to the out-of-memory 500; false. */
