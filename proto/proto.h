@@ -59,7 +59,16 @@ enum proto_method {
     PROTO_METHOD_POST = 1u << 1,
 };
 
-/* "/embed" -> PROTO_ROUTE_EMBED; false for unknown paths. */
+/* The route a checkpoint answers on POST / and POST /invocations (AWS
+ * SageMaker's and Hugging Face Inference Endpoints' calls), as
+ * text-embeddings-inference picks it: a cross-encoder's (one-label
+ * classifier) /rerank, another classifier's /predict, else /embed; and for
+ * the heads TEI does not serve, their pipeline: a token classifier's
+ * /token-classification, a question-answering head's /question-answering. */
+enum proto_route proto_default_route(const struct bert_model *model);
+
+/* "/embed" -> PROTO_ROUTE_EMBED (a route's alias too: "/embeddings" ->
+ * PROTO_ROUTE_OPENAI_EMBED); false for unknown paths. */
 bool proto_route_from_path(const char *path, enum proto_route *out);
 /* "embed" -> PROTO_ROUTE_EMBED for the routes `bert` runs offline; false
  * for other names. */

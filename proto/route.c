@@ -18,6 +18,10 @@
  *   - several paths with one parser (/predict beside /classify, /v2/rerank
  *     beside /v1/rerank): rows that share inputs, params, check and setup
  *     and name their own render and envelope;
+ *   - one row on two paths with the same answer (TEI's /embeddings beside
+ *     /v1/embeddings): its alias;
+ *   - a path whose route is the checkpoint's (SageMaker's /invocations):
+ *     the server asks proto_default_route once at start;
  *   - another API's body on the same path (vLLM's Jina-shaped /rerank on
  *     TEI's, vLLM's /classify on Hugging Face's): alt_field names what
  *     marks it and alt_route the row that reads it, a row of its own
@@ -73,7 +77,8 @@ const struct proto_route_desc proto_routes[] = {
         .render = proto_render_tokenize,
     },
     [PROTO_ROUTE_OPENAI_EMBED] = {
-        .path = "/v1/embeddings", .name = "openai-embeddings", .methods = PROTO_METHOD_POST,
+        .path = "/v1/embeddings", .alias = "/embeddings", .name = "openai-embeddings",
+        .methods = PROTO_METHOD_POST,
         .inputs_name = "input", .inputs = &proto_inputs_texts_or_token_ids, .flat_body = true,
         .params = PROTO_PARAM(MODEL) | PROTO_PARAM(ENCODING_FORMAT) | PROTO_PARAM(DIMENSIONS) |
                   PROTO_PARAM(USER) | PROTO_PARAM(NORMALIZED) | PROTO_PARAM(EMBEDDING_TYPE) |
@@ -236,12 +241,25 @@ _Static_assert(sizeof proto_routes / sizeof proto_routes[0] == PROTO_ROUTE_COUNT
 bool proto_route_from_path(const char *path, enum proto_route *out)
 {
     for (int r = 0; r < PROTO_ROUTE_COUNT; r++) {
-        if (!proto_routes[r].alt_only && strcmp(path, proto_routes[r].path) == 0) {
+        const char *alias = proto_routes[r].alias;
+        if (!proto_routes[r].alt_only && (strcmp(path, proto_routes[r].path) == 0 ||
+                                          (alias != NULL && strcmp(path, alias) == 0))) {
             *out = (enum proto_route)r;
             return true;
         }
     }
     return false;
+}
+
+enum proto_route proto_default_route(const struct bert_model *model)
+{
+    if (model->can_classify_tokens)
+        return PROTO_ROUTE_TOKEN_CLASSIFICATION;
+    if (model->can_answer_questions)
+        return PROTO_ROUTE_QUESTION_ANSWERING;
+    if (model->can_classify)
+        return model->config.num_labels == 1 ? PROTO_ROUTE_RERANK : PROTO_ROUTE_PREDICT;
+    return PROTO_ROUTE_EMBED;
 }
 
 bool proto_route_from_command(const char *name, enum proto_route *out)

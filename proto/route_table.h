@@ -117,6 +117,8 @@ typedef bool proto_render_fn(struct json_writer *w, const struct proto_job *job,
  * per enum proto_route. */
 struct proto_route_desc {
     const char *path;           /* "/embed" */
+    const char *alias;          /* another path it answers on (TEI's /embeddings beside
+                                   /v1/embeddings), or NULL */
     const char *name;           /* metrics label and CLI subcommand: "embed" */
     unsigned methods;           /* PROTO_METHOD_* bits it answers */
     bool cli;                   /* `bert <name>` runs it offline */

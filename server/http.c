@@ -30,6 +30,8 @@ static const struct {
     enum metrics_route mroute;
 } get_routes[] = {
     {"/health", EP_HEALTH, METRICS_ROUTE_HEALTH},
+    {"/", EP_HEALTH, METRICS_ROUTE_HEALTH},     /* GET: TEI's probe (POST: below) */
+    {"/ping", EP_HEALTH, METRICS_ROUTE_HEALTH}, /* SageMaker's probe */
     {"/ready", EP_READY, METRICS_ROUTE_READY},
     {"/info", EP_INFO, METRICS_ROUTE_INFO},
     {"/metrics", EP_METRICS, METRICS_ROUTE_METRICS},
@@ -40,14 +42,17 @@ static const struct {
  * (served names such as "BAAI/bge-small-en-v1.5"). */
 #define MODELS_PREFIX "/v1/models/"
 
+#define ALL_METHODS (PROTO_METHOD_GET | PROTO_METHOD_POST)
+
 /* PROTO_METHOD_* bits the request's route answers: the proto route's
- * own, GET for the server's. */
+ * own, GET for the server's, both on "/" (a probe and the checkpoint's
+ * route). */
 static unsigned route_methods(const struct http_request *hr)
 {
+    if (strcmp(hr->path, "/") == 0)
+        return ALL_METHODS;
     return hr->ep == EP_INFERENCE ? proto_route_methods(hr->srv.route) : PROTO_METHOD_GET;
 }
-
-#define ALL_METHODS (PROTO_METHOD_GET | PROTO_METHOD_POST)
 
 /* What a 405 says to use: "POST". */
 static const char *allowed_methods(const struct http_request *hr)
@@ -72,12 +77,25 @@ static bool method_allowed(const struct http_request *hr)
     return (route_methods(hr) & method) != 0;
 }
 
+/* SageMaker's POST /invocations, and POST / of Inference Endpoints: the
+ * checkpoint's own route, counted and answered as that route. */
+static bool default_route_path(const struct http_request *hr, const char *url)
+{
+    return strcmp(url, "/invocations") == 0 ||
+           (strcmp(url, "/") == 0 && strcmp(hr->method, "POST") == 0);
+}
+
 static void resolve(struct http_request *hr, const char *url)
 {
     enum proto_route route;
     hr->ep = EP_NOT_FOUND;
     hr->mroute = METRICS_ROUTE_OTHER;
-    if (proto_route_from_path(url, &route)) {
+    bool found = true;
+    if (default_route_path(hr, url))
+        route = hr->http->settings.default_route;
+    else
+        found = proto_route_from_path(url, &route);
+    if (found) {
         hr->ep = EP_INFERENCE;
         hr->srv.route = route;
         hr->mroute = metrics_route_of(route);

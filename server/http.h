@@ -37,6 +37,8 @@ struct http_settings {
     const char *api_key;        /* "" or NULL: no authentication */
     const char *cors_allow_origin; /* comma-separated origins, "*", or "" / NULL: no CORS */
     unsigned loop_threads;      /* event loops, 1..HTTP_MAX_LOOP_THREADS */
+    enum proto_route default_route; /* what POST / and POST /invocations answer as
+                                       (proto_default_route) */
 };
 
 #define HTTP_MAX_LOOP_THREADS 64

@@ -367,6 +367,7 @@ static int run(struct server *s)
         .api_key = cfg->server.api_key,
         .cors_allow_origin = cfg->server.cors_allow_origin,
         .loop_threads = s->loop_threads,
+        .default_route = proto_default_route(s->model),
     };
     char err[256];
     s->http = http_server_start(s->loop, &hs, on_drained, s, err, sizeof err);
@@ -380,6 +381,8 @@ static int run(struct server *s)
             s->loop_threads == 1 ? "" : "s", cfg->batching.max_batch_tokens,
             cfg->server.max_concurrent_requests, cfg->server.max_body_bytes,
             cfg->server.api_key[0] ? "on" : "off");
+    log_msg(LOG_INFO, "POST / and /invocations answer as %s",
+            proto_route_path(hs.default_route));
 
     uv_signal_init(s->loop, &s->sigterm);
     uv_signal_init(s->loop, &s->sigint);

@@ -300,6 +300,19 @@ class ScoreDetails:
         self.assertAlmostEqual(left["data"][0]["score"], want[0][0]["score"], places=5)
         self.assertNotAlmostEqual(left["data"][0]["score"], got_max["data"][0]["score"], places=5)
 
+    def test_default_route_is_rerank(self):
+        """A cross-encoder's /invocations (SageMaker) and POST / are TEI's
+        /rerank, counted as rerank."""
+        body = {"query": QUERY, "texts": DOCS}
+        want = self.s.post("/rerank", body)[2]
+        before = self.s.metrics().get('bertserve_requests_total{route="rerank",status="200"}', 0)
+        for path in ("/invocations", "/"):
+            status, _, got = self.s.post(path, body)
+            self.assertEqual(status, 200, got)
+            self.assertEqual(got, want, path)
+        after = self.s.metrics()['bertserve_requests_total{route="rerank",status="200"}']
+        self.assertEqual(after - before, 2)
+
     def test_score_errors(self):
         for body, needle in [
                 ({}, 'missing fields: send "text_1" with "text_2"'),
@@ -828,6 +841,20 @@ class ScoreByCosine(unittest.TestCase):
         want = [self.cosine(a, b) for a, b in zip(self.embed(firsts), d)]
         self.assertTrue(close_floats([x["score"] for x in got["data"]], want, 1e-5))
         self.assertAlmostEqual(got["data"][2]["score"], 1.0, places=5)  # the same text
+
+    def test_default_route_is_embed(self):
+        """SageMaker's /invocations and POST / answer as /embed on an embedding
+        model, as TEI's; vLLM's /pooling embeds by default."""
+        body = {"inputs": ["Hello world!", "Zürich"]}
+        want = self.s.post("/embed", body)[2]
+        for path in ("/invocations", "/"):
+            status, _, got = self.s.post(path, body)
+            self.assertEqual(status, 200, got)
+            self.assertEqual(got, want, path)
+        status, _, pooled = self.s.post("/pooling", {"input": ["Zürich"],
+                                                     "use_activation": False})
+        self.assertTrue(close_floats(pooled["data"][0]["data"], self.embed(["Zürich"])[0],
+                                     1e-6))
 
     def test_too_long_names_the_text(self):
         long_doc = " ".join(["The tower is 330 metres tall."] * 200)

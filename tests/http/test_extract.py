@@ -68,6 +68,7 @@ class Extraction:
     """Checks shared by the three servers; mixed into a TestCase."""
 
     route = None
+    default_route = None  # (path, body) POST /invocations answers as; None: route's
     flags = ()
     server_flags = ()
     capability = None
@@ -103,6 +104,17 @@ class Extraction:
         status, info = self.s.get_json("/info")
         self.assertEqual(status, 200)
         self.assertIn(self.capability, info["model"]["capabilities"])
+
+    def test_default_route(self):
+        """POST /invocations (SageMaker) and POST / answer as this head's
+        pipeline route (an NLI classifier's as TEI's /predict)."""
+        path, body = self.default_route or (self.route, self.bodies()[0])
+        status, _, want = self.s.post(path, body)
+        self.assertEqual(status, 200, want)
+        for path in ("/invocations", "/"):
+            status, _, got = self.s.post(path, body)
+            self.assertEqual(status, 200, got)
+            self.assertTrue(close_floats(got, want, 1e-6), path)
 
     def test_concurrent_answers_equal_alone(self):
         bodies = self.bodies()
@@ -262,6 +274,7 @@ class QuestionAnswering(Extraction, unittest.TestCase):
 
 class ZeroShot(Extraction, unittest.TestCase):
     route = "/zero-shot-classification"
+    default_route = ("/predict", {"inputs": ["a cat", "a dog"]})
     flags = ("--labels", "CONTRADICTION,NEUTRAL,ENTAILMENT")
     server_flags = ("--max-client-batch", "32")
     capability = "zero-shot-classification"

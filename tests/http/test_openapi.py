@@ -119,8 +119,8 @@ class OpenApi(unittest.TestCase):
             self.assertEqual(s.stop(), 0, s.output())
 
     def test_every_route_has_a_path(self):
-        routes = re.findall(r'\.path = "([^"]+)"', read("proto/route.c"))
-        server = re.findall(r'\{"(/[a-z/0-9]+)", EP_', read("server/http.c"))
+        routes = re.findall(r'\.(?:path|alias) = "([^"]+)"', read("proto/route.c"))
+        server = re.findall(r'\{"(/[a-z/0-9]*)", EP_', read("server/http.c")) + ["/invocations"]
         self.assertGreater(len(routes), 10)
         for path in routes + server:
             self.assertIn(path, SPEC["paths"], path)

@@ -276,6 +276,32 @@ class Routes(unittest.TestCase):
         self.assertGreaterEqual(m['bertserve_requests_total{route="pooling",status="200"}'], 10)
         self.assertGreaterEqual(m['bertserve_requests_total{route="pooling",status="422"}'], 5)
 
+    def test_platform_paths(self):
+        """What SageMaker and Inference Endpoints call: POST /invocations and
+        POST / answer as the checkpoint's route (a classifier's /predict, as
+        TEI's), GET / and GET /ping are the health probe, /embeddings is
+        /v1/embeddings (TEI's alias); a wrong method names the right one."""
+        body = {"inputs": ["I loved it", "awful"]}
+        status, _, want = self.s.post("/predict", body)
+        for path in ("/invocations", "/"):
+            status, _, got = self.s.post(path, body)
+            self.assertEqual(status, 200, got)
+            self.assertEqual(got, want, path)
+        status, _, err = self.s.post("/invocations", {"inputs": "x", "top_k": 2})
+        self.assertEqual((status, err["error"]), (422, 'unknown field "top_k"; accepted: '
+                         '"inputs", "parameters", "options", "truncate", '
+                         '"truncation_direction", "raw_scores"'))
+        for path in ("/", "/ping"):
+            self.assertEqual(self.s.get_json(path), (200, {"status": "ok"}), path)
+        status, hdrs, _ = self.s.request("GET", "/invocations")
+        self.assertEqual((status, hdrs.get("allow")), (405, "POST"))
+        status, hdrs, _ = self.s.request("PUT", "/")
+        self.assertEqual((status, hdrs.get("allow")), (405, "GET, HEAD, POST"))
+        status, _, a = self.s.post("/embeddings", {"input": "hello"})
+        status, _, b = self.s.post("/v1/embeddings", {"input": "hello"})
+        self.assertEqual(status, 200, a)
+        self.assertEqual(a["data"], b["data"])
+
     def test_similarity(self):
         """Cosines of the source's /embed vector with each sentence's."""
         sentences = ["a cat sat", "stock markets fell", "The cat sat on the mat."]
