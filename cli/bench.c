@@ -217,13 +217,13 @@ static bool bench_alloc(struct bench_run *r, const struct workload *w, size_t th
         size_t nseq = w->first[b + 1] - w->first[b];
         max_batch_seq = nseq > max_batch_seq ? nseq : max_batch_seq;
     }
-    const size_t H = r->m->config.hidden_size;
+    const size_t E = r->m->embed_dims;
     r->s = bert_scratch_new(r->m, max_batch_tok, max_len, threads, err);
     r->ids = malloc(max_batch_tok * sizeof *r->ids);
     r->types = calloc(max_batch_tok, sizeof *r->types);
     r->starts = malloc((max_batch_seq + 1) * sizeof *r->starts);
     r->tasks = calloc(max_batch_seq, sizeof *r->tasks);
-    r->out = malloc(max_batch_seq * (H + r->m->config.num_labels) * sizeof *r->out);
+    r->out = malloc(max_batch_seq * (E + r->m->config.num_labels) * sizeof *r->out);
     r->mask_positions = malloc(max_batch_tok * sizeof *r->mask_positions);
     r->top_ids = malloc(max_batch_tok * BENCH_TOP_K * sizeof *r->top_ids);
     r->top_probs = malloc(max_batch_tok * BENCH_TOP_K * sizeof *r->top_probs);
@@ -253,7 +253,7 @@ static enum bert_status run_batch(struct bench_run *r, const struct workload *w,
                                   struct bert_error *err)
 {
     const struct bert_model *m = r->m;
-    const size_t H = m->config.hidden_size, C = m->config.num_labels;
+    const size_t E = m->embed_dims, C = m->config.num_labels;
     const int32_t mask_id = bert_tokenizer_mask_id(m->tokenizer);
     size_t n = 0, k = 0, masks = 0;
     r->starts[0] = 0;
@@ -264,7 +264,7 @@ static enum bert_status run_batch(struct bench_run *r, const struct workload *w,
             if (w->ids[i][t] == mask_id)
                 r->mask_positions[masks + n_masks++] = (uint32_t)t;
         r->tasks[k] = (struct bert_seq_task){
-            .task = r->task, .pooling = BERT_POOLING_MEAN, .embedding = r->out + k * H,
+            .task = r->task, .pooling = BERT_POOLING_MEAN, .embedding = r->out + k * E,
             .mask_positions = r->mask_positions + masks, .n_masks = n_masks,
             .top_k = BENCH_TOP_K, .top_ids = r->top_ids + masks * BENCH_TOP_K,
             .top_probs = r->top_probs + masks * BENCH_TOP_K, .logits = r->out + k * C};

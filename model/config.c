@@ -716,8 +716,59 @@ static enum bert_status read_pooling(const char *path, struct bert_config *cfg,
     return BERT_OK;
 }
 
-/* modules.json names the pooling folder and whether a Normalize module
- * follows; without it, a 1_Pooling folder alone still counts. */
+/* A module folder of modules.json: one plain name inside the checkpoint. */
+static bool module_folder_ok(const char *path)
+{
+    return path != NULL && path[0] != '\0' && strchr(path, '/') == NULL &&
+           strcmp(path, "..") != 0 && strcmp(path, ".") != 0 && strlen(path) < 64;
+}
+
+/* One module of modules.json into cfg: the pooling folder, a Normalize, a
+ * Dense folder (before any Normalize). Any other module would change the
+ * embeddings in a way this engine does not reproduce: refused. */
+static enum bert_status read_module(const char *path, const char *type, const char *folder,
+                                    bool *normalized, char *pooling_dir, size_t pooling_cap,
+                                    struct bert_config *cfg, struct bert_error *err)
+{
+    const char *dot = strrchr(type, '.');
+    const char *kind = dot ? dot + 1 : type;
+    if (strcmp(kind, "Transformer") == 0)
+        return BERT_OK;
+    if (strcmp(kind, "Normalize") == 0) {
+        cfg->normalize = *normalized = true;
+        return BERT_OK;
+    }
+    if (strcmp(kind, "Pooling") == 0) {
+        if (module_folder_ok(folder))
+            snprintf(pooling_dir, pooling_cap, "%s", folder);
+        return BERT_OK;
+    }
+    if (strcmp(kind, "Dense") == 0) {
+        if (*normalized)
+            return bert_error_set(err, BERT_E_UNSUPPORTED,
+                                  "%s: a Dense module after Normalize is not supported", path);
+        if (!module_folder_ok(folder))
+            return bert_error_set(err, BERT_E_FORMAT,
+                                  "%s: the Dense module's \"path\" must name a folder of the "
+                                  "checkpoint",
+                                  path);
+        if (cfg->n_st_dense == BERT_MAX_ST_DENSE)
+            return bert_error_set(err, BERT_E_UNSUPPORTED,
+                                  "%s: more than %d Dense modules are not supported", path,
+                                  BERT_MAX_ST_DENSE);
+        snprintf(cfg->st_dense[cfg->n_st_dense++], sizeof cfg->st_dense[0], "%s", folder);
+        return BERT_OK;
+    }
+    return bert_error_set(err, BERT_E_UNSUPPORTED,
+                          "%s: module type \"%.100s\" is not supported (Transformer, Pooling, "
+                          "Dense and Normalize are): its embeddings would differ from "
+                          "sentence-transformers'",
+                          path, type);
+}
+
+/* modules.json names the pooling folder, the Dense modules and whether a
+ * Normalize module follows; without it, a 1_Pooling folder alone still
+ * counts. */
 static enum bert_status read_sentence_transformers(const char *dir, struct bert_config *cfg,
                                                    struct bert_error *err)
 {
@@ -735,18 +786,18 @@ static enum bert_status read_sentence_transformers(const char *dir, struct bert_
         }
         size_t i;
         json_t *m;
+        bool normalized = false;
         json_array_foreach(modules, i, m) {
             const char *type = json_string_value(json_object_get(m, "type"));
-            const char *mpath = json_string_value(json_object_get(m, "path"));
-            if (type == NULL)
-                continue;
-            if (strstr(type, "Normalize") != NULL)
-                cfg->normalize = true;
-            if (strstr(type, "Pooling") != NULL && mpath != NULL && strchr(mpath, '/') == NULL &&
-                strcmp(mpath, "..") != 0)
-                snprintf(pooling_dir, sizeof pooling_dir, "%s", mpath);
+            if (type != NULL)
+                st = read_module(path, type, json_string_value(json_object_get(m, "path")),
+                                 &normalized, pooling_dir, sizeof pooling_dir, cfg, err);
+            if (st != BERT_OK)
+                break;
         }
         json_decref(modules);
+        if (st != BERT_OK)
+            return st;
     }
     snprintf(path, sizeof path, "%s/%s/config.json", dir, pooling_dir);
     if (file_exists(path)) {

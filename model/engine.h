@@ -1,5 +1,6 @@
 /* What a loaded model's forward pass reads besides its config: the mapped
- * checkpoint, the weights bound to it, and the RoPE and bias tables. Behind
+ * checkpoint, the weights bound to it, the RoPE and bias tables and the
+ * sentence-transformers Dense modules. Behind
  * struct bert_model's `engine` pointer, so nothing outside the engine (the
  * trainer aside, which copies weights out of a loaded checkpoint) depends
  * on the layout. Read-only once bert_model_load returns. */
@@ -8,6 +9,7 @@
 
 #include "bert.h"
 #include "safetensors.h"
+#include "st_dense.h"
 #include "weights.h"
 
 struct bert_engine {
@@ -29,6 +31,10 @@ struct bert_engine {
     /* Ids the MLM head may answer: the tokenizer's vocabulary; embedding
      * rows past it are padding. */
     size_t emit_vocab;
+    /* sentence-transformers' Dense modules after pooling (st_dense.h), in
+     * order; n_dense 0 for most checkpoints. */
+    struct st_dense dense[BERT_MAX_ST_DENSE];
+    size_t n_dense;
 };
 
 #endif

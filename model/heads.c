@@ -13,6 +13,18 @@
 #include "simd.h"
 #include "vmath.h"
 
+/* torch.nn.functional.normalize: x / max(||x||, 1e-12). */
+static void l2_normalize(float *v, size_t n)
+{
+    double sq = 0.0;
+    for (size_t k = 0; k < n; k++)
+        sq += (double)v[k] * v[k];
+    float norm = (float)sqrt(sq);
+    float inv = 1.0f / (norm > 1e-12f ? norm : 1e-12f);
+    for (size_t k = 0; k < n; k++)
+        v[k] *= inv;
+}
+
 void bert_pool(const float *hidden, size_t H, size_t row0, size_t n, enum bert_pooling pooling,
                bool normalize, float *out)
 {
@@ -36,15 +48,31 @@ void bert_pool(const float *hidden, size_t H, size_t row0, size_t n, enum bert_p
                 out[k] = rows[r * H + k] > out[k] ? rows[r * H + k] : out[k];
         break;
     }
-    if (normalize) {
-        /* torch.nn.functional.normalize: x / max(||x||, 1e-12). */
-        double sq = 0.0;
-        for (size_t k = 0; k < H; k++)
-            sq += (double)out[k] * out[k];
-        float norm = (float)sqrt(sq);
-        float inv = 1.0f / (norm > 1e-12f ? norm : 1e-12f);
-        for (size_t k = 0; k < H; k++)
-            out[k] *= inv;
+    if (normalize)
+        l2_normalize(out, H);
+}
+
+/* The Dense modules after pooling, then Normalize: each embed sequence's
+ * pooled row (in `pooled`, row i for sequence i) through the chain into
+ * its embedding. Two rows of scratch carry the chain's steps. */
+static void run_dense(const struct bert_model *model, struct bert_scratch *s,
+                      const struct bert_batch *b, const float *pooled,
+                      const struct bert_seq_task *tasks)
+{
+    const struct bert_engine *e = model->engine;
+    const size_t H = model->config.hidden_size;
+    for (size_t i = 0; i < b->n_seqs; i++) {
+        const struct bert_seq_task *t = &tasks[i];
+        if (t->task != BERT_TASK_EMBED)
+            continue;
+        const float *x = pooled + i * H;
+        for (size_t k = 0; k < e->n_dense; k++) {
+            float *y = k + 1 == e->n_dense ? t->embedding : (k % 2 ? s->tmp : s->ctx);
+            st_dense_apply(&e->dense[k], x, y);
+            x = y;
+        }
+        if (t->normalize)
+            l2_normalize(t->embedding, model->embed_dims);
     }
 }
 
@@ -277,9 +305,13 @@ static void heads_member(void *arg, size_t member, size_t n_members)
     bert_team_share(b->n_seqs, member, n_members, &i0, &i1);
     for (size_t i = i0; i < i1; i++) {
         const struct bert_seq_task *t = &job->tasks[i];
+        /* With Dense modules the pooled row waits in qkv (the encoder is
+         * done with it) for run_dense. */
+        const bool dense = job->model->engine->n_dense > 0;
         if (t->task == BERT_TASK_EMBED)
             bert_pool(job->hidden, H, b->seq_start[i], b->seq_start[i + 1] - b->seq_start[i],
-                      t->pooling, t->normalize, t->embedding);
+                      t->pooling, t->normalize && !dense,
+                      dense ? job->s->qkv + i * H : t->embedding);
     }
     if (job->any_classify && member == 0)
         run_classify(job->model, job->s, b, job->hidden, job->tasks);
@@ -410,6 +442,8 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
         return st;
     job.n_masks = find_masks(s, batch, tasks);
     bert_team_run(s->team, heads_member, &job);
+    if (model->engine->n_dense > 0)
+        run_dense(model, s, batch, s->qkv, tasks);
     /* The hidden states need no head: a copy of the sequence's rows. */
     const size_t H = model->config.hidden_size;
     for (size_t i = 0; i < batch->n_seqs; i++)

@@ -9,7 +9,6 @@
 #include "config.h"
 #include "engine.h"
 #include "family/family.h"
-#include "fileutil.h"
 #include "rope.h"
 
 /* The checkpoint's own limit: position embeddings (those from
@@ -21,23 +20,6 @@ static size_t model_max_input_tokens(const struct bert_config *c)
     if (c->st_max_seq_length > 0 && c->st_max_seq_length < limit)
         limit = c->st_max_seq_length;
     return limit;
-}
-
-static enum bert_status open_weights(const char *dir, struct safetensors_file *file,
-                                     struct bert_error *err)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (!file_exists(path)) {
-        char bin[PATH_MAX];
-        snprintf(bin, sizeof bin, "%s/pytorch_model.bin", dir);
-        if (file_exists(bin))
-            return bert_error_set(err, BERT_E_UNSUPPORTED,
-                                  "%s: not found; %s is a pickle, which bertserve does not load "
-                                  "(convert it to safetensors)",
-                                  path, bin);
-    }
-    return safetensors_open(path, file, err);
 }
 
 enum bert_status bert_model_load(const char *dir, struct bert_model **out,
@@ -57,7 +39,7 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
     if (st == BERT_OK)
         st = bert_tokenizer_load(dir, &m->tokenizer, err);
     if (st == BERT_OK)
-        st = open_weights(dir, &e->file, err);
+        st = safetensors_open_folder(dir, &e->file, err);
     if (st == BERT_OK) {
         m->config.token_head = bert_weights_token_head(&m->config, &e->file);
         st = bert_weights_bind(&m->config, &e->file, &e->weights, err);
@@ -71,6 +53,16 @@ enum bert_status bert_model_load(const char *dir, struct bert_model **out,
         return st;
     }
     m->max_input_tokens = model_max_input_tokens(&m->config);
+    m->embed_dims = m->config.hidden_size;
+    for (size_t k = 0; k < m->config.n_st_dense; k++) {
+        st = st_dense_load(dir, m->config.st_dense[k], m->embed_dims, &e->dense[k], err);
+        if (st != BERT_OK) {
+            bert_model_free(m);
+            return st;
+        }
+        e->n_dense = k + 1;
+        m->embed_dims = e->dense[k].out;
+    }
     e->emit_vocab = bert_tokenizer_vocab_size(m->tokenizer);
     if (m->config.family == BERT_FAMILY_MODERNBERT) {
         const struct bert_config *c = &m->config;
@@ -178,6 +170,8 @@ void bert_model_free(struct bert_model *m)
         free(e->rope_local);
         free(e->rel_bias);
         family_deberta_free(e->deberta);
+        for (size_t k = 0; k < e->n_dense; k++)
+            st_dense_free(&e->dense[k]);
         safetensors_close(&e->file);
         free(e);
     }

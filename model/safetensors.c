@@ -1,6 +1,7 @@
 #include "safetensors.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,23 @@ enum bert_status safetensors_open(const char *path, struct safetensors_file *out
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");
     }
     return BERT_OK;
+}
+
+enum bert_status safetensors_open_folder(const char *dir, struct safetensors_file *file,
+                                        struct bert_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (!file_exists(path)) {
+        char bin[PATH_MAX];
+        snprintf(bin, sizeof bin, "%s/pytorch_model.bin", dir);
+        if (file_exists(bin))
+            return bert_error_set(err, BERT_E_UNSUPPORTED,
+                                  "%s: not found; %s is a pickle, which bertserve does not load "
+                                  "(convert it to safetensors)",
+                                  path, bin);
+    }
+    return safetensors_open(path, file, err);
 }
 
 const struct safetensors_tensor *safetensors_find(const struct safetensors_file *f,

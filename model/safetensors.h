@@ -37,6 +37,12 @@ struct safetensors_file {
 enum bert_status safetensors_open(const char *path, struct safetensors_file *out,
                                   struct bert_error *err);
 
+/* Map dir/model.safetensors, a checkpoint folder's weights; when it is
+ * missing and a pytorch_model.bin stands there, say so (pickles are not
+ * loaded). */
+enum bert_status safetensors_open_folder(const char *dir, struct safetensors_file *out,
+                                        struct bert_error *err);
+
 /* Validate an in-memory file image (header + data); the tensors point into
  * `buf`, which must outlive `out`. Used by safetensors_open and the fuzzer. */
 enum bert_status safetensors_parse(const char *path, const uint8_t *buf, size_t len,

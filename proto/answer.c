@@ -108,7 +108,7 @@ static bool cut_vector(const float *e, size_t dims, bool unit, float *out)
 
 size_t proto_answer_dims(const struct proto_job *job, const struct bert_model *model)
 {
-    return job->req.dimensions ? job->req.dimensions : model->config.hidden_size;
+    return job->req.dimensions ? job->req.dimensions : model->embed_dims;
 }
 
 bool proto_answer_vector(const struct proto_job *job, const struct bert_model *model, size_t i,
@@ -116,7 +116,7 @@ bool proto_answer_vector(const struct proto_job *job, const struct bert_model *m
 {
     const struct bert_seq_task *t = &job->seqs[i].task;
     size_t dims = proto_answer_dims(job, model);
-    bool renormalize = t->normalize && dims < model->config.hidden_size;
+    bool renormalize = t->normalize && dims < model->embed_dims;
     return cut_vector(t->embedding, dims, renormalize, out) && all_finite(out, dims);
 }
 

@@ -84,11 +84,11 @@ bool proto_check_replaced(const struct proto_request *r, const struct bert_model
 bool proto_check_dimensions(const struct proto_request *r, const struct bert_model *model,
                             struct proto_error *err)
 {
-    if (r->dimensions > model->config.hidden_size) {
+    if (r->dimensions > model->embed_dims) {
         const bool cohere = proto_routes[r->route].params & PROTO_PARAM(OUTPUT_DIMENSION);
         proto_error_set(err, PROTO_ERR_INVALID,
                         "\"%s\" must be at most the model's embedding size %zu, got %u",
-                        cohere ? "output_dimension" : "dimensions", model->config.hidden_size,
+                        cohere ? "output_dimension" : "dimensions", model->embed_dims,
                         (unsigned)r->dimensions);
         return false;
     }
@@ -420,15 +420,15 @@ bool proto_setup_embed(struct proto_job *job, const struct bert_model *model,
 {
     (void)limits;
     const struct proto_request *r = &job->req;
-    size_t hidden = model->config.hidden_size;
-    if (!alloc_outputs(job, job->n_seqs * hidden, err))
+    const size_t dims = model->embed_dims;
+    if (!alloc_outputs(job, job->n_seqs * dims, err))
         return false;
     for (size_t i = 0; i < job->n_seqs; i++) {
         struct bert_seq_task *t = &job->seqs[i].task;
         t->task = BERT_TASK_EMBED;
         t->pooling = r->has_pooling ? r->pooling : defaults->pooling;
         t->normalize = r->has_normalize ? r->normalize : defaults->normalize;
-        t->embedding = job->outputs + i * hidden;
+        t->embedding = job->outputs + i * dims;
     }
     return true;
 }

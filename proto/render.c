@@ -269,11 +269,11 @@ bool proto_render_vllm_classify(struct json_writer *w, const struct proto_job *j
 bool proto_render_similarity(struct json_writer *w, const struct proto_job *job,
                              const struct bert_model *model)
 {
-    size_t hidden = model->config.hidden_size;
+    size_t dims = model->embed_dims;
     const float *source = job->seqs[0].task.embedding;
     json_writer_begin_array(w);
     for (size_t i = 1; i < job->n_seqs; i++) {
-        double cosine = proto_cosine(source, job->seqs[i].task.embedding, hidden);
+        double cosine = proto_cosine(source, job->seqs[i].task.embedding, dims);
         if (!isfinite(cosine))
             return false;
         json_writer_float(w, (float)cosine);

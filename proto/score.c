@@ -159,7 +159,7 @@ static bool pair_score(const struct proto_job *job, const struct bert_model *mod
     } else {
         const float *a = job->seqs[r->n_score_firsts == 1 ? 0 : i].task.embedding;
         const float *b = job->seqs[r->n_score_firsts + i].task.embedding;
-        *score = proto_cosine(a, b, model->config.hidden_size);
+        *score = proto_cosine(a, b, model->embed_dims);
     }
     return isfinite(*score);
 }

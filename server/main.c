@@ -113,12 +113,13 @@ static char *info_json(const struct server *s)
     if (proto_can_zero_shot(m)) /* an NLI classifier */
         json_array_append_new(caps, json_string("zero-shot-classification"));
     json_t *root = json_pack(
-        "{s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b, "
+        "{s:s, s:{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b, "
         "s:s}, s:{s:I, s:I, s:I, s:I}, s:o}",
         "version", BERTSERVE_VERSION, "model", "path", m->dir, "model_type", c->model_type,
         "family", bert_family_name(c->family),
         "architecture", c->architecture, "vocab_size", (json_int_t)c->vocab_size,
-        "hidden_size", (json_int_t)c->hidden_size, "num_layers", (json_int_t)c->num_layers,
+        "hidden_size", (json_int_t)c->hidden_size, "dimensions", (json_int_t)m->embed_dims,
+        "num_layers", (json_int_t)c->num_layers,
         "num_heads", (json_int_t)c->num_heads, "intermediate_size",
         (json_int_t)c->intermediate_size, "max_position_embeddings",
         (json_int_t)c->max_position_embeddings, "max_input_tokens",

@@ -209,7 +209,7 @@ static enum bert_status warm_up(const struct bert_model *model, struct worker *w
     }
     w->seq_start[0] = 0;
     w->seq_start[1] = n;
-    float *out = malloc(c->hidden_size * sizeof *out);
+    float *out = malloc(model->embed_dims * sizeof *out);
     if (out == NULL)
         return bert_error_set(err, BERT_E_NOMEM, "out of memory");
     w->tasks[0] = (struct bert_seq_task){.task = BERT_TASK_EMBED, .pooling = BERT_POOLING_CLS,

@@ -160,7 +160,7 @@ int main(void)
         fprintf(stderr, "tokenizer: %s\n", err.message);
         return EXIT_FAILURE;
     }
-    m.config.hidden_size = 8;
+    m.config.hidden_size = m.embed_dims = 8;
     m.config.num_labels = 2;
     m.max_input_tokens = 512;
     m.can_fill_mask = true;

@@ -19,7 +19,7 @@ static struct bert_model make_model(void)
     struct bert_model m;
     memset(&m, 0, sizeof m);
     m.tokenizer = fake_tokenizer();
-    m.config.hidden_size = 4;
+    m.config.hidden_size = m.embed_dims = 4;
     m.config.vocab_size = 24;
     m.config.num_labels = 3;
     m.config.id2label = labels3;

@@ -115,6 +115,11 @@ struct bert_config {
     bool pooling_from_model;
     bool normalize;
     size_t st_max_seq_length;    /* sentence_bert_config.json max_seq_length, 0 if none */
+    /* modules.json's Dense modules between Pooling and Normalize, in order:
+     * their folders ("2_Dense"), loaded by bert_model_load. */
+#define BERT_MAX_ST_DENSE 4
+    char st_dense[BERT_MAX_ST_DENSE][64];
+    size_t n_st_dense;
     /* config_sentence_transformers.json "prompts" (name -> text put before
      * the input, as SentenceTransformer.encode(prompt_name=...)) and its
      * "default_prompt_name" (an index into them, or -1). */
@@ -226,6 +231,8 @@ struct bert_model {
     struct bert_config config;
     struct bert_tokenizer *tokenizer;
     size_t max_input_tokens;  /* longest sequence the model accepts, specials included */
+    size_t embed_dims;        /* width of BERT_TASK_EMBED's vector: hidden_size, or the last
+                                 sentence-transformers Dense module's out_features */
     bool can_fill_mask;       /* MLM head present and the tokenizer has a mask token */
     bool can_classify;        /* classifier head present */
     bool can_detect_replaced; /* ELECTRA discriminator head present */
@@ -387,10 +394,11 @@ enum bert_task {
 struct bert_seq_task {
     enum bert_task task;
 
-    /* BERT_TASK_EMBED: pooled (and optionally L2-normalised) vector. */
+    /* BERT_TASK_EMBED: pooled vector, through the checkpoint's
+     * sentence-transformers Dense modules if any, optionally L2-normalised. */
     enum bert_pooling pooling;
     bool normalize;
-    float *embedding;        /* (H) out */
+    float *embedding;        /* (bert_model.embed_dims) out */
 
     /* BERT_TASK_FILL_MASK: the MLM head at the given positions of the
      * sequence (its mask tokens: the caller finds them, the engine knows no

@@ -34,7 +34,7 @@ static void load_once(void)
         fprintf(stderr, "fuzz_request: %s\n", err.message);
         abort();
     }
-    model.config.hidden_size = 8;
+    model.config.hidden_size = model.embed_dims = 8;
     model.config.vocab_size = bert_tokenizer_vocab_size(model.tokenizer);
     model.config.num_labels = 2;
     model.config.id2label = labels;

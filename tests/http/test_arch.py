@@ -16,7 +16,9 @@ usage: test_arch.py BIN_DIR TOKENIZER_ROOT
 import json
 import math
 import os
+import random
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -864,6 +866,148 @@ class ScoreByCosine(unittest.TestCase):
         status, _, got = self.s.post("/score", {"text_1": [QUERY, "x"], "text_2": ["y", long_doc],
                                                 "truncate_prompt_tokens": -1})
         self.assertEqual(status, 200, got)
+
+
+def write_safetensors(path, tensors):
+    """A safetensors file of {name: (dtype "F32" or "F16", shape, flat values)}."""
+    header, blobs, offset = {}, [], 0
+    for name, (dtype, shape, values) in tensors.items():
+        blob = struct.pack("<%d%s" % (len(values), "f" if dtype == "F32" else "e"), *values)
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+class DenseModules(unittest.TestCase):
+    """sentence-transformers Dense modules after pooling (as LaBSE's and
+    distiluse's): mean pooling, Dense 64 -> 48 with tanh and bias (F32),
+    Dense 48 -> 32 without activation or bias (F16), Normalize. /embed
+    equals that chain computed here from /embed_all's token vectors; every
+    embedding route answers 32 numbers; a module the engine cannot run
+    fails start-up naming its file."""
+
+    IN, MID, OUT = 64, 48, 32
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = init("dense", "minilm")
+        rng = random.Random(7)
+        cls.w1 = [[rng.gauss(0, 0.3) for _ in range(cls.IN)] for _ in range(cls.MID)]
+        cls.b1 = [rng.uniform(-0.2, 0.2) for _ in range(cls.MID)]
+        cls.w2 = [[rng.gauss(0, 0.3) for _ in range(cls.MID)] for _ in range(cls.OUT)]
+        # F16 as stored, so the reference uses the checkpoint's own values.
+        cls.w2 = [[struct.unpack("<e", struct.pack("<e", x))[0] for x in row] for row in cls.w2]
+        cls.write_modules(cls.model)
+        cls.s = Server(BIN, cls.model)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0, cls.s.output()
+
+    @classmethod
+    def write_modules(cls, model, dense2_config=None, extra_module=None):
+        modules = [{"idx": 0, "name": "0", "path": "",
+                    "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling",
+                    "type": "sentence_transformers.models.Pooling"},
+                   {"idx": 2, "name": "2", "path": "2_Dense",
+                    "type": "sentence_transformers.models.Dense"},
+                   {"idx": 3, "name": "3", "path": "3_Dense",
+                    "type": "sentence_transformers.models.Dense"},
+                   {"idx": 4, "name": "4", "path": "4_Normalize",
+                    "type": "sentence_transformers.models.Normalize"}]
+        if extra_module:
+            modules.insert(4, extra_module)
+        with open(os.path.join(model, "modules.json"), "w") as f:
+            json.dump(modules, f)
+        os.makedirs(os.path.join(model, "1_Pooling"), exist_ok=True)
+        with open(os.path.join(model, "1_Pooling", "config.json"), "w") as f:
+            json.dump({"word_embedding_dimension": cls.IN, "pooling_mode_mean_tokens": True}, f)
+        for folder, cfg, tensors in (
+                ("2_Dense", {"in_features": cls.IN, "out_features": cls.MID, "bias": True,
+                             "activation_function": "torch.nn.modules.activation.Tanh"},
+                 {"linear.weight": ("F32", [cls.MID, cls.IN], sum(cls.w1, [])),
+                  "linear.bias": ("F32", [cls.MID], cls.b1)}),
+                ("3_Dense", dense2_config or {"in_features": cls.MID, "out_features": cls.OUT,
+                                              "bias": False, "activation_function":
+                                              "torch.nn.modules.linear.Identity"},
+                 {"linear.weight": ("F16", [cls.OUT, cls.MID], sum(cls.w2, []))})):
+            os.makedirs(os.path.join(model, folder), exist_ok=True)
+            with open(os.path.join(model, folder, "config.json"), "w") as f:
+                json.dump(cfg, f)
+            write_safetensors(os.path.join(model, folder, "model.safetensors"), tensors)
+
+    def reference(self, tokens):
+        """sentence-transformers' chain over one input's token vectors."""
+        x = [sum(col) / len(tokens) for col in zip(*tokens)]
+        h = [math.tanh(sum(w * v for w, v in zip(row, x)) + b) for row, b in zip(self.w1, self.b1)]
+        y = [sum(w * v for w, v in zip(row, h)) for row in self.w2]
+        n = math.sqrt(sum(v * v for v in y))
+        return [v / n for v in y]
+
+    def test_embeddings_are_the_chain(self):
+        texts = ["Hello world!", "Zürich is a city in Switzerland.", "a"]
+        status, _, got = self.s.post("/embed", {"inputs": texts})
+        self.assertEqual(status, 200, got)
+        status, _, tokens = self.s.post("/embed_all", {"inputs": texts})
+        for g, t in zip(got, tokens):
+            self.assertEqual(len(g), self.OUT)
+            self.assertTrue(close_floats(g, self.reference(t), 1e-5), g)
+        rc, offline = cli(BIN, "embed", self.model, {"inputs": texts})
+        self.assertEqual(rc, 0)
+        self.assertTrue(close_floats(offline, got, 1e-5))
+        status, info = self.s.get_json("/info")
+        self.assertEqual((info["model"]["hidden_size"], info["model"]["dimensions"]),
+                         (self.IN, self.OUT))
+        status, _, oai = self.s.post("/v1/embeddings", {"input": texts[0], "dimensions": 16})
+        cut = got[0][:16]
+        n = math.sqrt(sum(v * v for v in cut))
+        self.assertTrue(close_floats(oai["data"][0]["embedding"], [v / n for v in cut], 1e-5))
+        status, _, err = self.s.post("/v1/embeddings", {"input": "x", "dimensions": 33})
+        self.assertEqual(err["error"]["message"],
+                         '"dimensions" must be at most the model\'s embedding size 32, got 33')
+        status, _, pooled = self.s.post("/pooling", {"input": texts[:2]})
+        self.assertTrue(close_floats([d["data"] for d in pooled["data"]], got[:2], 1e-5))
+        status, _, sim = self.s.post("/similarity", {"inputs": {"source_sentence": texts[0],
+                                                                "sentences": texts[1:]}})
+        for c, v in zip(sim, got[1:]):
+            self.assertAlmostEqual(c, sum(a * b for a, b in zip(got[0], v)), places=5)
+
+    def test_refusals_name_the_file(self):
+        cases = [
+            ({"in_features": 40, "out_features": self.OUT, "bias": False},
+             None, "3_Dense/config.json: in_features is 40, but the module before it gives 48"),
+            ({"in_features": self.MID, "out_features": self.OUT, "bias": False,
+              "activation_function": "torch.nn.modules.activation.ReLU"}, None,
+             'activation_function \\"torch.nn.modules.activation.ReLU\\" is not supported'),
+            (None, {"idx": 9, "name": "9", "path": "9_LayerNorm",
+                    "type": "sentence_transformers.models.LayerNorm"},
+             'module type \\"sentence_transformers.models.LayerNorm\\" is not supported'),
+        ]
+        for k, (dense2, extra, needle) in enumerate(cases):
+            with self.subTest(needle=needle):
+                model = init("dense-bad-%d" % k, "minilm")
+                self.write_modules(model, dense2, extra)
+                s = Server(BIN, model, ready=False)
+                deadline = time.time() + 60
+                while s.proc.poll() is None and time.time() < deadline:
+                    time.sleep(0.05)
+                self.assertNotEqual(s.stop(), 0)
+                self.assertIn(needle, s.output())
+        model = init("dense-pickle", "minilm")
+        self.write_modules(model)
+        os.rename(os.path.join(model, "2_Dense", "model.safetensors"),
+                  os.path.join(model, "2_Dense", "pytorch_model.bin"))
+        s = Server(BIN, model, ready=False)
+        while s.proc.poll() is None:
+            time.sleep(0.05)
+        self.assertNotEqual(s.stop(), 0)
+        self.assertIn("2_Dense/pytorch_model.bin is a pickle", s.output())
 
 
 class UnsupportedModelType(unittest.TestCase):
