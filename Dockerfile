@@ -64,6 +64,8 @@ RUN groupadd --system --gid 10001 bertserve \
  && mkdir /models
 COPY --from=build /staging/usr/local/ /usr/local/
 COPY models/default /usr/local/share/bertserve/models/default
+# AWS SageMaker runs the image as `docker run IMAGE serve`.
+COPY deploy/sagemaker/serve /usr/local/bin/serve
 # [model] path defaults to "models/default", relative to this folder.
 WORKDIR /usr/local/share/bertserve
 USER 10001:10001

@@ -156,6 +156,19 @@ def http_get(port, path, timeout=2.0):
         return None, b""
 
 
+def http_post(port, path, body, timeout=10.0):
+    """(status, body bytes) of a JSON POST; (None, b"") when nothing answers."""
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=body,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except (OSError, urllib.error.URLError):
+        return None, b""
+
+
 def wait_until(predicate, timeout, what, proc=None, log=None):
     deadline = time.time() + timeout
     while time.time() < deadline:

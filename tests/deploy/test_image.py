@@ -18,6 +18,7 @@ the rest of the repository.
 
 usage: test_image.py BIN_DIR MODEL_DIR BUILD_DIR
 """
+import json
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ import sys
 import unittest
 
 from deploy_common import (Process, example_config_default, exec_or_shell, free_port, http_get,
+                           http_post,
                            install_deps_lists, parse_dockerfile, project_version, read,
                            apt_packages, repo_path, toml_int, wait_ready, work_dir)
 
@@ -265,6 +267,36 @@ class Live(unittest.TestCase):
         self.assertEqual(rc, 0, self.server.output())
         r = subprocess.run(check, env=env, capture_output=True, text=True, timeout=10)
         self.assertNotEqual(r.returncode, 0)
+
+    def test_sagemaker_serve_runs_as_written(self):
+        """SageMaker's `docker run IMAGE serve`: the script the runtime stage
+        copies to /usr/local/bin/serve serves the model SageMaker unpacked
+        (SM_MODEL_DIR stands for /opt/ml/model here) on SAGEMAKER_BIND_TO_PORT,
+        answers GET /ping and POST /invocations (the checkpoint's own route,
+        /predict for this classifier), and drains on SIGTERM."""
+        copy = [c.args.split() for c in RUNTIME.all("COPY")
+                if c.args.split()[0] == "deploy/sagemaker/serve"]
+        self.assertEqual(len(copy), 1)
+        serve = self.root + copy[0][1]
+        os.makedirs(os.path.dirname(serve), exist_ok=True)
+        shutil.copy2(repo_path("deploy/sagemaker/serve"), serve)
+        self.assertEqual(os.path.dirname(copy[0][1]), self.prefix + "/bin")
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BERTSERVE_")}
+        env.update({"PATH": "%s%s/bin:/usr/bin:/bin" % (self.root, self.prefix),
+                    "BERTSERVE_SERVER_HOST": "127.0.0.1", "SAGEMAKER_BIND_TO_PORT": str(port),
+                    "SM_MODEL_DIR": MODEL})
+        log = os.path.join(self.tmp, "serve.log")
+        self.server = Process(["serve"], log, env=env, cwd=self.root + RUNTIME.one("WORKDIR").args,
+                              inherit=False)
+        wait_ready(port, 60, self.server.proc, log)
+        self.assertEqual(http_get(port, "/ping"), (200, b'{"status":"ok"}'))
+        status, body = http_get(port, "/info")
+        self.assertIn(('"path":"%s"' % MODEL).encode(), body.replace(b" ", b""))
+        status, body = http_post(port, "/invocations", b'{"inputs": "a fine film"}')
+        self.assertEqual(status, 200, body)
+        self.assertEqual(sorted(p["label"] for p in json.loads(body)), ["NEGATIVE", "POSITIVE"])
+        self.assertEqual(self.server.stop(signal.SIGTERM, 40), 0, self.server.output())
 
     def test_cli_runs_from_the_image_layout(self):
         prefix = self.prefix
