@@ -52,27 +52,37 @@ void bert_pool(const float *hidden, size_t H, size_t row0, size_t n, enum bert_p
         l2_normalize(out, H);
 }
 
-/* The Dense modules after pooling, then Normalize: each embed sequence's
- * pooled row (in `pooled`, row i for sequence i) through the chain into
- * its embedding. Two rows of scratch carry the chain's steps. */
-static void run_dense(const struct bert_model *model, struct bert_scratch *s,
-                      const struct bert_batch *b, const float *pooled,
-                      const struct bert_seq_task *tasks)
+/* Row x (hidden_size) through the Dense modules into out (embed_dims);
+ * two rows of scratch carry the chain's steps. */
+static void project(const struct bert_model *model, struct bert_scratch *s, const float *x,
+                    float *out)
 {
     const struct bert_engine *e = model->engine;
-    const size_t H = model->config.hidden_size;
+    for (size_t k = 0; k < e->n_dense; k++) {
+        float *y = k + 1 == e->n_dense ? out : (k % 2 ? s->tmp : s->ctx);
+        st_dense_apply(&e->dense[k], x, y);
+        x = y;
+    }
+}
+
+/* The Dense modules after pooling, then Normalize: each embed sequence's
+ * pooled row (in `pooled`, row i for sequence i) through the chain into
+ * its embedding; each projected hidden task's rows into its output. */
+static void run_dense(const struct bert_model *model, struct bert_scratch *s,
+                      const struct bert_batch *b, const float *hidden, const float *pooled,
+                      const struct bert_seq_task *tasks)
+{
+    const size_t H = model->config.hidden_size, E = model->embed_dims;
     for (size_t i = 0; i < b->n_seqs; i++) {
         const struct bert_seq_task *t = &tasks[i];
-        if (t->task != BERT_TASK_EMBED)
-            continue;
-        const float *x = pooled + i * H;
-        for (size_t k = 0; k < e->n_dense; k++) {
-            float *y = k + 1 == e->n_dense ? t->embedding : (k % 2 ? s->tmp : s->ctx);
-            st_dense_apply(&e->dense[k], x, y);
-            x = y;
+        if (t->task == BERT_TASK_EMBED) {
+            project(model, s, pooled + i * H, t->embedding);
+            if (t->normalize)
+                l2_normalize(t->embedding, E);
+        } else if (t->task == BERT_TASK_HIDDEN && t->project) {
+            for (size_t r = b->seq_start[i]; r < b->seq_start[i + 1]; r++)
+                project(model, s, hidden + r * H, t->hidden_states + (r - b->seq_start[i]) * E);
         }
-        if (t->normalize)
-            l2_normalize(t->embedding, model->embed_dims);
     }
 }
 
@@ -443,11 +453,11 @@ enum bert_status bert_run(const struct bert_model *model, struct bert_scratch *s
     job.n_masks = find_masks(s, batch, tasks);
     bert_team_run(s->team, heads_member, &job);
     if (model->engine->n_dense > 0)
-        run_dense(model, s, batch, s->qkv, tasks);
+        run_dense(model, s, batch, job.hidden, s->qkv, tasks);
     /* The hidden states need no head: a copy of the sequence's rows. */
     const size_t H = model->config.hidden_size;
     for (size_t i = 0; i < batch->n_seqs; i++)
-        if (tasks[i].task == BERT_TASK_HIDDEN)
+        if (tasks[i].task == BERT_TASK_HIDDEN && !(tasks[i].project && model->engine->n_dense))
             memcpy(tasks[i].hidden_states, job.hidden + batch->seq_start[i] * H,
                    (batch->seq_start[i + 1] - batch->seq_start[i]) * H * sizeof(float));
     /* The max of the logits is the max of log(1 + relu(logit)): one

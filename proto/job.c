@@ -467,31 +467,49 @@ bool proto_setup_classify(struct proto_job *job, const struct bert_model *model,
     return true;
 }
 
-/* Every token's hidden state (H floats), each sequence's after the one
- * before (TEI's /embed_all). */
-bool proto_setup_hidden(struct proto_job *job, const struct bert_model *model,
-                        const struct proto_limits *limits, const struct proto_defaults *defaults,
-                        struct proto_error *err)
+/* Every token's row of `width` floats, each sequence's after the one before:
+ * the hidden state, or with `project` through the Dense modules. */
+static bool setup_token_rows(struct proto_job *job, size_t width, bool project,
+                             const struct proto_limits *limits, struct proto_error *err)
 {
-    (void)defaults;
-    size_t H = model->config.hidden_size;
-    size_t floor_bytes = job->n_tokens * H * sizeof(float);
+    size_t floor_bytes = job->n_tokens * width * sizeof(float);
     if (limits->max_response_bytes && floor_bytes > limits->max_response_bytes) {
         proto_error_set(err, PROTO_ERR_TOO_LARGE,
                         "the answer would hold %zu token vectors of %zu numbers, more than "
                         "max_response_bytes (%zu) allows: send fewer or shorter inputs",
-                        job->n_tokens, H, limits->max_response_bytes);
+                        job->n_tokens, width, limits->max_response_bytes);
         return false;
     }
-    if (!alloc_outputs(job, job->n_tokens * H, err))
+    if (!alloc_outputs(job, job->n_tokens * width, err))
         return false;
     float *rows = job->outputs;
     for (size_t i = 0; i < job->n_seqs; i++) {
         job->seqs[i].task.task = BERT_TASK_HIDDEN;
         job->seqs[i].task.hidden_states = rows;
-        rows += job->seqs[i].enc.n * H;
+        job->seqs[i].task.project = project;
+        rows += job->seqs[i].enc.n * width;
     }
     return true;
+}
+
+/* TEI's /embed_all: every token's final hidden state. */
+bool proto_setup_hidden(struct proto_job *job, const struct bert_model *model,
+                        const struct proto_limits *limits, const struct proto_defaults *defaults,
+                        struct proto_error *err)
+{
+    (void)defaults;
+    return setup_token_rows(job, model->config.hidden_size, false, limits, err);
+}
+
+/* vLLM's token_embed: every token's state through the checkpoint's
+ * sentence-transformers Dense modules, as vLLM's token pooler projects it
+ * (the hidden state itself for a checkpoint without). */
+bool proto_setup_token_embed(struct proto_job *job, const struct bert_model *model,
+                             const struct proto_limits *limits,
+                             const struct proto_defaults *defaults, struct proto_error *err)
+{
+    (void)defaults;
+    return setup_token_rows(job, model->embed_dims, true, limits, err);
 }
 
 /* SPLADE needs the masked-LM head. */

@@ -4,7 +4,8 @@
  *   embed           the pooled embedding, unit length (as /v1/embeddings)
  *   classify        the classifier's probabilities (as vLLM's /classify "probs")
  *   token_embed     every token's final hidden state, specials included,
- *                   each unit length
+ *                   through the checkpoint's Dense modules if any, each
+ *                   unit length
  *   token_classify  every token's label probabilities: softmax, or sigmoid
  *                   for one label (vLLM's token pooler head)
  * "use_activation": false answers them before the normalisation or the
@@ -74,7 +75,7 @@ bool proto_setup_pooling(struct proto_job *job, const struct bert_model *model,
     case PROTO_POOLING_CLASSIFY:
         return proto_setup_classify(job, model, limits, defaults, err);
     case PROTO_POOLING_TOKEN_EMBED:
-        return proto_setup_hidden(job, model, limits, defaults, err);
+        return proto_setup_token_embed(job, model, limits, defaults, err);
     case PROTO_POOLING_TOKEN_CLASSIFY:
         return proto_setup_tokens(job, model, limits, defaults, err);
     case PROTO_POOLING_EMBED:
@@ -94,7 +95,7 @@ static void answer_shape(const struct proto_job *job, const struct bert_model *m
         *rows = 0, *cols = c->num_labels;
         return;
     case PROTO_POOLING_TOKEN_EMBED:
-        *rows = job->seqs[i].enc.n, *cols = c->hidden_size;
+        *rows = job->seqs[i].enc.n, *cols = model->embed_dims;
         return;
     case PROTO_POOLING_TOKEN_CLASSIFY:
         *rows = job->seqs[i].enc.n, *cols = c->num_labels;

@@ -150,7 +150,8 @@ extern const struct proto_route_desc proto_routes[PROTO_ROUTE_COUNT];
 proto_check_fn proto_check_fill_mask, proto_check_classify, proto_check_rerank,
     proto_check_replaced, proto_check_dimensions;               /* job.c */
 proto_setup_fn proto_setup_embed, proto_setup_classify, proto_setup_fill_mask,
-    proto_setup_replaced, proto_setup_openai_embed, proto_setup_hidden; /* job.c */
+    proto_setup_replaced, proto_setup_openai_embed, proto_setup_hidden,
+    proto_setup_token_embed;                                    /* job.c */
 proto_render_fn proto_render_embed, proto_render_openai, proto_render_fill_mask,
     proto_render_classify, proto_render_tokenize, proto_render_replaced; /* render.c */
 proto_render_fn proto_render_rerank, proto_render_v1_rerank, proto_render_v2_rerank;

@@ -426,8 +426,11 @@ struct bert_seq_task {
      * (bert_token_head_width columns: the labels, or start and end). */
     float *token_logits;     /* (tokens of the sequence x width) out */
 
-    /* BERT_TASK_HIDDEN: bert_encode's rows of the sequence, as they are. */
-    float *hidden_states;    /* (tokens of the sequence x H) out */
+    /* BERT_TASK_HIDDEN: bert_encode's rows of the sequence, as they are,
+     * or with `project` each through the checkpoint's sentence-transformers
+     * Dense modules (vLLM's token_embed), embed_dims wide. */
+    float *hidden_states;    /* (tokens of the sequence x H, or x embed_dims) out */
+    bool project;
 
     /* BERT_TASK_SPARSE: per vocabulary entry, the largest log(1 + relu(MLM
      * logit)) over the sequence's tokens, specials included (SPLADE's

@@ -973,6 +973,11 @@ class DenseModules(unittest.TestCase):
                          '"dimensions" must be at most the model\'s embedding size 32, got 33')
         status, _, pooled = self.s.post("/pooling", {"input": texts[:2]})
         self.assertTrue(close_floats([d["data"] for d in pooled["data"]], got[:2], 1e-5))
+        # vLLM's token_embed projects every token, then normalises it.
+        status, _, rows = self.s.post("/pooling", {"input": texts[1], "task": "token_embed"})
+        self.assertEqual(len(tokens[1]), len(rows["data"][0]["data"]))
+        for row, t in zip(rows["data"][0]["data"], tokens[1]):
+            self.assertTrue(close_floats(row, self.reference([t]), 1e-5))
         status, _, sim = self.s.post("/similarity", {"inputs": {"source_sentence": texts[0],
                                                                 "sentences": texts[1:]}})
         for c, v in zip(sim, got[1:]):
