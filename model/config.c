@@ -539,6 +539,42 @@ static enum bert_token_head token_head_of(const char *architecture)
     return BERT_TOKEN_HEAD_NONE;
 }
 
+/* The CrossEncoder activation, as sentence-transformers reads it: the newer
+ * "sentence_transformers" object first. A torch module the engine does not
+ * apply is refused: the scores would differ from sentence-transformers'. */
+static enum bert_status parse_ce_activation(const char *name, json_t *root,
+                                            struct bert_config *cfg, struct bert_error *err)
+{
+    static const struct {
+        const char *module;
+        enum bert_ce_activation act;
+    } known[] = {{"torch.nn.modules.activation.Sigmoid", BERT_CE_SIGMOID},
+                 {"torch.nn.modules.activation.Softmax", BERT_CE_SIGMOID}, /* one label */
+                 {"torch.nn.modules.linear.Identity", BERT_CE_IDENTITY},
+                 {"torch.nn.modules.activation.Tanh", BERT_CE_TANH}};
+    json_t *st_obj = json_object_get(root, "sentence_transformers");
+    json_t *v = json_object_get(st_obj, "activation_fn");
+    const char *key = "sentence_transformers.activation_fn";
+    if (v == NULL || json_is_null(v)) {
+        v = json_object_get(root, "sbert_ce_default_activation_function");
+        key = "sbert_ce_default_activation_function";
+    }
+    cfg->ce_activation = BERT_CE_SIGMOID;
+    if (v == NULL || json_is_null(v))
+        return BERT_OK;
+    const char *fn = json_string_value(v);
+    for (size_t i = 0; fn != NULL && i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(fn, known[i].module) == 0) {
+            cfg->ce_activation = known[i].act;
+            return BERT_OK;
+        }
+    }
+    return bert_error_set(err, BERT_E_UNSUPPORTED,
+                          "%s: %s \"%.100s\" is not supported (Sigmoid, Softmax, Identity and "
+                          "Tanh are)",
+                          name, key, fn ? fn : "(not a string)");
+}
+
 static enum bert_status parse_root(const char *name, json_t *root, struct bert_config *cfg,
                                    struct bert_error *err)
 {
@@ -653,6 +689,8 @@ static enum bert_status parse_root(const char *name, json_t *root, struct bert_c
             return bert_error_set(err, BERT_E_FORMAT, "%s: unknown problem_type \"%.40s\"", name,
                                   p);
     }
+    if ((st = parse_ce_activation(name, root, cfg, err)) != BERT_OK)
+        return st;
     return parse_labels(name, root, cfg, err);
 }
 

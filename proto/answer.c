@@ -63,6 +63,16 @@ void proto_activate(enum proto_activation act, const float *logits, size_t n, fl
     }
 }
 
+double proto_cross_encoder_score(const struct bert_model *model, double logit)
+{
+    switch (model->config.ce_activation) {
+    case BERT_CE_IDENTITY: return logit;
+    case BERT_CE_TANH: return tanh(logit);
+    case BERT_CE_SIGMOID: break;
+    }
+    return 1.0 / (1.0 + exp(-logit));
+}
+
 static bool all_finite(const float *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -41,6 +41,11 @@ enum proto_activation proto_default_activation(const struct bert_config *cfg);
 /* `act` of n logits into out (softmax and sigmoid in double; NONE copies). */
 void proto_activate(enum proto_activation act, const float *logits, size_t n, float *out);
 
+/* A cross-encoder's logit as sentence-transformers' CrossEncoder.predict
+ * and vLLM's score task answer it: the checkpoint's activation
+ * (config.ce_activation: sigmoid unless its config names another). */
+double proto_cross_encoder_score(const struct bert_model *model, double logit);
+
 /* vLLM's answers: "id" (prefix and a unique value), "object": "list",
  * "created" and "model" as keys of the object being written. */
 void proto_write_vllm_head(struct json_writer *w, const struct proto_job *job,

@@ -3,8 +3,9 @@
  * ([{"index", "score", "text"?}], sigmoid unless "raw_scores"); /v1/rerank
  * and /v2/rerank like Cohere's and Jina's rerank APIs ({"id", "results":
  * [{"index", "relevance_score", "document"?}], "meta"}, with Jina's "model"
- * and "usage" beside them), always with the sigmoid, whose 0..1 range their
- * clients expect. The documents of those two are read here too: object
+ * and "usage" beside them), with the checkpoint's CrossEncoder activation
+ * as sentence-transformers' rank() and vLLM's /rerank apply it (the
+ * sigmoid unless its config names another). The documents of those two are read here too: object
  * documents, Cohere's "rank_fields", "max_tokens_per_doc" and
  * "max_chunks_per_doc". */
 #include <math.h>
@@ -285,8 +286,21 @@ static void write_document(struct json_writer *w, const struct proto_input *in, 
     }
 }
 
-/* Each input's score: the best of its sequences (chunks of one document). */
-static bool input_scores(const struct proto_job *job, bool sigmoid, struct ranked *ranked)
+/* The score a pair's logit is answered as: TEI's /rerank (version 0) the
+ * sigmoid, or the logit with "raw_scores"; Cohere's and Jina's shapes the
+ * checkpoint's CrossEncoder activation. */
+static double answer_score(const struct proto_job *job, const struct bert_model *model,
+                           int version, double logit)
+{
+    if (version > 0)
+        return proto_cross_encoder_score(model, logit);
+    return job->req.raw_scores ? logit : 1.0 / (1.0 + exp(-logit));
+}
+
+/* Each input's score: the best of its sequences (chunks of one document;
+ * every activation is increasing, so the best logit's). */
+static bool input_scores(const struct proto_job *job, const struct bert_model *model,
+                         int version, struct ranked *ranked)
 {
     const struct proto_request *r = &job->req;
     for (size_t i = 0; i < r->n_inputs; i++) {
@@ -295,7 +309,7 @@ static bool input_scores(const struct proto_job *job, bool sigmoid, struct ranke
     }
     for (size_t s = 0; s < job->n_seqs; s++) {
         double logit = job->seqs[s].task.logits[0];
-        float score = sigmoid ? (float)(1.0 / (1.0 + exp(-logit))) : (float)logit;
+        float score = (float)answer_score(job, model, version, logit);
         if (!isfinite(score))
             return false;
         size_t i = job->seq_input ? job->seq_input[s] : s;
@@ -305,14 +319,15 @@ static bool input_scores(const struct proto_job *job, bool sigmoid, struct ranke
     return true;
 }
 
-static bool render(struct json_writer *w, const struct proto_job *job, int version)
+static bool render(struct json_writer *w, const struct proto_job *job,
+                   const struct bert_model *model, int version)
 {
     const struct proto_request *r = &job->req;
     size_t n = r->n_inputs;
     struct ranked *ranked = malloc((n ? n : 1) * sizeof *ranked);
     if (ranked == NULL)
         return false;
-    if (!input_scores(job, version > 0 || !r->raw_scores, ranked)) {
+    if (!input_scores(job, model, version, ranked)) {
         free(ranked);
         return false;
     }
@@ -369,20 +384,17 @@ static bool render(struct json_writer *w, const struct proto_job *job, int versi
 bool proto_render_rerank(struct json_writer *w, const struct proto_job *job,
                          const struct bert_model *model)
 {
-    (void)model;
-    return render(w, job, 0);
+    return render(w, job, model, 0);
 }
 
 bool proto_render_v1_rerank(struct json_writer *w, const struct proto_job *job,
                             const struct bert_model *model)
 {
-    (void)model;
-    return render(w, job, 1);
+    return render(w, job, model, 1);
 }
 
 bool proto_render_v2_rerank(struct json_writer *w, const struct proto_job *job,
                             const struct bert_model *model)
 {
-    (void)model;
-    return render(w, job, 2);
+    return render(w, job, model, 2);
 }

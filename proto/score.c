@@ -1,7 +1,9 @@
 /* POST /score and /v1/score: vLLM's Score API. Each pair (a text of
  * "text_1", a text of "text_2") gets one score: a cross-encoder's (a
- * one-label classifier) reads the pair as one sequence and answers the
- * sigmoid of its logit, or the logit when "use_activation" is false; any
+ * one-label classifier) reads the pair as one sequence and answers its
+ * logit through the checkpoint's CrossEncoder activation (the sigmoid unless
+ * its config names another, as vLLM's score task), or the logit when
+ * "use_activation" is false; any
  * other model without a classifier embeds both texts alone and answers
  * their cosine, as vLLM scores with embedding models. The answer is
  * vLLM's {"id", "object": "list", "created", "model", "data": [{"index",
@@ -155,7 +157,7 @@ static bool pair_score(const struct proto_job *job, const struct bert_model *mod
     const struct proto_request *r = &job->req;
     if (cross_encoder(model)) {
         double logit = job->seqs[i].task.logits[0];
-        *score = r->raw_scores ? logit : 1.0 / (1.0 + exp(-logit));
+        *score = r->raw_scores ? logit : proto_cross_encoder_score(model, logit);
     } else {
         const float *a = job->seqs[r->n_score_firsts == 1 ? 0 : i].task.embedding;
         const float *b = job->seqs[r->n_score_firsts + i].task.embedding;

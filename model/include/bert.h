@@ -69,6 +69,16 @@ enum bert_problem_type {
     BERT_PROBLEM_REGRESSION,
 };
 
+/* sentence-transformers' CrossEncoder activation (config.json
+ * "sentence_transformers": {"activation_fn"}, or the older
+ * "sbert_ce_default_activation_function"), which its predict() and vLLM's
+ * score task apply to a cross-encoder's logit. */
+enum bert_ce_activation {
+    BERT_CE_SIGMOID,          /* named Sigmoid or Softmax, or not named (one label) */
+    BERT_CE_IDENTITY,         /* the logit itself (the ms-marco cross-encoders) */
+    BERT_CE_TANH,
+};
+
 struct bert_config {
     char model_type[32];         /* "bert", "distilbert", "roberta", "xlm-roberta", ... */
     enum bert_family family;     /* from model_type */
@@ -92,6 +102,7 @@ struct bert_config {
     size_t num_labels;
     char **id2label;             /* (num_labels) */
     enum bert_problem_type problem_type;
+    enum bert_ce_activation ce_activation;
     bool tie_word_embeddings;    /* MLM decoder shares the word embeddings */
     char architecture[64];       /* architectures[0], "" when absent */
     /* The per-token head architectures[0] names: *ForTokenClassification

@@ -427,21 +427,33 @@ def real_checkpoint(name, folder, *flags, tokenizer=None):
     return model
 
 
-def refused(test, model, edit, needle):
-    """Start-up on `model` with config.json edited by `edit` must fail,
-    naming config.json and `needle`; returns the server's output."""
+def edit_config(model, edit):
+    """Rewrite `model`'s config.json through `edit` (a function of the
+    dict); returns the file's path."""
     path = os.path.join(model, "config.json")
     with open(path) as f:
         cfg = json.load(f)
     edit(cfg)
     with open(path, "w") as f:
         json.dump(cfg, f)
+    return path
+
+
+def start_fails(test, model):
+    """Start-up on `model` must fail; returns the server's output."""
     s = Server(BIN, model, ready=False)
     deadline = time.time() + 60
     while s.proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     test.assertNotEqual(s.stop(), 0)
-    out = s.output()
+    return s.output()
+
+
+def refused(test, model, edit, needle):
+    """Start-up on `model` with config.json edited by `edit` must fail,
+    naming config.json and `needle`; returns the server's output."""
+    path = edit_config(model, edit)
+    out = start_fails(test, model)
     test.assertIn(path, out)
     test.assertIn(needle, out)
     return out
@@ -868,6 +880,63 @@ class ScoreByCosine(unittest.TestCase):
         self.assertEqual(status, 200, got)
 
 
+class CrossEncoderActivation(unittest.TestCase):
+    """A cross-encoder whose config names its CrossEncoder activation
+    (ms-marco-MiniLM-L-6-v2's "sbert_ce_default_activation_function":
+    Identity; sentence-transformers v4's "sentence_transformers":
+    {"activation_fn"}): /score, /v1/rerank and /v2/rerank answer the logit
+    through it, as sentence-transformers' predict() and vLLM's score task;
+    TEI's /rerank keeps its sigmoid; an activation the engine does not
+    apply fails start-up naming config.json."""
+
+    def serve(self, name, edit):
+        model = init(name, "minilm", "--labels", "LABEL_0")
+        edit_config(model, edit)
+        return model, Server(BIN, model)
+
+    def scores(self, s):
+        status, _, cls = s.post("/classify", {"inputs": [[QUERY, d] for d in DOCS],
+                                              "raw_scores": True})
+        logits = [x[0]["score"] for x in cls]
+        score = [d["score"] for d in s.post("/score", {"text_1": QUERY, "text_2": DOCS})[2]["data"]]
+        v1 = s.post("/v1/rerank", {"query": QUERY, "documents": DOCS})[2]["results"]
+        v2 = s.post("/v2/rerank", {"query": QUERY, "documents": DOCS})[2]["results"]
+        tei = s.post("/rerank", {"query": QUERY, "texts": DOCS})[2]
+        by_index = lambda rs, key: [r[key] for r in sorted(rs, key=lambda r: r["index"])]
+        return (logits, score, by_index(v1, "relevance_score"), by_index(v2, "relevance_score"),
+                by_index(tei, "score"))
+
+    def test_identity_and_tanh(self):
+        for name, edit, act in (
+                ("ce-identity", lambda c: c.update(
+                    sbert_ce_default_activation_function="torch.nn.modules.linear.Identity"),
+                 lambda x: x),
+                ("ce-tanh", lambda c: c.update(sentence_transformers={
+                    "activation_fn": "torch.nn.modules.activation.Tanh", "version": "4.0.1"},
+                    sbert_ce_default_activation_function="torch.nn.modules.linear.Identity"),
+                 math.tanh)):
+            with self.subTest(name=name):
+                model, s = self.serve(name, edit)
+                try:
+                    logits, score, v1, v2, tei = self.scores(s)
+                    want = [act(x) for x in logits]
+                    for got in (score, v1, v2):
+                        self.assertTrue(close_floats(got, want, 1e-5), (got, want))
+                    self.assertTrue(close_floats(tei, [sigmoid(x) for x in logits], 1e-5))
+                    raw = s.post("/score", {"text_1": QUERY, "text_2": DOCS,
+                                            "use_activation": False})[2]["data"]
+                    self.assertTrue(close_floats([d["score"] for d in raw], logits, 1e-5))
+                finally:
+                    self.assertEqual(s.stop(), 0, s.output())
+
+    def test_unknown_activation_is_refused(self):
+        model = init("ce-relu", "minilm", "--labels", "LABEL_0")
+        refused(self, model, lambda c: c.update(
+            sbert_ce_default_activation_function="torch.nn.modules.activation.ReLU"),
+                'sbert_ce_default_activation_function \\"torch.nn.modules.activation.ReLU\\" '
+                'is not supported')
+
+
 def write_safetensors(path, tensors):
     """A safetensors file of {name: (dtype "F32" or "F16", shape, flat values)}."""
     header, blobs, offset = {}, [], 0
@@ -998,21 +1067,12 @@ class DenseModules(unittest.TestCase):
             with self.subTest(needle=needle):
                 model = init("dense-bad-%d" % k, "minilm")
                 self.write_modules(model, dense2, extra)
-                s = Server(BIN, model, ready=False)
-                deadline = time.time() + 60
-                while s.proc.poll() is None and time.time() < deadline:
-                    time.sleep(0.05)
-                self.assertNotEqual(s.stop(), 0)
-                self.assertIn(needle, s.output())
+                self.assertIn(needle, start_fails(self, model))
         model = init("dense-pickle", "minilm")
         self.write_modules(model)
         os.rename(os.path.join(model, "2_Dense", "model.safetensors"),
                   os.path.join(model, "2_Dense", "pytorch_model.bin"))
-        s = Server(BIN, model, ready=False)
-        while s.proc.poll() is None:
-            time.sleep(0.05)
-        self.assertNotEqual(s.stop(), 0)
-        self.assertIn("2_Dense/pytorch_model.bin is a pickle", s.output())
+        self.assertIn("2_Dense/pytorch_model.bin is a pickle", start_fails(self, model))
 
 
 class UnsupportedModelType(unittest.TestCase):
