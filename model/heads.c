@@ -313,11 +313,11 @@ static void heads_member(void *arg, size_t member, size_t n_members)
     const size_t H = job->model->config.hidden_size;
     size_t i0, i1;
     bert_team_share(b->n_seqs, member, n_members, &i0, &i1);
+    /* With Dense modules the pooled row waits in qkv (the encoder is done
+     * with it) for run_dense. */
+    const bool dense = job->model->engine->n_dense > 0;
     for (size_t i = i0; i < i1; i++) {
         const struct bert_seq_task *t = &job->tasks[i];
-        /* With Dense modules the pooled row waits in qkv (the encoder is
-         * done with it) for run_dense. */
-        const bool dense = job->model->engine->n_dense > 0;
         if (t->task == BERT_TASK_EMBED)
             bert_pool(job->hidden, H, b->seq_start[i], b->seq_start[i + 1] - b->seq_start[i],
                       t->pooling, t->normalize && !dense,

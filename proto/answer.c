@@ -116,6 +116,11 @@ static bool cut_vector(const float *e, size_t dims, bool unit, float *out)
     return isfinite(sq);
 }
 
+bool proto_unit_vector(const float *v, size_t n, float *out)
+{
+    return cut_vector(v, n, true, out);
+}
+
 size_t proto_answer_dims(const struct proto_job *job, const struct bert_model *model)
 {
     return job->req.dimensions ? job->req.dimensions : model->embed_dims;

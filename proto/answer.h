@@ -31,6 +31,9 @@ size_t proto_answer_dims(const struct proto_job *job, const struct bert_model *m
  * vector unit length, made so again. False for a non-finite one. */
 bool proto_answer_vector(const struct proto_job *job, const struct bert_model *model, size_t i,
                          float *out);
+/* v (n numbers) scaled to unit length into out, as torch's F.normalize
+ * (sums in double, eps 1e-12). False when v is not finite. */
+bool proto_unit_vector(const float *v, size_t n, float *out);
 /* The base64 of v's little-endian float32 bytes (OpenAI's and Cohere's). */
 void proto_write_base64_f32le(struct json_writer *w, const float *v, size_t n);
 

@@ -16,22 +16,31 @@
  * bytes, row after row. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "answer.h"
 #include "json_writer.h"
 #include "proto.h"
+#include "proto_internal.h"
 #include "route_table.h"
 
-static const char *task_name(enum proto_pooling_task task)
+/* vLLM's names of the tasks, by enum proto_pooling_task. */
+static const char *const task_names[] = {
+    [PROTO_POOLING_EMBED] = "embed",
+    [PROTO_POOLING_CLASSIFY] = "classify",
+    [PROTO_POOLING_TOKEN_EMBED] = "token_embed",
+    [PROTO_POOLING_TOKEN_CLASSIFY] = "token_classify",
+};
+
+bool proto_pooling_task_parse(const char *name, enum proto_pooling_task *out)
 {
-    switch (task) {
-    case PROTO_POOLING_EMBED: return "embed";
-    case PROTO_POOLING_CLASSIFY: return "classify";
-    case PROTO_POOLING_TOKEN_EMBED: return "token_embed";
-    case PROTO_POOLING_TOKEN_CLASSIFY: return "token_classify";
-    case PROTO_POOLING_DEFAULT: break;
+    for (size_t t = 0; t < sizeof task_names / sizeof task_names[0]; t++) {
+        if (task_names[t] != NULL && strcmp(name, task_names[t]) == 0) {
+            *out = (enum proto_pooling_task)t;
+            return true;
+        }
     }
-    return "?";
+    return false;
 }
 
 enum proto_pooling_task proto_pooling_task(const struct proto_request *r,
@@ -61,7 +70,7 @@ bool proto_check_pooling(const struct proto_request *r, const struct bert_model 
     proto_error_set(err, PROTO_ERR_INVALID,
                     "\"task\": \"%s\" needs %s, which this checkpoint has not; its tasks: "
                     "\"embed\", \"token_embed\"%s%s",
-                    task_name(task), missing, model->can_classify ? ", \"classify\"" : "",
+                    task_names[task], missing, model->can_classify ? ", \"classify\"" : "",
                     model->can_classify_tokens ? ", \"token_classify\"" : "");
     return false;
 }
@@ -85,44 +94,26 @@ bool proto_setup_pooling(struct proto_job *job, const struct bert_model *model,
     return proto_setup_openai_embed(job, model, limits, defaults, err);
 }
 
-/* Rows x columns of sequence i's answer; rows 0 for a flat list. */
+/* The token tasks answer a row per token, the others one flat list. */
+static bool per_token(enum proto_pooling_task task)
+{
+    return task == PROTO_POOLING_TOKEN_EMBED || task == PROTO_POOLING_TOKEN_CLASSIFY;
+}
+
+/* Rows x columns of sequence i's answer (one row for a flat list). */
 static void answer_shape(const struct proto_job *job, const struct bert_model *model, size_t i,
                          size_t *rows, size_t *cols)
 {
-    const struct bert_config *c = &model->config;
-    switch (job->req.pooling_task) {
-    case PROTO_POOLING_CLASSIFY:
-        *rows = 0, *cols = c->num_labels;
-        return;
-    case PROTO_POOLING_TOKEN_EMBED:
-        *rows = job->seqs[i].enc.n, *cols = model->embed_dims;
-        return;
-    case PROTO_POOLING_TOKEN_CLASSIFY:
-        *rows = job->seqs[i].enc.n, *cols = c->num_labels;
-        return;
-    case PROTO_POOLING_EMBED:
-    case PROTO_POOLING_DEFAULT:
-        break;
-    }
-    *rows = 0, *cols = proto_answer_dims(job, model);
+    const enum proto_pooling_task task = job->req.pooling_task;
+    *rows = per_token(task) ? job->seqs[i].enc.n : 1;
+    *cols = task == PROTO_POOLING_TOKEN_EMBED ? model->embed_dims
+            : task == PROTO_POOLING_CLASSIFY || task == PROTO_POOLING_TOKEN_CLASSIFY
+                ? model->config.num_labels
+                : proto_answer_dims(job, model);
 }
 
-/* Each row of v (rows x cols) scaled to unit length, as torch's
- * F.normalize (sums in double, eps 1e-12). */
-static void normalize_rows(float *v, size_t rows, size_t cols)
-{
-    for (size_t r = 0; r < rows; r++, v += cols) {
-        double sq = 0;
-        for (size_t k = 0; k < cols; k++)
-            sq += (double)v[k] * v[k];
-        const double scale = 1.0 / fmax(sqrt(sq), 1e-12);
-        for (size_t k = 0; k < cols; k++)
-            v[k] = (float)(v[k] * scale);
-    }
-}
-
-/* Sequence i's answer into out (rows x cols, rows at least 1). False for a
- * non-finite value. */
+/* Sequence i's answer into out (rows x cols). False for a non-finite
+ * value. */
 static bool answer_values(const struct proto_job *job, const struct bert_model *model, size_t i,
                           size_t rows, size_t cols, float *out)
 {
@@ -135,10 +126,13 @@ static bool answer_values(const struct proto_job *job, const struct bert_model *
                        t->logits, cols, out);
         break;
     case PROTO_POOLING_TOKEN_EMBED:
-        for (size_t k = 0; k < rows * cols; k++)
-            out[k] = t->hidden_states[k];
-        if (activate)
-            normalize_rows(out, rows, cols);
+        for (size_t r = 0; r < rows; r++) {
+            const float *row = t->hidden_states + r * cols;
+            if (activate)
+                proto_unit_vector(row, cols, out + r * cols);
+            else
+                memcpy(out + r * cols, row, cols * sizeof *out);
+        }
         break;
     case PROTO_POOLING_TOKEN_CLASSIFY: {
         const enum proto_activation act = !activate ? PROTO_ACTIVATION_NONE
@@ -167,8 +161,8 @@ bool proto_render_pooling(struct json_writer *w, const struct proto_job *job,
     for (size_t i = 0; i < job->n_seqs; i++) {
         size_t rows, cols;
         answer_shape(job, model, i, &rows, &cols);
-        if ((rows ? rows : 1) * cols > most)
-            most = (rows ? rows : 1) * cols;
+        if (rows * cols > most)
+            most = rows * cols;
     }
     float *values = malloc(most * sizeof *values);
     if (values == NULL)
@@ -181,7 +175,7 @@ bool proto_render_pooling(struct json_writer *w, const struct proto_job *job,
     for (size_t i = 0; i < job->n_seqs && ok; i++) {
         size_t rows, cols;
         answer_shape(job, model, i, &rows, &cols);
-        ok = answer_values(job, model, i, rows ? rows : 1, cols, values);
+        ok = answer_values(job, model, i, rows, cols, values);
         json_writer_begin_object(w);
         json_writer_key(w, "index");
         json_writer_int(w, (int64_t)i);
@@ -189,8 +183,8 @@ bool proto_render_pooling(struct json_writer *w, const struct proto_job *job,
         json_writer_cstring(w, "pooling");
         json_writer_key(w, "data");
         if (job->req.base64) {
-            proto_write_base64_f32le(w, values, (rows ? rows : 1) * cols);
-        } else if (rows == 0) {
+            proto_write_base64_f32le(w, values, rows * cols);
+        } else if (!per_token(job->req.pooling_task)) {
             json_writer_float_array(w, values, cols);
         } else {
             json_writer_begin_array(w);

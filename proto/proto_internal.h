@@ -27,6 +27,10 @@ struct bert_encode_options proto_encode_options(const struct proto_request *r,
 void proto_job_add_encoding(struct proto_job *job, const struct bert_model *model,
                             struct bert_encoding *enc);
 
+/* vLLM's /pooling "task" name -> task; false for any other name
+ * (pooling.c). */
+bool proto_pooling_task_parse(const char *name, enum proto_pooling_task *out);
+
 /* User text quoted for an error message: at most PROTO_QUOTE_MAX_CHARS
  * characters of it, then "..." when it was longer. */
 #define PROTO_QUOTE_MAX_CHARS 64

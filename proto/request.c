@@ -506,22 +506,11 @@ static bool parse_truncate_side(struct parse *p)
  * "embed&token_classify" (BGE-M3's heads) have no checkpoint here. */
 static bool parse_pooling_task(struct parse *p)
 {
-    static const struct {
-        const char *name;
-        enum proto_pooling_task task;
-    } tasks[] = {{"embed", PROTO_POOLING_EMBED},
-                 {"classify", PROTO_POOLING_CLASSIFY},
-                 {"token_embed", PROTO_POOLING_TOKEN_EMBED},
-                 {"token_classify", PROTO_POOLING_TOKEN_CLASSIFY}};
     const char *s = NULL;
     if (!get_string(p, PROTO_PARAM_POOLING_TASK, &s))
         return false;
-    for (size_t t = 0; t < sizeof tasks / sizeof tasks[0]; t++) {
-        if (strcmp(s, tasks[t].name) == 0) {
-            p->req->pooling_task = tasks[t].task;
-            return true;
-        }
-    }
+    if (proto_pooling_task_parse(s, &p->req->pooling_task))
+        return true;
     return bad_choice(p, PROTO_PARAM_POOLING_TASK,
                       "one of \"embed\", \"classify\", \"token_embed\", \"token_classify\"", s);
 }
